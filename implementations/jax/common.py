@@ -1,0 +1,73 @@
+"""Conversion, gradient and remat helpers shared by the JAX workloads (mirror of implementations.torch.common)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from implementations.workloads import Inputs, spec, validate
+
+DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
+REMAT_VARIANTS = ("remat_full", "remat_dots")
+
+
+def load(workload: str) -> ModuleType:
+    """The module implementing `workload` (a ValueError lists the valid names)."""
+    spec(workload)
+    return importlib.import_module(f"{__package__}.{workload}")
+
+
+def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
+    """Framework copies of the spec's arrays: (params, data), placed on `device`."""
+    target = jax.devices(device)[0]
+    params = {name: jax.device_put(array, target) for name, array in inputs.params.items()}
+    data = {name: jax.device_put(array, target) for name, array in inputs.data.items()}
+    return params, data
+
+
+def to_numpy(tree: Any) -> Any:
+    return jax.tree.map(np.asarray, tree)
+
+
+def sync(result: Any, device: str = "cpu") -> Any:
+    """Wait until `result` is computed (JAX dispatches asynchronously, on CPU too); return it.
+
+    Blocking on the result waits for the work that produces it, whatever the device: `device` is for the mirror.
+    """
+    return jax.block_until_ready(result)
+
+
+def loss(module: ModuleType, params: dict, data: dict, inputs: Inputs, variant: str, cotangent: jax.Array):
+    """sum(forward * cotangent): a scalar whose gradient is the VJP of the forward with a fixed cotangent."""
+    return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
+
+
+def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[np.ndarray, dict, dict]:
+    """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
+    validate(inputs.workload, variant=variant)
+    module = load(inputs.workload)
+    params, data = prepare(inputs, device)
+    cotangent = jnp.asarray(inputs.cotangent)
+
+    @jax.jit
+    def run(params, data):
+        out, vjp = jax.vjp(lambda p, d: module.forward(p, d, inputs.static, variant), params, data)
+        return out, *vjp(cotangent.astype(out.dtype))
+
+    out, grad_params, grad_data = sync(run(params, data))
+    return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
+
+
+def remat(fn: Callable, variant: str) -> Callable:
+    """`fn` as is ('plain'), recomputed in the backward ('remat_full'), or saving only matmul outputs ('remat_dots')."""
+    if variant == "remat_full":
+        return jax.checkpoint(fn)
+    if variant == "remat_dots":
+        return jax.checkpoint(fn, policy=jax.checkpoint_policies.dots_saveable)
+    return fn

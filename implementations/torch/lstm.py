@@ -1,0 +1,10 @@
+"""lstm: the ADBench diagonal LSTM objective; 'remat_full' recomputes each time step in the backward."""
+
+import torch
+
+from implementations.torch.adbench import lstm_objective
+
+
+def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+    return lstm_objective(params["main_params"], params["extra_params"], data["state"], data["sequence"],
+                          remat_steps=variant == "remat_full")

@@ -1,0 +1,291 @@
+"""Framework-neutral workload specs: the single source of truth for sizes, dtypes and inputs.
+
+Both frameworks receive the same numpy arrays from :func:`make_inputs`, converted once. The generators below
+must not change for an existing (workload, size): append new sizes instead, or published numbers stop being
+comparable across commits.
+
+Every workload has a forward ``forward(params, data, variant)`` in ``implementations/torch/<name>.py`` and
+``implementations/jax/<name>.py``. ``params`` are the trainable arrays, ``data`` the other floating-point inputs
+(gradients are checked with respect to both); ``static`` holds Python scalars that are not differentiated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+DTYPES: tuple[str, ...] = ("float32", "float64")
+FRAMEWORKS: tuple[str, ...] = ("torch", "jax")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Numpy inputs of one (workload, size, dtype): the same arrays go to both frameworks."""
+
+    workload: str
+    size: str
+    dtype: str
+    params: dict[str, np.ndarray]
+    data: dict[str, np.ndarray]
+    static: dict[str, Any]
+    cotangent: np.ndarray  # fixed random output cotangent: loss = sum(forward(...) * cotangent)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    description: str
+    variants: tuple[str, ...]
+    sizes: dict[str, dict[str, int]]
+    generate: Callable[[np.random.Generator, dict[str, int]], tuple[dict, dict, dict]] = field(repr=False)
+    output_shape: Callable[[dict[str, int]], tuple[int, ...]] = field(repr=False)
+    test_size: str = "tiny"
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
+    return rng.standard_normal(shape) * scale
+
+
+def _gen_mlp(rng, s):
+    b, d, h = s["batch"], s["width"], s["hidden"]
+    params = {"w1": _normal(rng, (d, h), 1 / math.sqrt(d)), "w2": _normal(rng, (h, d), 1 / math.sqrt(h))}
+    return params, {"x": _normal(rng, (b, d))}, {}
+
+
+def _gen_linear_gelu(rng, s):
+    b, d = s["batch"], s["width"]
+    params = {"weight": _normal(rng, (d, d), 1 / math.sqrt(d)), "bias": _normal(rng, (d,), 0.1)}
+    return params, {"x": _normal(rng, (b, d))}, {}
+
+
+def _gen_swiglu(rng, s):
+    b, d, h = s["batch"], s["width"], s["hidden"]
+    params = {
+        "w_gate": _normal(rng, (d, h), 1 / math.sqrt(d)),
+        "w_up": _normal(rng, (d, h), 1 / math.sqrt(d)),
+        "w_down": _normal(rng, (h, d), 1 / math.sqrt(h)),
+    }
+    return params, {"x": _normal(rng, (b, d))}, {}
+
+
+def _gen_transformer(rng, s):
+    n, d, f = s["layers"], s["width"], s["ffn"]
+    # Layer parameters are stacked on a leading [layers] axis (what lax.scan consumes); PyTorch indexes the stack.
+    params = {
+        "ln1_scale": 1 + _normal(rng, (n, d), 0.1),
+        "ln1_bias": _normal(rng, (n, d), 0.1),
+        "w_qkv": _normal(rng, (n, d, 3 * d), 1 / math.sqrt(d)),
+        "w_out": _normal(rng, (n, d, d), 1 / math.sqrt(d)),
+        "ln2_scale": 1 + _normal(rng, (n, d), 0.1),
+        "ln2_bias": _normal(rng, (n, d), 0.1),
+        "w_gate": _normal(rng, (n, d, f), 1 / math.sqrt(d)),
+        "w_up": _normal(rng, (n, d, f), 1 / math.sqrt(d)),
+        "w_down": _normal(rng, (n, f, d), 1 / math.sqrt(f)),
+    }
+    return params, {"x": _normal(rng, (s["batch"], s["seq"], d))}, {"heads": s["heads"]}
+
+
+def _gen_chain(rng, s):
+    d = s["width"]
+    params = {"scale": 1 + _normal(rng, (d,), 0.1), "shift": _normal(rng, (d,), 0.1)}
+    return params, {"x": _normal(rng, (s["batch"], d))}, {"depth": s["depth"]}
+
+
+def _gen_fanout(rng, s):
+    d = s["width"]
+    params = {"scale": 1 + _normal(rng, (d,), 0.1), "shift": _normal(rng, (d,), 0.1)}
+    return params, {"x": _normal(rng, (s["batch"], d))}, {"branches": s["branches"]}
+
+
+def _gen_gmm(rng, s):
+    # Random instance in ADBench's layout (its own generator is a C++ program; this one mirrors its shapes).
+    d, k, n = s["d"], s["k"], s["n"]
+    params = {
+        "alphas": _normal(rng, (k,)),
+        "means": rng.uniform(0.0, 1.0, (k, d)),
+        "icf": _normal(rng, (k, d + d * (d - 1) // 2), 0.1),
+    }
+    return params, {"x": rng.uniform(0.0, 1.0, (n, d))}, {"gamma": 1.0, "m": 0}
+
+
+def _gen_lstm(rng, s):
+    l, c, b = s["layers"], s["chars"], s["bits"]
+    params = {"main_params": _normal(rng, (2 * l, 4 * b), 0.5), "extra_params": _normal(rng, (3, b), 0.5)}
+    state = _normal(rng, (2 * l, b), 0.5)
+    sequence = (rng.uniform(0.0, 1.0, (c, b)) < 0.5).astype(np.float64)
+    return params, {"state": state, "sequence": sequence}, {}
+
+
+def _scalar(_: dict[str, int]) -> tuple[int, ...]:
+    return ()
+
+
+WORKLOADS: dict[str, WorkloadSpec] = {
+    spec.name: spec
+    for spec in (
+        WorkloadSpec(
+            "mlp",
+            "silu(x @ w1) @ w2",
+            ("plain", "remat_full", "remat_dots"),
+            {
+                "tiny": {"batch": 4, "width": 8, "hidden": 16},
+                "64x256x1024": {"batch": 64, "width": 256, "hidden": 1024},
+                "512x1024x4096": {"batch": 512, "width": 1024, "hidden": 4096},
+            },
+            _gen_mlp,
+            lambda s: (s["batch"], s["width"]),
+        ),
+        WorkloadSpec(
+            "linear_gelu",
+            "gelu(x @ W.T + b), exact (erf) GELU",
+            ("plain",),
+            {"tiny": {"batch": 2, "width": 16}, "8x4096": {"batch": 8, "width": 4096}},
+            _gen_linear_gelu,
+            lambda s: (s["batch"], s["width"]),
+        ),
+        WorkloadSpec(
+            "swiglu",
+            "(silu(x @ w_gate) * (x @ w_up)) @ w_down; 'custom' fuses silu(gate) * up with a hand-written backward",
+            ("plain", "custom"),
+            {
+                "tiny": {"batch": 4, "width": 8, "hidden": 16},
+                "64x256x1024": {"batch": 64, "width": 256, "hidden": 1024},
+                "2048x1024x4096": {"batch": 2048, "width": 1024, "hidden": 4096},
+            },
+            _gen_swiglu,
+            lambda s: (s["batch"], s["width"]),
+        ),
+        WorkloadSpec(
+            "transformer",
+            "pre-LayerNorm blocks: causal self-attention + SwiGLU MLP",
+            ("plain", "unrolled", "remat_full", "remat_dots"),
+            {
+                "tiny": {"layers": 2, "batch": 2, "seq": 4, "width": 8, "heads": 2, "ffn": 16},
+                "L4-B4-S64-D128": {"layers": 4, "batch": 4, "seq": 64, "width": 128, "heads": 4, "ffn": 512},
+                "L8-B4-S64-D128": {"layers": 8, "batch": 4, "seq": 64, "width": 128, "heads": 4, "ffn": 512},
+                "L12-B8-S1024-D1024": {
+                    "layers": 12, "batch": 8, "seq": 1024, "width": 1024, "heads": 16, "ffn": 4096,
+                },
+            },
+            _gen_transformer,
+            lambda s: (s["batch"], s["seq"], s["width"]),
+        ),
+        WorkloadSpec(
+            "chain",
+            "depth x (y = tanh(y * scale + shift)), [batch, width] with [width] broadcast",
+            ("plain",),
+            {
+                "tiny": {"depth": 3, "batch": 2, "width": 4},
+                # XLA's CPU compile time of the jitted gradient grows faster than linearly with depth (0.25 s at
+                # depth 10, 2.8 s at 50, 26 s at 100 on a 2-core machine): the CPU suite uses depth 50.
+                "d50-4x64": {"depth": 50, "batch": 4, "width": 64},
+                "d100-4x64": {"depth": 100, "batch": 4, "width": 64},
+                "d100-256x4096": {"depth": 100, "batch": 256, "width": 4096},
+            },
+            _gen_chain,
+            lambda s: (s["batch"], s["width"]),
+        ),
+        WorkloadSpec(
+            "fanout",
+            "base = x * scale + shift shared by `branches` branches sum_i tanh(base * (1 + i / branches))",
+            ("plain",),
+            {
+                "tiny": {"branches": 3, "batch": 2, "width": 4},
+                "b64-4x64": {"branches": 64, "batch": 4, "width": 64},
+                "b64-256x4096": {"branches": 64, "batch": 256, "width": 4096},
+            },
+            _gen_fanout,
+            lambda s: (s["batch"], s["width"]),
+        ),
+        WorkloadSpec(
+            "gmm",
+            "ADBench Gaussian mixture objective; 'custom' uses a logsumexp with a hand-written backward",
+            ("plain", "custom"),
+            {
+                "tiny": {"d": 2, "k": 3, "n": 5},
+                "d10-K25-n1000": {"d": 10, "k": 25, "n": 1000},
+                "d64-K100-n10000": {"d": 64, "k": 100, "n": 10000},
+            },
+            _gen_gmm,
+            _scalar,
+        ),
+        WorkloadSpec(
+            "lstm",
+            "ADBench diagonal LSTM objective over a character sequence",
+            ("plain", "remat_full"),
+            {
+                "tiny": {"layers": 2, "chars": 5, "bits": 3},
+                "l2-c128-b14": {"layers": 2, "chars": 128, "bits": 14},
+                "l4-c1024-b1024": {"layers": 4, "chars": 1024, "bits": 1024},
+            },
+            _gen_lstm,
+            _scalar,
+        ),
+    )
+}
+
+
+def _choices(kind: str, value: object, valid: object) -> ValueError:
+    return ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(map(str, valid))}")
+
+
+def spec(workload: str) -> WorkloadSpec:
+    """The spec of `workload`; a ValueError lists the valid names."""
+    try:
+        return WORKLOADS[workload]
+    except (KeyError, TypeError):
+        raise _choices("workload", workload, WORKLOADS) from None
+
+
+def validate(workload: str, size: str | None = None, dtype: str | None = None, variant: str | None = None) -> None:
+    """Raise a ValueError that lists the valid choices for the first argument that is not one."""
+    s = spec(workload)
+    if size is not None and size not in s.sizes:
+        raise _choices(f"size for {workload}", size, s.sizes)
+    if dtype is not None and dtype not in DTYPES:
+        raise _choices("dtype", dtype, DTYPES)
+    if variant is not None and variant not in s.variants:
+        raise _choices(f"variant for {workload}", variant, s.variants)
+
+
+def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", seed: int = 0) -> Inputs:
+    """Deterministic numpy inputs for (workload, size, dtype); generated in float64, then cast."""
+    s = spec(workload)
+    size = s.test_size if size is None else size
+    validate(workload, size, dtype)
+    dims = s.sizes[size]
+    rng = np.random.default_rng([seed, sorted(WORKLOADS).index(workload)])
+    params, data, static = s.generate(rng, dims)
+    cotangent = _normal(rng, s.output_shape(dims)) if s.output_shape(dims) else np.array(1.0)
+    cast = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in params.items()}
+    return Inputs(
+        workload=workload,
+        size=size,
+        dtype=dtype,
+        params=cast,
+        data={k: np.ascontiguousarray(v, dtype=dtype) for k, v in data.items()},
+        static=static,
+        cotangent=np.asarray(cotangent, dtype=dtype),
+    )
+
+
+def parameter_count(inputs: Inputs) -> int:
+    return int(sum(a.size for a in inputs.params.values()))
+
+
+def gmm_constant(d: int, k: int, n: int, gamma: float, m: int) -> float:
+    """The data-independent terms of ADBench's GMM objective (its sign convention, the "+log_wishart_prior")."""
+    n_prime = d + m + 1
+    multigammaln = d * (d - 1) / 4 * math.log(math.pi) + sum(math.lgamma(n_prime / 2 + (1 - j) / 2)
+                                                             for j in range(1, d + 1))
+    return -n * d / 2 * math.log(2 * math.pi) - k * (n_prime * d * math.log(gamma / math.sqrt(2)) - multigammaln)
+
+
+def lower_triangle_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the strict lower triangle, column by column: ADBench's order for the l part of icf."""
+    pairs = [(row, col) for col in range(d) for row in range(col + 1, d)]
+    return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)

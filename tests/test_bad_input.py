@@ -1,0 +1,36 @@
+"""Bad input gets a ValueError that lists the valid choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from implementations import workloads
+from implementations.jax import common as jax_common
+from implementations.torch import common as torch_common
+
+
+def test_unknown_workload_lists_choices() -> None:
+    with pytest.raises(ValueError, match=r"unknown workload 'resnet'; valid choices: .*mlp.*transformer"):
+        workloads.make_inputs("resnet")
+    for common in (torch_common, jax_common):
+        with pytest.raises(ValueError, match="valid choices: .*lstm"):
+            common.load("resnet")
+
+
+def test_unknown_size_lists_choices() -> None:
+    with pytest.raises(ValueError, match=r"unknown size for mlp '1x1'; valid choices: tiny, 64x256x1024"):
+        workloads.make_inputs("mlp", "1x1")
+
+
+def test_unknown_dtype_lists_choices() -> None:
+    with pytest.raises(ValueError, match=r"unknown dtype 'float16'; valid choices: float32, float64"):
+        workloads.make_inputs("mlp", "tiny", "float16")
+
+
+def test_unknown_variant_lists_choices() -> None:
+    with pytest.raises(ValueError, match=r"unknown variant for swiglu 'fast'; valid choices: plain, custom"):
+        workloads.validate("swiglu", variant="fast")
+
+
+def test_valid_arguments_pass() -> None:
+    workloads.validate("transformer", "tiny", "float64", "remat_dots")
