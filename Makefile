@@ -24,3 +24,16 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
+
+# The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
+# results/<machine>/ for the committed HEAD, then the static dashboard in html/. ASV_ARGS passes options on
+# (e.g. ASV_ARGS='-b remat' for one pillar).
+ASV_ARGS ?=
+bench: $(STAMP)
+	@git diff --quiet HEAD -- implementations benchmarks asv.conf.json || \
+		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
+	@machine=$$($(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && \
+	TVT_DEVICE=$(DEVICE) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS)
+	$(VENV)/bin/tape-vs-trace scrub-results results
+	$(VENV)/bin/asv publish

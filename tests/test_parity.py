@@ -15,7 +15,8 @@ from tests.helpers import assert_close
 #   formula difference (a wrong term shows up at 1e-3 or more).
 # float32: unit roundoff 6e-8; reductions over up to 4096 terms and a few dozen chained ops give ~1e-6 seen here
 #   (2e-6 transformer, 4e-6 gmm on the tiny case). 2e-5 covers that with 5x margin. A chain of L links multiplies L
-#   Jacobians, so its error grows linearly with depth: we allow 1e-6 per link (4e-5 seen at depth 100, 2e-5 at depth 50).
+#   Jacobians, so its error grows linearly with depth: we allow 1e-6 per link (4e-5 seen at depth
+#   100, 2e-5 at depth 50).
 TOLERANCE = {"float64": 1e-10, "float32": 2e-5}
 
 

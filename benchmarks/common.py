@@ -1,0 +1,105 @@
+"""Shared machinery of the asv suite: parameters, per-process memoised set-up, and framework settings.
+
+Rules for benchmark writers (numpy's asv README, adapted):
+- No framework is imported at module level: asv spawns one process per benchmark x parameter combination and each
+  process imports only the framework it measures (`import_framework`).
+- Set-up is memoised per process (`memo`): asv-runner >= 0.3 re-runs `setup` before every timed call.
+- Every timed body ends in a device synchronisation (the steps from implementations.<framework>.steps do it).
+- Sizes for CPU and GPU machines are explicit parameter values (`by_device`), chosen by the machine's device.
+- Pin `version` on every benchmark; bump it when the numbers stop being comparable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+# Before any import of jax: allocator peaks are only meaningful without preallocation.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from implementations import workloads  # noqa: E402  (numpy only)
+
+DEVICE = os.environ.get("TVT_DEVICE") or ("cuda" if shutil.which("nvidia-smi") else "cpu")
+FRAMEWORKS = ["torch", "jax"]
+DTYPES = ["float32"]
+PRECISIONS = ["highest"]
+
+# How peak memory is measured for each (framework, device): the report prints it next to every peak value, and
+# each peak benchmark checks the probe's own statement against it, so a change of method cannot go unrecorded.
+MEMORY_METHODS = {
+    ("torch", "cpu"): "torch live-storage tracking (TorchDispatchMode)",
+    ("jax", "cpu"): "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)",
+    ("torch", "cuda"): "torch.cuda.max_memory_allocated",
+    ("jax", "cuda"): "jax peak_bytes_in_use",
+}
+
+_MEMO: dict[tuple, Any] = {}
+
+
+def by_device(cpu: list, cuda: list) -> list:
+    """The parameter values for this machine: CPU machines get the CPU sizes, CUDA machines the GPU sizes."""
+    return cuda if DEVICE == "cuda" else cpu
+
+
+def by_workload(base: type, sizes: dict[str, list[str]]) -> dict[str, type]:
+    """One subclass of `base` per workload, named `<Base>_<workload>`, whose size parameter lists only that
+    workload's sizes: a workload x size product would spawn one asv process per invalid pair.
+
+    `base` is named with a leading underscore (asv skips it) and has params [framework, workload, size, ...].
+    """
+    classes = {}
+    for workload, workload_sizes in sizes.items():
+        params = [base.params[0], [workload], list(workload_sizes), *base.params[3:]]
+        name = f"{base.__name__.lstrip('_')}_{workload}"
+        classes[name] = type(name, (base,), {"params": params, "__module__": base.__module__, "__doc__": base.__doc__})
+    return classes
+
+
+def memo(key: tuple, build: Callable[[], Any]) -> Any:
+    """`build()` once per process and key (asv-runner re-runs setup before every timed call)."""
+    if key not in _MEMO:
+        _MEMO[key] = build()
+    return _MEMO[key]
+
+
+def import_framework(framework: str, dtype: str, precision: str) -> dict[str, ModuleType]:
+    """Import one framework's steps, probe and common modules and apply the fairness settings to it."""
+    modules = {name: importlib.import_module(f"implementations.{framework}.{name}")
+               for name in ("common", "steps", "probe")}
+    if framework == "torch":
+        import torch
+
+        torch.set_float32_matmul_precision(precision)
+    else:
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", precision)
+    return modules
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip this parameter combination (asv shows n/a) unless `condition` holds."""
+    if not condition:
+        raise NotImplementedError(reason)
+
+
+def check_case(workload: str, size: str, dtype: str, variant: str | None = None) -> workloads.Inputs:
+    """The inputs of a valid combination; combinations of a workload with another workload's size are skipped."""
+    spec = workloads.spec(workload)
+    require(size in spec.sizes, f"{size} is not a size of {workload}")
+    require(variant is None or variant in spec.variants, f"{variant} is not a variant of {workload}")
+    return memo(("inputs", workload, size, dtype), lambda: workloads.make_inputs(workload, size, dtype))
+
+
+class Benchmark:
+    """Defaults for every class: one round per process, a few samples, generous timeout for compilation."""
+
+    timeout = 600
+    rounds = 1
+    repeat = (3, 10, 5.0)
+    warmup_time = 0.1
+    version = "1"

@@ -1,0 +1,139 @@
+"""Runnable steps for the benchmarks (mirror of implementations.torch.steps).
+
+Each builder does its set-up (conversion, compilation, warm-up) once and returns a zero-argument callable that runs
+one step and waits for the device before returning, so a timer around the call measures the work itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from implementations.jax.common import load, prepare, sync
+from implementations.workloads import Inputs
+
+GRAD_MODES = ("eager", "compiled")
+# JAX saves nothing unless a transformation asks for it, so it has no inference_mode counterpart: a plain call is it.
+FORWARD_MODES = ("record", "no_grad", "compiled")
+# JAX has no tensor hooks and no .grad attributes: only the functional counterparts exist.
+ENGINE_MODES = ("accumulate_tree_add", "no_hooks", "retain_graph_twice")
+MICRO_BATCHES = 4
+
+
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
+    module = load(inputs.workload)
+    cotangent = jnp.asarray(inputs.cotangent)
+
+    def fn(params: dict, data: dict) -> jax.Array:
+        return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
+
+    return fn, prepare(inputs, device)
+
+
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) runs forward and backward and returns the gradients of every input."""
+    loss, args = loss_fn(inputs, variant, device)
+    return jax.grad(loss, argnums=(0, 1)), args
+
+
+def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the forward, keeping the residuals ('record', jax.vjp) or not ('no_grad')."""
+    require_mode(mode, ("record", "no_grad"))
+    module = load(inputs.workload)
+
+    def forward(params: dict, data: dict) -> jax.Array:
+        return module.forward(params, data, inputs.static, variant)
+
+    def record(params: dict, data: dict) -> tuple:
+        out, vjp = jax.vjp(forward, params, data)
+        # Residuals that are the arguments themselves stay out: a jitted function would return them as copies, while
+        # PyTorch's tape only references its inputs (the probe's extra_bytes makes the same cut).
+        arguments = jax.tree.leaves((params, data))
+        kept = [r for r in jax.tree.leaves(vjp) if not any(r is a for a in arguments)]
+        return out, kept
+
+    return (record if mode == "record" else forward), prepare(inputs, device)
+
+
+def require_mode(mode: str, valid: tuple[str, ...]) -> None:
+    if mode not in valid:
+        raise ValueError(f"unknown mode {mode!r}; valid choices: {', '.join(valid)}")
+
+
+def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, device: str) -> list[Callable]:
+    """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
+    module = load(inputs.workload)
+    xs = jnp.split(data["x"], MICRO_BATCHES)
+    cotangents = jnp.split(jnp.asarray(inputs.cotangent), MICRO_BATCHES)
+
+    def chunk_loss(x: jax.Array, cotangent: jax.Array) -> Callable:
+        return lambda params: (module.forward(params, dict(data, x=x), inputs.static, variant) * cotangent).sum()
+
+    return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
+
+
+def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
+    step()
+    step()
+    return step
+
+
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """Forward + backward: 'eager' is op-by-op jax.grad (traced on every call); 'compiled' is jax.jit of it."""
+    grads, (params, data) = grad_fn(inputs, variant, device)
+    if mode == "compiled":
+        grads = jax.jit(grads)
+    elif mode != "eager":
+        raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
+    return _warm(lambda: sync(grads(params, data)))
+
+
+def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """Forward only: 'record' is jax.vjp's forward (keeps the residuals), 'no_grad' an op-by-op call, 'compiled'
+    jax.jit of the forward."""
+    module = load(inputs.workload)
+    params, data = prepare(inputs, device)
+
+    def forward(params: dict, data: dict) -> jax.Array:
+        return module.forward(params, data, inputs.static, variant)
+
+    if mode == "record":
+        return _warm(lambda: sync(jax.vjp(forward, params, data)))
+    if mode in ("no_grad", "compiled"):
+        run = jax.jit(forward) if mode == "compiled" else forward
+        return _warm(lambda: sync(run(params, data)))
+    raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
+
+
+def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """The functional counterparts of the autograd engine's bookkeeping (see ENGINE_MODES), jitted per micro-step."""
+    loss, (params, data) = loss_fn(inputs, variant, device)
+    if mode == "accumulate_tree_add":
+        micro_loss = _micro_batch_losses(inputs, variant, params, data, device)
+        grads_of = [jax.jit(jax.grad(chunk_loss)) for chunk_loss in micro_loss]
+
+        def accumulate():
+            total = None
+            for grad in grads_of:
+                grads = grad(params)
+                total = grads if total is None else jax.tree.map(jnp.add, total, grads)
+            return sync(total)
+
+        return _warm(accumulate)
+    if mode == "no_hooks":
+        grad = jax.jit(jax.grad(loss))
+        return _warm(lambda: sync(grad(params, data)))
+    if mode == "retain_graph_twice":
+        # jax.vjp's residuals stay alive as long as the returned function: calling it twice is the retained graph.
+        @jax.jit
+        def twice(params, data):
+            value, vjp = jax.vjp(lambda p: loss(p, data), params)
+            one = jnp.ones_like(value)
+            return vjp(one), vjp(one)
+
+        return _warm(lambda: sync(twice(params, data)))
+    raise ValueError(f"unknown engine mode {mode!r}; valid choices: {', '.join(ENGINE_MODES)}")

@@ -1,0 +1,155 @@
+"""Runnable steps for the benchmarks (mirror of implementations.jax.steps).
+
+Each builder does its set-up (conversion, compilation, warm-up) once and returns a zero-argument callable that runs
+one step and waits for the device before returning, so a timer around the call measures the work itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from implementations.torch.common import leaves, load, prepare, sync
+from implementations.workloads import Inputs
+
+GRAD_MODES = ("eager", "compiled")
+FORWARD_MODES = ("record", "no_grad", "inference_mode", "compiled")
+ENGINE_MODES = ("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
+                "zero_grad_none", "zero_grad_zeros")
+MICRO_BATCHES = 4
+
+
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
+    module = load(inputs.workload)
+    cotangent = torch.as_tensor(inputs.cotangent, device=device)
+
+    def fn(params: dict, data: dict) -> torch.Tensor:
+        return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
+
+    return fn, prepare(inputs, device)
+
+
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) runs forward and backward and returns the gradients of every input."""
+    loss, args = loss_fn(inputs, variant, device)
+
+    def fn(params: dict, data: dict) -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(loss(params, data), leaves((params, data)))
+
+    return fn, args
+
+
+def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the forward, recording for the backward ('record') or not ('no_grad')."""
+    require_mode(mode, ("record", "no_grad"))
+    module = load(inputs.workload)
+
+    def fn(params: dict, data: dict) -> torch.Tensor:
+        with torch.set_grad_enabled(mode == "record"):
+            return module.forward(params, data, inputs.static, variant)
+
+    return fn, prepare(inputs, device)
+
+
+def require_mode(mode: str, valid: tuple[str, ...]) -> None:
+    if mode not in valid:
+        raise ValueError(f"unknown mode {mode!r}; valid choices: {', '.join(valid)}")
+
+
+def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, device: str) -> list[Callable]:
+    """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
+    module = load(inputs.workload)
+    xs = data["x"].detach().chunk(MICRO_BATCHES)
+    cotangents = torch.as_tensor(inputs.cotangent, device=device).chunk(MICRO_BATCHES)
+
+    def chunk_loss(x: torch.Tensor, cotangent: torch.Tensor) -> Callable:
+        return lambda: (module.forward(params, dict(data, x=x), inputs.static, variant) * cotangent).sum()
+
+    return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
+
+
+def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
+    step()
+    step()
+    return step
+
+
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """Forward + backward: 'eager' records the tape on every call; 'compiled' runs torch.compile's graphs."""
+    loss, (params, data) = loss_fn(inputs, variant, device)
+    if mode == "compiled":
+        loss = torch.compile(loss)
+    elif mode != "eager":
+        raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
+    targets = leaves((params, data))
+    return _warm(lambda: sync(torch.autograd.grad(loss(params, data), targets), device))
+
+
+def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """Forward only: 'record' builds the tape (grad enabled), 'no_grad' / 'inference_mode' do not, 'compiled' is
+    torch.compile under inference_mode."""
+    module = load(inputs.workload)
+    params, data = prepare(inputs, device)
+
+    def forward() -> torch.Tensor:
+        return module.forward(params, data, inputs.static, variant)
+
+    if mode == "record":
+        return _warm(lambda: sync(forward(), device))
+    if mode == "no_grad":
+        return _warm(torch.no_grad()(lambda: sync(forward(), device)))
+    if mode in ("inference_mode", "compiled"):
+        run = torch.compile(forward) if mode == "compiled" else forward
+        return _warm(torch.inference_mode()(lambda: sync(run(), device)))
+    raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
+
+
+def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+    """The autograd engine's bookkeeping around one step (see ENGINE_MODES); data["x"] is split on its first axis."""
+    loss, (params, data) = loss_fn(inputs, variant, device)
+    weights = leaves(params)
+    if mode in ("accumulate_grad_attr", "accumulate_tree_add"):
+        micro_loss = _micro_batch_losses(inputs, variant, params, data, device)
+
+        def accumulate_grad_attr():
+            for w in weights:
+                w.grad = None
+            for chunk_loss in micro_loss:
+                chunk_loss().backward()  # AccumulateGrad adds into .grad in place
+            return sync([w.grad for w in weights], device)
+
+        def accumulate_tree_add():
+            total = None
+            for chunk_loss in micro_loss:
+                grads = torch.autograd.grad(chunk_loss(), weights)
+                total = grads if total is None else [t + g for t, g in zip(total, grads)]
+            return sync(total, device)
+
+        return _warm(accumulate_grad_attr if mode == "accumulate_grad_attr" else accumulate_tree_add)
+    if mode in ("hooks", "no_hooks"):
+        if mode == "hooks":
+            for w in weights:
+                w.register_hook(lambda g: g)  # a no-op tensor hook on every parameter: the engine's call cost
+        return _warm(lambda: sync(torch.autograd.grad(loss(params, data), weights), device))
+    if mode == "retain_graph_twice":
+        def twice():
+            value = loss(params, data)
+            first = torch.autograd.grad(value, weights, retain_graph=True)
+            return sync((first, torch.autograd.grad(value, weights)), device)
+
+        return _warm(twice)
+    if mode in ("zero_grad_none", "zero_grad_zeros"):
+        def zero_grad():
+            for w in weights:
+                if mode == "zero_grad_none":
+                    w.grad = None
+                elif w.grad is not None:
+                    w.grad.zero_()
+            loss(params, data).backward()
+            return sync([w.grad for w in weights], device)
+
+        return _warm(zero_grad)
+    raise ValueError(f"unknown engine mode {mode!r}; valid choices: {', '.join(ENGINE_MODES)}")

@@ -1,0 +1,286 @@
+"""The measurement probes: saved bytes, peak memory, graph size, flops and compile time, on both frameworks.
+
+The exact numbers are the ones DESIGN.md cites (PyTorch) and what JAX 0.10.2 gives for the same functions; where
+the two differ, a comment says why. Everything runs on CPU (``prepare`` places arrays there explicitly), so a GPU
+machine runs the same checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+from jax.ad_checkpoint import print_saved_residuals
+
+from implementations import workloads
+from implementations.jax import common as jax_common
+from implementations.jax import probe as jax_probe
+from implementations.torch import common as torch_common
+from implementations.torch import probe as torch_probe
+
+MLP = ("mlp", "64x256x1024")
+LINEAR_GELU = ("linear_gelu", "8x4096")
+F32 = 4
+# One [64, 256] @ [256, 1024] matmul: 2 * 64 * 256 * 1024 flops; forward and backward of the mlp are six of them.
+MLP_MATMUL_FLOPS = 2 * 64 * 256 * 1024
+# What the mlp's forward+backward step returns: the output [64, 256] and the gradients of x, w1 and w2.
+MLP_STEP_OUTPUT_BYTES = (64 * 256 + 64 * 256 + 256 * 1024 + 1024 * 256) * F32
+
+
+def _torch_case(workload: str, size: str, variant: str):
+    """(forward fn, (params, data), step fn) in PyTorch; every array is a leaf that requires grad."""
+    inputs = workloads.make_inputs(workload, size, "float32")
+    module = torch_common.load(workload)
+    params, data = torch_common.prepare(inputs)
+    cotangent = torch.from_numpy(np.array(inputs.cotangent))
+
+    def fn(p, d):
+        return module.forward(p, d, inputs.static, variant)
+
+    def step(p, d):
+        out = fn(p, d)
+        return out, torch.autograd.grad((out * cotangent).sum(), torch_common.leaves((p, d)))
+
+    return fn, (params, data), step
+
+
+def _jax_case(workload: str, size: str, variant: str):
+    """(forward fn, (params, data), step fn) in JAX, the mirror of _torch_case."""
+    inputs = workloads.make_inputs(workload, size, "float32")
+    module = jax_common.load(workload)
+    params, data = jax_common.prepare(inputs)
+    cotangent = jnp.asarray(inputs.cotangent)
+
+    def fn(p, d):
+        return module.forward(p, d, inputs.static, variant)
+
+    def step(p, d):
+        out, vjp_fn = jax.vjp(fn, p, d)
+        return out, vjp_fn(cotangent)
+
+    return fn, (params, data), step
+
+
+# --- saved bytes ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        # x, w1, w2, x @ w1 (saved by silu) and silu's output (saved by the second matmul): DESIGN.md's numbers.
+        ("plain", (5, 2_686_976, 524_288)),
+        # Non-reentrant checkpoint keeps only its inputs.
+        ("remat_full", (3, 2_162_688, 0)),
+        # The selective-checkpoint cache keeps both matmul outputs, x @ w1 (262,144 B) and the block's output
+        # (65,536 B), although the backward never reads the latter; the tape's hooks alone would report 3 / 0.
+        ("remat_dots", (5, 2_490_368, 327_680)),
+    ],
+)
+def test_torch_saved_bytes_mlp(variant, expected):
+    fn, args, _ = _torch_case(*MLP, variant)
+    saved = torch_probe.saved_bytes(fn, *args)
+    assert (saved.count, saved.total_bytes, saved.extra_bytes) == expected
+
+
+@pytest.mark.parametrize(
+    ("variant", "expected"),
+    [
+        # JAX differentiates jax.nn.silu as x * logistic(x): besides x @ w1 and silu's output it saves the sigmoid
+        # and a second [64, 1024] factor of its derivative, both computed in the forward. PyTorch's SiluBackward
+        # saves only its input and recomputes the sigmoid in the backward. So 7 buffers, two more than PyTorch.
+        ("plain", (7, 3_211_264, 1_048_576)),
+        ("remat_full", (3, 2_162_688, 0)),
+        # dots_saveable keeps x @ w1 only: the output of the second dot is not a residual of anything.
+        ("remat_dots", (4, 2_424_832, 262_144)),
+    ],
+)
+def test_jax_saved_bytes_mlp(variant, expected):
+    fn, args, _ = _jax_case(*MLP, variant)
+    saved = jax_probe.saved_bytes(fn, *args)
+    assert (saved.count, saved.total_bytes, saved.extra_bytes) == expected
+
+
+def test_jax_remat_reduces_extra_saved_bytes():
+    fn_plain, args, _ = _jax_case(*MLP, "plain")
+    fn_remat, _, _ = _jax_case(*MLP, "remat_full")
+    assert jax_probe.saved_bytes(fn_remat, *args).extra_bytes < jax_probe.saved_bytes(fn_plain, *args).extra_bytes
+
+
+def test_torch_saved_bytes_linear_gelu():
+    fn, args, _ = _torch_case(*LINEAR_GELU, "plain")
+    saved = torch_probe.saved_bytes(fn, *args)
+    # x (131,072 B), the weight through its transposed view (67,108,864 B, not new memory) and the linear output.
+    assert (saved.count, saved.total_bytes, saved.extra_bytes) == (3, 131_072 + 67_108_864 + 131_072, 131_072)
+
+
+def test_jax_saved_bytes_linear_gelu():
+    fn, args, _ = _jax_case(*LINEAR_GELU, "plain")
+    saved = jax_probe.saved_bytes(fn, *args)
+    # x, a materialised copy of weight.T (eager JAX transposes into a new buffer; PyTorch saves a view), three
+    # [8, 4096] factors of the erf-GELU derivative (mul, erfc, exp outputs) and a float32 scalar literal.
+    # PyTorch's GeluBackward recomputes from the linear output instead.
+    extra = 67_108_864 + 3 * 131_072 + F32
+    assert (saved.count, saved.total_bytes, saved.extra_bytes) == (6, 131_072 + extra, extra)
+
+
+_DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+
+
+def _print_saved_residuals_summary(fn, *args) -> tuple[int, int]:
+    """(count, bytes) of the lines that JAX's public ``print_saved_residuals`` prints, e.g. 'f32[64,1024] from …'."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        print_saved_residuals(fn, *args)
+    count = total = 0
+    for line in buffer.getvalue().splitlines():
+        dtype, shape = re.match(r"(\w+)\[([\d,]*)\]", line).groups()
+        count += 1
+        total += _DTYPE_BYTES[dtype] * math.prod(int(n) for n in shape.split(",") if n)
+    return count, total
+
+
+@pytest.mark.parametrize(("case", "variant"), [(MLP, "plain"), (MLP, "remat_full"), (MLP, "remat_dots"),
+                                               (LINEAR_GELU, "plain")])
+def test_jax_saved_bytes_agrees_with_print_saved_residuals(case, variant):
+    fn, args, _ = _jax_case(*case, variant)
+    saved = jax_probe.saved_bytes(fn, *args)
+    assert (saved.count, saved.total_bytes) == _print_saved_residuals_summary(fn, *args)
+
+
+def test_saved_bytes_counts_a_storage_once():
+    # x * x saves x twice (two packed tensors in PyTorch, two leaves of the VJP in JAX): one storage, not new.
+    x_torch = torch.ones(1000, requires_grad=True)
+    x_jax = jnp.ones(1000, dtype=jnp.float32)
+    for saved in (torch_probe.saved_bytes(lambda a: a * a, x_torch), jax_probe.saved_bytes(lambda a: a * a, x_jax)):
+        assert (saved.count, saved.total_bytes, saved.extra_bytes) == (1, 4000, 0)
+    # exp saves its own result: new memory.
+    for saved in (torch_probe.saved_bytes(torch.exp, x_torch), jax_probe.saved_bytes(jnp.exp, x_jax)):
+        assert (saved.count, saved.total_bytes, saved.extra_bytes) == (1, 4000, 4000)
+
+
+def test_torch_saved_bytes_leaves_out_captured_parameters():
+    # w is not an argument but a leaf that receives a gradient: a parameter, not memory of the backward pass.
+    w = torch.full((1000,), 2.0, requires_grad=True)
+    x = torch.ones(1000, requires_grad=True)
+    saved = torch_probe.saved_bytes(lambda a: a * w, x)
+    assert (saved.count, saved.total_bytes, saved.extra_bytes) == (2, 8000, 0)
+
+
+def test_torch_saved_bytes_frees_the_graph():
+    # exp saves its output; had the pack hook kept that tensor with its grad_fn, the node and the tensor would
+    # reference each other and the storage would outlive the call.
+    storages = []
+
+    def fn(a):
+        y = a.exp()
+        storages.append(weakref.ref(y.untyped_storage()))
+        return y * 2
+
+    torch_probe.saved_bytes(fn, torch.ones(1000, requires_grad=True))
+    assert storages[0]() is None
+
+
+# --- peak bytes ----------------------------------------------------------------------------------------------------
+
+
+def test_peak_bytes_leaves_out_the_arguments():
+    # Only the output of a * 2 is new; the argument is the baseline.
+    torch_peak = torch_probe.peak_bytes(lambda a: a * 2, torch.ones(1000))
+    jax_peak = jax_probe.peak_bytes(lambda a: a * 2, jnp.ones(1000, dtype=jnp.float32))
+    assert torch_peak.bytes == jax_peak.bytes == 4000
+    assert torch_peak.method == "torch live-storage tracking (TorchDispatchMode)"
+    assert jax_peak.method.startswith("jax compiled.memory_analysis")
+
+
+@pytest.mark.parametrize("variant", ["plain", "remat_full"])
+def test_torch_peak_bytes_mlp(variant):
+    _, args, step = _torch_case(*MLP, variant)
+    peak = torch_probe.peak_bytes(step, *args)
+    assert peak.bytes >= MLP_STEP_OUTPUT_BYTES
+    # The peak comes at the end of the backward: output, the three gradients, the [64, 1024] gradient of x @ w1
+    # and the 4-byte loss and its seed gradient. Recomputation happens earlier, with less live, so a single block's
+    # peak is the same with and without checkpointing.
+    assert peak.bytes == MLP_STEP_OUTPUT_BYTES + 64 * 1024 * F32 + 2 * F32 == 2_490_376
+
+
+@pytest.mark.parametrize("variant", ["plain", "remat_full"])
+def test_jax_peak_bytes_mlp(variant):
+    _, args, step = _jax_case(*MLP, variant)
+    peak = jax_probe.peak_bytes(step, *args)
+    assert peak.bytes >= MLP_STEP_OUTPUT_BYTES
+    # Outputs plus XLA's 32-byte tuple of output pointers plus 524,288 B of temp (two [64, 1024] buffers). XLA:CPU
+    # undoes the checkpoint in straight-line code (see test_jax_flops_mlp), so remat_full gets the same program.
+    assert peak.bytes == MLP_STEP_OUTPUT_BYTES + 32 + 2 * 64 * 1024 * F32 == 2_752_544
+
+
+# --- graph size ----------------------------------------------------------------------------------------------------
+
+
+def test_graph_size_of_a_small_function():
+    # PyTorch: SinBackward, MulBackward and one AccumulateGrad for x (reached twice through x * x, counted once).
+    assert torch_probe.graph_size(lambda a: torch.sin(a * a), torch.ones(3, requires_grad=True)) == 3
+    # JAX, forward and backward: mul, sin, cos | mul (cotangent * cos), mul and mul (both factors of x * x),
+    # add_any (the two contributions to x).
+    assert jax_probe.graph_size(lambda a: jnp.sin(a * a), jnp.ones(3, dtype=jnp.float32)) == 7
+
+
+@pytest.mark.parametrize(("variant", "torch_nodes", "jax_equations"),
+                         [("plain", 6, 18), ("remat_full", 6, 23), ("remat_dots", 6, 23)])
+def test_graph_size_mlp(variant, torch_nodes, jax_equations):
+    # PyTorch: two MmBackward, SiluBackward and three AccumulateGrad; non-reentrant checkpoint records the same tape.
+    # JAX: the checkpoint equation wraps its own forward and the backward recomputes it, hence more equations.
+    fn, args, _ = _torch_case(*MLP, variant)
+    assert torch_probe.graph_size(fn, *args) == torch_nodes
+    fn, args, _ = _jax_case(*MLP, variant)
+    assert jax_probe.graph_size(fn, *args) == jax_equations
+
+
+# --- flops ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("variant", "matmuls"), [("plain", 6), ("remat_full", 7), ("remat_dots", 6)])
+def test_torch_flops_mlp(variant, matmuls):
+    # FlopCounterMode counts matmuls only. remat_full recomputes x @ w1 but not the second matmul: non-reentrant
+    # checkpoint stops recomputing once every saved tensor is back. remat_dots recomputes only the silu.
+    _, args, step = _torch_case(*MLP, variant)
+    assert torch_probe.flops(step, *args) == matmuls * MLP_MATMUL_FLOPS
+
+
+def test_jax_flops_mlp():
+    _, args, step_plain = _jax_case(*MLP, "plain")
+    _, _, step_remat = _jax_case(*MLP, "remat_full")
+    plain = jax_probe.flops(step_plain, *args)
+    remat = jax_probe.flops(step_remat, *args)
+    # XLA counts elementwise ops too: the six matmuls plus 655,360 flops of silu and its derivative.
+    assert plain == 6 * MLP_MATMUL_FLOPS + 655_360 == 201_981_952
+    # XLA:CPU merges the recomputed x @ w1 with the forward one, so checkpointing adds only elementwise flops here
+    # (fewer than a matmul's worth); PyTorch's eager checkpoint does run the extra matmul.
+    assert plain < remat < plain + MLP_MATMUL_FLOPS
+
+
+# --- compile time --------------------------------------------------------------------------------------------------
+
+
+def test_jax_compile_seconds():
+    seconds = jax_probe.compile_seconds(lambda a: jnp.sin(a).sum(), jnp.ones(8, dtype=jnp.float32))
+    assert set(seconds) == {"trace", "lower", "compile"}
+    assert all(value > 0 for value in seconds.values())
+
+
+@pytest.mark.slow
+def test_torch_compile_seconds():
+    # About 18 s on a 2-core CPU, most of it Inductor's one-time set-up in the process.
+    _, args, step = _torch_case("mlp", "tiny", "plain")
+    seconds = torch_probe.compile_seconds(step, *args)
+    assert set(seconds) == {"compile", "first_call", "steady_call"}
+    assert seconds["steady_call"] > 0
+    assert seconds["compile"] > 0
+    assert seconds["first_call"] == pytest.approx(seconds["compile"] + seconds["steady_call"])
