@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(DEVICE)
 
-.PHONY: setup test lint bench
+.PHONY: setup test lint bench report preview
 
 setup: $(STAMP)
 
@@ -26,14 +26,26 @@ test: $(STAMP) lint
 	$(PY) -m pytest -q
 
 # The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
-# results/<machine>/ for the committed HEAD, then the static dashboard in html/. ASV_ARGS passes options on
-# (e.g. ASV_ARGS='-b remat' for one pillar).
+# results/<machine>/ for the committed HEAD, then the report in results/report/ and the dashboard in html/.
+# A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
+# ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
 ASV_ARGS ?=
 bench: $(STAMP)
 	@git diff --quiet HEAD -- implementations benchmarks asv.conf.json || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
-	@machine=$$($(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && \
-	TVT_DEVICE=$(DEVICE) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
-		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS)
-	$(VENV)/bin/tape-vs-trace scrub-results results
-	$(VENV)/bin/asv publish
+	@machine=$$($(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
+	{ TVT_DEVICE=$(DEVICE) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS) || status=$$?; } && \
+	$(VENV)/bin/tape-vs-trace scrub-results results && \
+	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
+	$(VENV)/bin/asv publish && \
+	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \
+	exit $$status
+
+# The report alone, from the results already in results/.
+report: $(STAMP)
+	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md
+
+# Serve the dashboard built by `make bench` (asv publish) at http://127.0.0.1:8080.
+preview: $(STAMP)
+	$(VENV)/bin/asv preview

@@ -66,6 +66,22 @@ def record() -> dict[str, str]:
     return fields
 
 
+def details() -> dict[str, str]:
+    """What else identifies the run's machine, kept out of asv's series key: kernel, GPU driver and CUDA version,
+    and the CPU threads the benchmarks use."""
+    info = {"kernel": platform.release(), "threads": os.environ.get("TVT_THREADS", str(os.cpu_count() or 1))}
+    info.update({k: v for k, v in _gpu().items() if k == "driver"})
+    if shutil.which("nvidia-smi"):
+        try:
+            banner = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
+            found = re.search(r"CUDA Version:\s*([0-9.]+)", banner)
+            if found:
+                info["cuda"] = found.group(1)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return info
+
+
 def write_asv_machine_file(fields: dict[str, str], path: Path | None = None) -> Path:
     """Add (or replace) this machine's entry in ~/.asv-machine.json, keeping the other entries."""
     path = path or Path.home() / ".asv-machine.json"
