@@ -27,6 +27,17 @@ DEVICE = os.environ.get("TVT_DEVICE") or ("cuda" if shutil.which("nvidia-smi") e
 FRAMEWORKS = ["torch", "jax"]
 DTYPES = ["float32"]
 PRECISIONS = ["highest"]
+# The step-time classes of the recording and custom-backward pillars also run the GPU's fast formats. On CPU,
+# bfloat16 matmuls are emulated and TF32 does not exist, so CPU machines run float32 at full precision only.
+STEP_DTYPES = ["float32", "bfloat16"] if DEVICE == "cuda" else DTYPES
+STEP_PRECISIONS = ["highest", "tf32"] if DEVICE == "cuda" else PRECISIONS
+# Float32 matmul precision, the same request in both frameworks: full float32, or TF32 tensor cores (PyTorch's
+# "high"; JAX's "tensorfloat32", which lowers to dot_general precision HIGH). JAX defaults to TF32 on recent GPUs
+# and PyTorch does not, so an unset precision would compare different arithmetic.
+_PRECISION_SETTINGS = {"highest": ("highest", "highest"), "tf32": ("high", "tensorfloat32")}
+# CPU threads: both frameworks use every core (XLA:CPU's default); PyTorch is told so explicitly, since its own
+# default is the number of physical cores.
+THREADS = int(os.environ.get("TVT_THREADS", os.cpu_count() or 1))
 
 # How peak memory is measured for each (framework, device): the report prints it next to every peak value, and
 # each peak benchmark checks the probe's own statement against it, so a change of method cannot go unrecorded.
@@ -67,18 +78,33 @@ def memo(key: tuple, build: Callable[[], Any]) -> Any:
 
 
 def import_framework(framework: str, dtype: str, precision: str) -> dict[str, ModuleType]:
-    """Import one framework's steps, probe and common modules and apply the fairness settings to it."""
+    """Import one framework's steps, probe and common modules and apply the fairness settings to it.
+
+    TVT_INJECT_FAILURE=<framework> makes this raise MemoryError, as an out-of-memory would: the failure-isolation
+    test uses it to check that a failed benchmark is recorded as failed while the run goes on.
+    """
+    if precision not in _PRECISION_SETTINGS:
+        raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(_PRECISION_SETTINGS)}")
+    if os.environ.get("TVT_INJECT_FAILURE") == framework:
+        raise MemoryError(f"injected failure for {framework} (TVT_INJECT_FAILURE)")
     modules = {name: importlib.import_module(f"implementations.{framework}.{name}")
                for name in ("common", "steps", "probe")}
+    torch_precision, jax_precision = _PRECISION_SETTINGS[precision]
     if framework == "torch":
         import torch
 
-        torch.set_float32_matmul_precision(precision)
+        torch.set_float32_matmul_precision(torch_precision)
+        torch.set_num_threads(THREADS)
     else:
         import jax
 
-        jax.config.update("jax_default_matmul_precision", precision)
+        jax.config.update("jax_default_matmul_precision", jax_precision)
     return modules
+
+
+def check_precision(dtype: str, precision: str) -> None:
+    """TF32 is a float32 setting: bfloat16 with tf32 would repeat bfloat16 with highest."""
+    require(dtype == "float32" or precision == "highest", f"{precision} applies to float32 only")
 
 
 def require(condition: bool, reason: str) -> None:
@@ -92,6 +118,7 @@ def check_case(workload: str, size: str, dtype: str, variant: str | None = None)
     spec = workloads.spec(workload)
     require(size in spec.sizes, f"{size} is not a size of {workload}")
     require(variant is None or variant in spec.variants, f"{variant} is not a variant of {workload}")
+    require(dtype in spec.dtypes, f"{workload} is not run in {dtype}")
     return memo(("inputs", workload, size, dtype), lambda: workloads.make_inputs(workload, size, dtype))
 
 

@@ -8,17 +8,20 @@ from benchmarks.common import (
     FRAMEWORKS,
     MEMORY_METHODS,
     PRECISIONS,
+    STEP_DTYPES,
+    STEP_PRECISIONS,
     Benchmark,
     by_device,
     by_workload,
     check_case,
+    check_precision,
     import_framework,
     memo,
 )
 
 SIZES = by_device(cpu={"swiglu": ["64x256x1024"], "gmm": ["d10-K25-n1000"]},
                   cuda={"swiglu": ["2048x1024x4096"], "gmm": ["d64-K100-n10000"]})
-PARAMS = [FRAMEWORKS, [], [], ["plain", "custom"], ["eager", "compiled"], DTYPES, PRECISIONS, [DEVICE]]
+PARAMS = [FRAMEWORKS, [], [], ["plain", "custom"], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
 PARAM_NAMES = ["framework", "workload", "size", "variant", "mode", "dtype", "precision", "device"]
 
 
@@ -30,8 +33,9 @@ class _CustomStep(Benchmark):
 
     def setup(self, framework, workload, size, variant, mode, dtype, precision, device):
         inputs = check_case(workload, size, dtype, variant)
+        check_precision(dtype, precision)
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, variant, mode),
+        self.step = memo((framework, workload, size, variant, mode, dtype, precision),
                          lambda: fw["steps"].grad_step(inputs, variant, mode, device))
 
     def time_step(self, *params):
@@ -41,7 +45,7 @@ class _CustomStep(Benchmark):
 class _CustomMemory(Benchmark):
     """Bytes kept for the backward (beyond inputs and parameters) and peak bytes of one step, plain vs custom."""
 
-    params = PARAMS[:4] + PARAMS[5:]
+    params = PARAMS[:4] + [DTYPES, PRECISIONS, [DEVICE]]
     param_names = PARAM_NAMES[:4] + PARAM_NAMES[5:]
 
     def setup(self, framework, workload, size, variant, dtype, precision, device):

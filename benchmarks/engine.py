@@ -31,7 +31,7 @@ class _EngineStep(Benchmark):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
         require(mode in fw["steps"].ENGINE_MODES, f"{framework} has no {mode}")
-        self.step = memo((framework, workload, size, mode),
+        self.step = memo((framework, workload, size, mode, dtype, precision),
                          lambda: fw["steps"].engine_step(inputs, "plain", mode, device))
 
     def time_step(self, *params):

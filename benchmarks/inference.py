@@ -32,7 +32,7 @@ class _Forward(Benchmark):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
         require(mode in fw["steps"].FORWARD_MODES, f"{framework} has no {mode} mode")
-        self.step = memo((framework, workload, size, mode),
+        self.step = memo((framework, workload, size, mode, dtype, precision),
                          lambda: fw["steps"].forward_step(inputs, "plain", mode, device))
 
     def time_forward(self, *params):

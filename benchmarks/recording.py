@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import statistics
+import time
+
 from benchmarks.common import (
     DEVICE,
     DTYPES,
     FRAMEWORKS,
     PRECISIONS,
+    STEP_DTYPES,
+    STEP_PRECISIONS,
     Benchmark,
     by_device,
     by_workload,
     check_case,
+    check_precision,
     import_framework,
     memo,
     require,
 )
 
+ROOFLINE_REPEATS = 11
 SIZES = by_device(
     cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "chain": ["d50-4x64"], "lstm": ["l2-c128-b14"]},
     cuda={"mlp": ["512x1024x4096"], "transformer": ["L12-B8-S1024-D1024"], "chain": ["d100-256x4096"],
@@ -26,18 +33,19 @@ SIZES = by_device(
 class _GradStep(Benchmark):
     """One forward + backward: 'eager' = autograd tape / op-by-op jax.grad, 'compiled' = torch.compile / jax.jit."""
 
-    params = [FRAMEWORKS, [], [], ["eager", "compiled"], DTYPES, PRECISIONS, [DEVICE]]
+    params = [FRAMEWORKS, [], [], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
     param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
 
     def setup(self, framework, workload, size, mode, dtype, precision, device):
         inputs = check_case(workload, size, dtype)
+        check_precision(dtype, precision)
         # Dynamo unrolls the 127-step Python loop of the PyTorch LSTM into one graph; on a 2-core CPU its compile
         # alone outlasts the suite's budget. JAX compiles one lax.scan step instead (a real difference, shown in
         # CompileSeconds on the other workloads).
         require(not (framework == "torch" and mode == "compiled" and workload == "lstm"),
                 "torch.compile of the unrolled LSTM is outside the CPU budget")
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, mode),
+        self.step = memo((framework, workload, size, mode, dtype, precision),
                          lambda: fw["steps"].grad_step(inputs, "plain", mode, device))
 
     def time_step(self, *params):
@@ -54,7 +62,7 @@ class _ForwardRecording(Benchmark):
     def setup(self, framework, workload, size, mode, dtype, precision, device):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, mode),
+        self.step = memo((framework, workload, size, mode, dtype, precision),
                          lambda: fw["steps"].forward_step(inputs, "plain", mode, device))
 
     def time_forward(self, *params):
@@ -108,7 +116,7 @@ class _CompileSeconds(Benchmark):
                 seconds["total"] = seconds["compile"]
             return seconds
 
-        self.seconds = memo(("compile", framework, workload, size), measure)
+        self.seconds = memo(("compile", framework, workload, size, dtype, precision), measure)
 
     def track_compile_seconds(self, *params):
         return self.seconds[self.phase]
@@ -116,7 +124,39 @@ class _CompileSeconds(Benchmark):
     track_compile_seconds.unit = "seconds"
 
 
+class _Roofline(Benchmark):
+    """Step time over the time its matmul flops would take at the matmul rate measured in the same process on the
+    same device: 1 would be the matmul roofline, and the fraction of peak reached is the inverse."""
+
+    params = [FRAMEWORKS, [], [], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
+    param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+
+    def setup(self, framework, workload, size, mode, dtype, precision, device):
+        inputs = check_case(workload, size, dtype)
+        check_precision(dtype, precision)
+        fw = import_framework(framework, dtype, precision)
+        self.step = memo((framework, workload, size, mode, dtype, precision),
+                         lambda: fw["steps"].grad_step(inputs, "plain", mode, device))
+
+        def flops_and_rate():
+            fn, args = fw["steps"].grad_fn(inputs, "plain", device)
+            return fw["probe"].matmul_flops(fn, *args), fw["probe"].matmul_rate(dtype, device)
+
+        self.flops, self.rate = memo(("roofline", framework, workload, size, dtype, precision), flops_and_rate)
+
+    def track_time_over_matmul_peak(self, *params):
+        seconds = []
+        for _ in range(ROOFLINE_REPEATS):
+            start = time.perf_counter()
+            self.step()  # synchronises before returning
+            seconds.append(time.perf_counter() - start)
+        return statistics.median(seconds) * self.rate / self.flops
+
+    track_time_over_matmul_peak.unit = "x matmul-peak time"
+
+
 globals().update(by_workload(_GradStep, SIZES))
 globals().update(by_workload(_ForwardRecording, {w: SIZES[w] for w in ("transformer", "chain")}))
 globals().update(by_workload(_GraphCost, SIZES))
+globals().update(by_workload(_Roofline, {w: SIZES[w] for w in ("mlp", "transformer")}))
 globals().update(by_workload(_CompileSeconds, {w: SIZES[w] for w in ("mlp", "transformer", "chain")}))

@@ -23,8 +23,10 @@ def test_unknown_size_lists_choices() -> None:
 
 
 def test_unknown_dtype_lists_choices() -> None:
-    with pytest.raises(ValueError, match=r"unknown dtype 'float16'; valid choices: float32, float64"):
+    with pytest.raises(ValueError, match=r"unknown dtype for mlp 'float16'; valid choices: float32, float64, bfloat16"):
         workloads.make_inputs("mlp", "tiny", "float16")
+    with pytest.raises(ValueError, match=r"unknown dtype for gmm 'bfloat16'; valid choices: float32, float64$"):
+        workloads.make_inputs("gmm", "tiny", "bfloat16")
 
 
 def test_unknown_variant_lists_choices() -> None:

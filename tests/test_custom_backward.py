@@ -54,7 +54,7 @@ def test_check_grads_catches_a_wrong_backward() -> None:
         jax.test_util.check_grads(square, (jnp.asarray(GATE),), order=1, modes=["rev"])
 
 
-@pytest.mark.parametrize("dtype", workloads.DTYPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_custom_ops_equal_autodiff(dtype: str) -> None:
     tol = {"float64": 1e-13, "float32": 1e-6}[dtype]
     gate, up, logits = (torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True) for a in (GATE, UP, LOGITS))
@@ -68,7 +68,7 @@ def test_torch_custom_ops_equal_autodiff(dtype: str) -> None:
     assert_close("d logits", custom_lse.numpy(), plain_lse.numpy(), tol)
 
 
-@pytest.mark.parametrize("dtype", workloads.DTYPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_jax_custom_ops_equal_autodiff(dtype: str) -> None:
     tol = {"float64": 1e-13, "float32": 1e-6}[dtype]
     gate, up, logits = (jnp.asarray(a, dtype) for a in (GATE, UP, LOGITS))

@@ -23,8 +23,10 @@ from jax.ad_checkpoint import print_saved_residuals
 from implementations import workloads
 from implementations.jax import common as jax_common
 from implementations.jax import probe as jax_probe
+from implementations.jax import steps as jax_steps
 from implementations.torch import common as torch_common
 from implementations.torch import probe as torch_probe
+from implementations.torch import steps as torch_steps
 
 MLP = ("mlp", "64x256x1024")
 LINEAR_GELU = ("linear_gelu", "8x4096")
@@ -284,3 +286,20 @@ def test_torch_compile_seconds():
     assert seconds["steady_call"] > 0
     assert seconds["compile"] > 0
     assert seconds["first_call"] == pytest.approx(seconds["compile"] + seconds["steady_call"])
+
+
+@pytest.mark.parametrize(("workload", "size", "expected"), [
+    ("mlp", "64x256x1024", 6 * 2 * 64 * 256 * 1024),
+    ("transformer", "tiny", None),
+])
+def test_matmul_flops_agree_between_frameworks(workload: str, size: str, expected: int | None) -> None:
+    """The roofline's numerator: PyTorch's FlopCounterMode and the JAX jaxpr count (scan trip counts included) give
+    the same matmul flops for the same step; the mlp's six products are 2 M N K each."""
+    inputs = workloads.make_inputs(workload, size, "float32")
+    counts = []
+    for steps, probe in ((torch_steps, torch_probe), (jax_steps, jax_probe)):
+        fn, args = steps.grad_fn(inputs, "plain")
+        counts.append(probe.matmul_flops(fn, *args))
+    assert counts[0] == counts[1] > 0
+    if expected is not None:
+        assert counts[0] == expected

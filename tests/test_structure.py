@@ -26,8 +26,8 @@ def test_same_parameters(workload: str) -> None:
     assert {k: tuple(v.shape) for k, v in torch_data.items()} == {k: tuple(v.shape) for k, v in jax_data.items()}
 
 
-@pytest.mark.parametrize("workload", list(workloads.WORKLOADS))
-@pytest.mark.parametrize("dtype", workloads.DTYPES)
+@pytest.mark.parametrize(("workload", "dtype"), [(name, dtype) for name, spec in workloads.WORKLOADS.items()
+                                                  for dtype in spec.dtypes])
 def test_dtype_is_applied(workload: str, dtype: str) -> None:
     inputs = workloads.make_inputs(workload, dtype=dtype)
     torch_params, _ = torch_common.prepare(inputs)

@@ -13,7 +13,7 @@ import numpy as np
 
 from implementations.workloads import Inputs, spec, validate
 
-DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
+DTYPES = {"float32": jnp.float32, "float64": jnp.float64, "bfloat16": jnp.bfloat16}
 REMAT_VARIANTS = ("remat_full", "remat_dots")
 
 
@@ -31,8 +31,14 @@ def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
     return params, data
 
 
+def cotangent(inputs: Inputs, device: str = "cpu") -> jax.Array:
+    """The spec's fixed output cotangent on `device`."""
+    return jax.device_put(inputs.cotangent, jax.devices(device)[0])
+
+
 def to_numpy(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, tree)
+    """Numpy copy of an array or a pytree of arrays; bfloat16 becomes float32, as on the PyTorch side."""
+    return jax.tree.map(lambda a: np.asarray(a, np.float32) if a.dtype == jnp.bfloat16 else np.asarray(a), tree)
 
 
 def sync(result: Any, device: str = "cpu") -> Any:
@@ -53,12 +59,12 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     validate(inputs.workload, variant=variant)
     module = load(inputs.workload)
     params, data = prepare(inputs, device)
-    cotangent = jnp.asarray(inputs.cotangent)
+    seed = cotangent(inputs, device)
 
     @jax.jit
     def run(params, data):
         out, vjp = jax.vjp(lambda p, d: module.forward(p, d, inputs.static, variant), params, data)
-        return out, *vjp(cotangent.astype(out.dtype))
+        return out, *vjp(seed.astype(out.dtype))
 
     out, grad_params, grad_data = sync(run(params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)

@@ -159,3 +159,43 @@ def compile_seconds(step: Callable[..., Any], *args: Any) -> dict[str, float]:
     lowered.compile()
     compiled_at = time.perf_counter()
     return {"trace": traced_at - start, "lower": lowered_at - traced_at, "compile": compiled_at - lowered_at}
+
+
+def _matmul_flops(jaxpr: jex.Jaxpr) -> int:
+    total = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            (contracting, _), _ = eqn.params["dimension_numbers"]
+            lhs_shape = eqn.invars[0].aval.shape
+            total += 2 * int(np.prod(eqn.outvars[0].aval.shape)) * int(np.prod([lhs_shape[d] for d in contracting]))
+        # A scan body runs `length` times; other nested jaxprs (jit, checkpoint, custom_vjp) run once.
+        times = eqn.params["length"] if eqn.primitive.name == "scan" else 1
+        for sub in jex.jaxprs_in_params(eqn.params):
+            total += times * _matmul_flops(sub)
+    return total
+
+
+def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
+    """Matmul flops of one call of ``step(*args)`` (2 M N K per dot_general): the numerator of the roofline.
+
+    Counted from the traced jaxpr, so unlike ``cost_analysis`` a ``lax.scan`` body counts once per iteration and
+    checkpointed recompute counts as traced (XLA:CPU may still remove it when compiling straight-line code).
+    """
+    return float(_matmul_flops(jax.make_jaxpr(step)(*args).jaxpr))
+
+
+def matmul_rate(dtype: str, device: str = "cpu") -> float:
+    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline.
+
+    The best of five timed products after a warm-up, under the current matmul precision setting.
+    """
+    target = jax.devices(device)[0]
+    n = 8192 if target.platform == "gpu" else 1024
+    a = jax.device_put(np.random.default_rng(0).standard_normal((n, n)).astype(np.float32), target).astype(dtype)
+    product = jax.jit(lambda x: x @ x)
+    seconds = []
+    for _ in range(6):
+        start = time.perf_counter()
+        jax.block_until_ready(product(a))
+        seconds.append(time.perf_counter() - start)
+    return 2 * n**3 / min(seconds[1:])

@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from implementations.jax.common import load, prepare, sync
+from implementations.jax.common import cotangent, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -26,10 +26,10 @@ MICRO_BATCHES = 4
 def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
     module = load(inputs.workload)
-    cotangent = jnp.asarray(inputs.cotangent)
+    seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> jax.Array:
-        return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
+        return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
     return fn, prepare(inputs, device)
 
@@ -68,10 +68,10 @@ def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, 
     """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
     module = load(inputs.workload)
     xs = jnp.split(data["x"], MICRO_BATCHES)
-    cotangents = jnp.split(jnp.asarray(inputs.cotangent), MICRO_BATCHES)
+    cotangents = jnp.split(cotangent(inputs, device), MICRO_BATCHES)
 
-    def chunk_loss(x: jax.Array, cotangent: jax.Array) -> Callable:
-        return lambda params: (module.forward(params, dict(data, x=x), inputs.static, variant) * cotangent).sum()
+    def chunk_loss(x: jax.Array, seed: jax.Array) -> Callable:
+        return lambda params: (module.forward(params, dict(data, x=x), inputs.static, variant) * seed).sum()
 
     return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
 

@@ -13,7 +13,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from implementations.workloads import Inputs, spec, validate
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
 REMAT_VARIANTS = ("remat_full", "remat_dots")
 # The ops whose outputs the "save matmul outputs" policy keeps, the counterpart of jax's dots_saveable.
 _MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
@@ -25,8 +25,15 @@ def load(workload: str) -> ModuleType:
     return importlib.import_module(f"{__package__}.{workload}")
 
 
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    array = np.array(array)
+    if array.dtype.name == "bfloat16":  # numpy's bfloat16 (ml_dtypes) is unknown to torch: reinterpret the bits
+        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
 def _leaf(array: np.ndarray, device: str) -> torch.Tensor:
-    return torch.from_numpy(np.array(array)).to(device).requires_grad_(True)
+    return _tensor(array).to(device).requires_grad_(True)
 
 
 def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
@@ -46,6 +53,11 @@ def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
     return params, data
 
 
+def cotangent(inputs: Inputs, device: str = "cpu") -> torch.Tensor:
+    """The spec's fixed output cotangent on `device`."""
+    return _tensor(inputs.cotangent).to(device)
+
+
 def leaves(tree: Any) -> list[torch.Tensor]:
     if isinstance(tree, dict):
         return [leaf for key in tree for leaf in leaves(tree[key])]
@@ -60,7 +72,8 @@ def to_numpy(tree: Any) -> Any:
         return {key: to_numpy(value) for key, value in tree.items()}
     if isinstance(tree, (list, tuple)):
         return np.stack([to_numpy(item) for item in tree])
-    return tree.detach().cpu().numpy()
+    tree = tree.detach().cpu()
+    return tree.float().numpy() if tree.dtype == torch.bfloat16 else tree.numpy()
 
 
 def unflatten(flat: list[torch.Tensor], like: Any) -> Any:
@@ -93,9 +106,8 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     validate(inputs.workload, variant=variant)
     module = load(inputs.workload)
     params, data = prepare(inputs, device)
-    cotangent = torch.from_numpy(np.array(inputs.cotangent)).to(device)
     out = module.forward(params, data, inputs.static, variant)
-    grads = torch.autograd.grad((out * cotangent).sum(), leaves((params, data)))
+    grads = torch.autograd.grad((out * cotangent(inputs, device)).sum(), leaves((params, data)))
     grad_params, grad_data = unflatten(list(grads), (params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 

@@ -240,3 +240,29 @@ def compile_seconds(step: Callable[..., Any], *args: Any) -> dict[str, float]:
             steady.append(time.perf_counter() - start)
     _dynamo.reset()
     return {"compile": first - min(steady), "first_call": first, "steady_call": min(steady)}
+
+
+def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
+    """Matmul flops of one call of ``step(*args)`` (2 M N K per product): the numerator of the roofline.
+
+    ``FlopCounterMode`` counts only matmul-like ops already, so this is ``flops``; the JAX side counts the same
+    products from its jaxpr, loop trip counts included.
+    """
+    return flops(step, *args)
+
+
+def matmul_rate(dtype: str, device: str = "cpu") -> float:
+    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline.
+
+    The best of five timed products after a warm-up, under the current matmul precision setting.
+    """
+    n = 8192 if torch.device(device).type == "cuda" else 1024
+    a = torch.randn(n, n, device=device).to(getattr(torch, dtype))
+    seconds = []
+    for _ in range(6):
+        _sync(torch.device(device))
+        start = time.perf_counter()
+        a @ a
+        _sync(torch.device(device))
+        seconds.append(time.perf_counter() - start)
+    return 2 * n**3 / min(seconds[1:])

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from implementations.torch.common import leaves, load, prepare, sync
+from implementations.torch.common import cotangent, leaves, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -24,10 +24,10 @@ MICRO_BATCHES = 4
 def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
     module = load(inputs.workload)
-    cotangent = torch.as_tensor(inputs.cotangent, device=device)
+    seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> torch.Tensor:
-        return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
+        return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
     return fn, prepare(inputs, device)
 
@@ -63,10 +63,10 @@ def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, 
     """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
     module = load(inputs.workload)
     xs = data["x"].detach().chunk(MICRO_BATCHES)
-    cotangents = torch.as_tensor(inputs.cotangent, device=device).chunk(MICRO_BATCHES)
+    cotangents = cotangent(inputs, device).chunk(MICRO_BATCHES)
 
-    def chunk_loss(x: torch.Tensor, cotangent: torch.Tensor) -> Callable:
-        return lambda: (module.forward(params, dict(data, x=x), inputs.static, variant) * cotangent).sum()
+    def chunk_loss(x: torch.Tensor, seed: torch.Tensor) -> Callable:
+        return lambda: (module.forward(params, dict(data, x=x), inputs.static, variant) * seed).sum()
 
     return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU suite in one command, for a CUDA machine: set up, run every benchmark at the GPU sizes, check the
+# allocator peaks against the analytic expectation, and leave the asv results and a log in OUTDIR.
+#
+#   scripts/gpu_bench.sh OUTDIR
+#
+# With network access it installs the CUDA builds (requirements/cuda.txt) into .venv like `make setup DEVICE=cuda`.
+# Offline (TVT_OFFLINE=1), it reuses the torch and jax already installed for python3 (a venv with system site
+# packages) and installs asv, asv-runner and the project from the wheels in $TVT_WHEELS (default .whl/).
+# The asv run is capped at TVT_ASV_SECONDS (default 480) so the whole script fits an 8-minute budget on one H200.
+set -euo pipefail
+out=${1:?usage: scripts/gpu_bench.sh OUTDIR}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+exec > >(tee "$out/log.txt") 2>&1
+start=$(date +%s)
+nvidia-smi || { echo "error: no NVIDIA GPU found (nvidia-smi failed)"; exit 1; }
+
+if [ "${TVT_OFFLINE:-0}" = 1 ]; then
+    test -x .venv/bin/python || python3 -m venv --system-site-packages .venv
+    .venv/bin/python -m pip install -q --no-index --find-links "${TVT_WHEELS:-.whl}" asv asv-runner
+    .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+else
+    make setup DEVICE=cuda
+fi
+.venv/bin/python - <<'PY'
+import jax, torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
+print("jax", jax.__version__, jax.devices())
+assert torch.cuda.is_available() and jax.devices()[0].platform == "gpu", "both frameworks must see the GPU"
+PY
+
+machine=$(.venv/bin/tape-vs-trace machine)
+echo "machine: $machine"
+status=0
+TVT_DEVICE=cuda timeout "${TVT_ASV_SECONDS:-480}" .venv/bin/asv run --set-commit-hash "$(git rev-parse HEAD)" \
+    -E "existing:$PWD/.venv/bin/python" --machine "$machine" --launch-method spawn --show-stderr \
+    ${TVT_ASV_ARGS:-} || status=$?
+echo "asv exit status: $status (124 = stopped at the time cap; finished benchmarks are saved)"
+.venv/bin/tape-vs-trace scrub-results results
+TVT_DEVICE=cuda .venv/bin/python -m tape_vs_trace.gpucheck | tee "$out/peak_check.txt" || status=$?
+cp -r "results/$machine" results/benchmarks.json "$out/"
+echo "wall seconds: $(( $(date +%s) - start ))"
+exit "$status"
