@@ -367,8 +367,20 @@ def _change(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or not a else b / a - 1
 
 
+def _noise(cells: Cells, *keys: tuple) -> str:
+    """' (within noise: ...)' when the two timings' interquartile ranges overlap, else ''. A difference whose IQRs
+    overlap is not one a reader should cite; asv's own comparison asks for more (non-overlapping 99 % CIs)."""
+    a, b = (cells.get(*key) for key in keys)
+    if a is None or b is None or a["status"] != "ok" or b["status"] != "ok":
+        return ""
+    if a["q75"] < b["q25"] or b["q75"] < a["q25"]:
+        return ""
+    return " (within noise: the interquartile ranges overlap)"
+
+
 def findings(cells: Cells) -> dict[str, list[str]]:
-    """Sentences written from the table, per pillar; a sentence whose numbers are missing is left out."""
+    """Sentences written from the table, per pillar; a sentence whose numbers are missing is left out. Timing
+    differences whose interquartile ranges overlap are marked as within noise."""
     out: dict[str, list[str]] = {p: [] for p in PILLARS}
     get = cells.value
 
@@ -399,8 +411,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
                              get("recording", "time_forward", w, s, "record", fw))
             if change is not None:
                 verb = "costs" if change >= 0 else "saves"
+                noise = _noise(cells, ("recording", "time_forward", w, s, "no_grad", fw),
+                               ("recording", "time_forward", w, s, "record", fw))
                 out["recording"].append(f"{LABELS[fw]}: grad recording {verb} {fmt_pct(change)} over no_grad for the "
-                                        f"{w} forward at size {s}.")
+                                        f"{w} forward at size {s}{noise}.")
     compile_rows = cells.table[(cells.table.metric == "track_compile_seconds") & (cells.table.status == "ok")]
     totals = compile_rows[compile_rows.variant == "total"]
     if len(totals):
@@ -431,8 +445,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
                                  get("custom_backward", "time_step", w, s, f"custom/{mode}", fw))
                 if change is not None:
                     verb = "slower" if change >= 0 else "faster"
+                    noise = _noise(cells, ("custom_backward", "time_step", w, s, f"plain/{mode}", fw),
+                                   ("custom_backward", "time_step", w, s, f"custom/{mode}", fw))
                     out["custom_backward"].append(f"{LABELS[fw]} {mode}: the custom {w} step is {fmt_pct(change)} "
-                                                  f"{verb} than plain autodiff.")
+                                                  f"{verb} than plain autodiff{noise}.")
 
     # remat: peak memory saved against step time paid, per policy
     for w, s in cells.cases("remat", "track_peak_bytes"):
@@ -444,8 +460,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
                 if peak is None:
                     continue
                 time = _change(plain_time, get("remat", "time_step", w, s, policy, fw))
+                noise = _noise(cells, ("remat", "time_step", w, s, "plain", fw),
+                               ("remat", "time_step", w, s, policy, fw))
                 cost = "" if time is None else \
-                    f", at {fmt_pct(time)} {'more' if time >= 0 else 'less'} step time"
+                    f", at {fmt_pct(time)} {'more' if time >= 0 else 'less'} step time{noise}"
                 if peak == 0:
                     out["remat"].append(f"{policy} leaves {LABELS[fw]}'s {w} {s} peak unchanged{cost}.")
                 else:
@@ -460,7 +478,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
             for mode in ("record", "inference_mode", "compiled"):
                 change = _change(base, get("inference", "time_forward", w, s, mode, fw))
                 if change is not None:
-                    parts.append(f"{mode} {'+' if change >= 0 else '−'}{fmt_pct(change)}")
+                    noise = _noise(cells, ("inference", "time_forward", w, s, "no_grad", fw),
+                                   ("inference", "time_forward", w, s, mode, fw))
+                    parts.append(f"{mode} {'+' if change >= 0 else '−'}{fmt_pct(change)}"
+                                 + (" (within noise)" if noise else ""))
             if parts:
                 out["inference"].append(f"{LABELS[fw]} {w} forward at size {s}, against no_grad "
                                         f"({fmt_value(base, 'seconds')}): {', '.join(parts)}.")
@@ -480,8 +501,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
             for mode, base, what in pairs:
                 change = _change(get("engine", "time_step", w, s, base, fw), get("engine", "time_step", w, s, mode, fw))
                 if change is not None:
+                    noise = _noise(cells, ("engine", "time_step", w, s, base, fw),
+                                   ("engine", "time_step", w, s, mode, fw))
                     out["engine"].append(f"{LABELS[fw]}: {what} cost {'+' if change >= 0 else '−'}{fmt_pct(change)} "
-                                         f"against {base} ({w} {s}).")
+                                         f"against {base} ({w} {s}){noise}.")
         t = get("engine", "time_step", w, s, "accumulate_grad_attr", "torch")
         j = get("engine", "time_step", w, s, "accumulate_tree_add", "jax")
         if t and j:
@@ -495,8 +518,10 @@ def findings(cells: Cells) -> dict[str, list[str]]:
             raw = get("harness", "time_step", w, s, "raw", fw)
             change = _change(raw, get("harness", "time_step", w, s, "synchronized", fw))
             if change is not None:
+                noise = _noise(cells, ("harness", "time_step", w, s, "raw", fw),
+                               ("harness", "time_step", w, s, "synchronized", fw))
                 out["harness"].append(f"{LABELS[fw]}: the synchronised path adds {'+' if change >= 0 else '−'}"
-                                      f"{fmt_pct(change)} to a {fmt_value(raw, 'seconds')} step.")
+                                      f"{fmt_pct(change)} to a {fmt_value(raw, 'seconds')} step{noise}.")
     return out
 
 

@@ -285,3 +285,18 @@ def test_console_command_outside_the_checkout(tmp_path: Path) -> None:
                            "print(report._memory_methods()[('jax', 'cpu')])"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("jax "), proc.stderr
+
+
+def test_findings_mark_overlapping_timings_as_noise() -> None:
+    """A timing difference whose interquartile ranges overlap is reported as within noise, a clear one is not."""
+    from tape_vs_trace.report import Cells, _noise
+
+    def row(value: float, q25: float, q75: float, variant: str) -> dict:
+        return {"pillar": "engine", "metric": "time_step", "workload": "mlp", "size": "s", "variant": variant,
+                "framework": "torch", "value": value, "q25": q25, "q75": q75, "status": "ok"}
+
+    table = pd.DataFrame([row(1.0, 0.9, 1.1, "a"), row(1.05, 1.0, 1.2, "b"), row(2.0, 1.9, 2.1, "c")])
+    cells = Cells(table)
+    key = ("engine", "time_step", "mlp", "s")
+    assert "within noise" in _noise(cells, (*key, "a", "torch"), (*key, "b", "torch"))
+    assert _noise(cells, (*key, "a", "torch"), (*key, "c", "torch")) == ""
