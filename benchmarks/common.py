@@ -102,6 +102,16 @@ def import_framework(framework: str, dtype: str, precision: str) -> dict[str, Mo
     return modules
 
 
+def peak(fw: dict[str, ModuleType], framework: str, device: str, fn: Callable, args: tuple) -> int:
+    """The probe's peak bytes of fn(*args), refusing a value measured by another method than MEMORY_METHODS
+    declares for this (framework, device)."""
+    result = fw["probe"].peak_bytes(fn, *args)
+    expected = MEMORY_METHODS[(framework, device)]
+    if not result.method.startswith(expected):
+        raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
+    return result.bytes
+
+
 def check_precision(dtype: str, precision: str) -> None:
     """TF32 is a float32 setting: bfloat16 with tf32 would repeat bfloat16 with highest."""
     require(dtype == "float32" or precision == "highest", f"{precision} applies to float32 only")

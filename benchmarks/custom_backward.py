@@ -6,7 +6,6 @@ from benchmarks.common import (
     DEVICE,
     DTYPES,
     FRAMEWORKS,
-    MEMORY_METHODS,
     PRECISIONS,
     STEP_DTYPES,
     STEP_PRECISIONS,
@@ -17,6 +16,7 @@ from benchmarks.common import (
     check_precision,
     import_framework,
     memo,
+    peak,
 )
 
 SIZES = by_device(cpu={"swiglu": ["64x256x1024"], "gmm": ["d10-K25-n1000"]},
@@ -68,12 +68,3 @@ class _CustomMemory(Benchmark):
 
 globals().update(by_workload(_CustomStep, SIZES))
 globals().update(by_workload(_CustomMemory, SIZES))
-
-
-def peak(fw: dict, framework: str, device: str, fn, args) -> int:
-    """The probe's peak, refusing a value measured by another method than the one the results declare."""
-    result = fw["probe"].peak_bytes(fn, *args)
-    expected = MEMORY_METHODS[(framework, device)]
-    if not result.method.startswith(expected):
-        raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
-    return result.bytes

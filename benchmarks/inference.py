@@ -14,9 +14,9 @@ from benchmarks.common import (
     check_case,
     import_framework,
     memo,
+    peak,
     require,
 )
-from benchmarks.custom_backward import peak
 
 PARAMS = [FRAMEWORKS, [], [], ["record", "no_grad", "inference_mode", "compiled"], DTYPES, PRECISIONS, [DEVICE]]
 PARAM_NAMES = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]

@@ -17,8 +17,8 @@ from benchmarks.common import (
     check_case,
     import_framework,
     memo,
+    peak,
 )
-from benchmarks.custom_backward import peak
 
 SIZES = by_device(
     cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128", "L8-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
