@@ -35,9 +35,9 @@ STEP_PRECISIONS = ["highest", "tf32"] if DEVICE == "cuda" else PRECISIONS
 # "high"; JAX's "tensorfloat32", which lowers to dot_general precision HIGH). JAX defaults to TF32 on recent GPUs
 # and PyTorch does not, so an unset precision would compare different arithmetic.
 _PRECISION_SETTINGS = {"highest": ("highest", "highest"), "tf32": ("high", "tensorfloat32")}
-# CPU threads: both frameworks use every core (XLA:CPU's default); PyTorch is told so explicitly, since its own
-# default is the number of physical cores.
-THREADS = int(os.environ.get("TVT_THREADS", os.cpu_count() or 1))
+# CPU threads: both frameworks use every core. That is XLA:CPU's default, which has no flag for another count;
+# PyTorch is told so explicitly, since its own default is the number of physical cores.
+THREADS = os.cpu_count() or 1
 
 # How peak memory is measured for each (framework, device): the report prints it next to every peak value, and
 # each peak benchmark checks the probe's own statement against it, so a change of method cannot go unrecorded.
@@ -70,8 +70,17 @@ def by_workload(base: type, sizes: dict[str, list[str]]) -> dict[str, type]:
     return classes
 
 
+def eager_variant(workload: str, mode: str) -> str:
+    """The variant a step runs in `mode`. Op-by-op JAX compiles an un-jitted lax.scan anew on every call, so the
+    eager (op-by-op) modes run the workload's Python-loop form where it has one: for PyTorch it is the same
+    program as 'plain'. The compiled modes run 'plain' (lax.scan in JAX)."""
+    op_by_op = mode in ("eager", "record", "no_grad")
+    return "unrolled" if op_by_op and "unrolled" in workloads.spec(workload).variants else "plain"
+
+
 def memo(key: tuple, build: Callable[[], Any]) -> Any:
-    """`build()` once per process and key (asv-runner re-runs setup before every timed call)."""
+    """`build()` once per process and key (asv-runner re-runs setup before every timed call). Keys start with the
+    benchmark class's name, so two classes never share a step built for the other."""
     if key not in _MEMO:
         _MEMO[key] = build()
     return _MEMO[key]
@@ -95,6 +104,9 @@ def import_framework(framework: str, dtype: str, precision: str) -> dict[str, Mo
 
         torch.set_float32_matmul_precision(torch_precision)
         torch.set_num_threads(THREADS)
+        # XLA accumulates bfloat16 products in float32; cuBLAS may reduce split-K partial sums in bfloat16 unless
+        # PyTorch forbids it.
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     else:
         import jax
 
@@ -107,7 +119,7 @@ def peak(fw: dict[str, ModuleType], framework: str, device: str, fn: Callable, a
     declares for this (framework, device)."""
     result = fw["probe"].peak_bytes(fn, *args)
     expected = MEMORY_METHODS[(framework, device)]
-    if not result.method.startswith(expected):
+    if result.method != expected:  # also refuses JAX's "(upper bound ...)": recorded as failed, not as a number
         raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
     return result.bytes
 

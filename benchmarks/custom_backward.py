@@ -35,7 +35,7 @@ class _CustomStep(Benchmark):
         inputs = check_case(workload, size, dtype, variant)
         check_precision(dtype, precision)
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, variant, mode, dtype, precision),
+        self.step = memo((type(self).__name__, framework, workload, size, variant, mode, dtype, precision, device),
                          lambda: fw["steps"].grad_step(inputs, variant, mode, device))
 
     def time_step(self, *params):

@@ -24,6 +24,9 @@ MODES = ["accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "re
 class _EngineStep(Benchmark):
     """One step of each engine feature on the mlp (4 micro-batches for the accumulation modes)."""
 
+    # Short steps: between-process differences exceed one process's spread here, so two processes (rounds) each.
+    rounds = 2
+
     params = [FRAMEWORKS, [], [], MODES, DTYPES, PRECISIONS, [DEVICE]]
     param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
 
@@ -31,7 +34,7 @@ class _EngineStep(Benchmark):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
         require(mode in fw["steps"].ENGINE_MODES, f"{framework} has no {mode}")
-        self.step = memo((framework, workload, size, mode, dtype, precision),
+        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
                          lambda: fw["steps"].engine_step(inputs, "plain", mode, device))
 
     def time_step(self, *params):

@@ -4,6 +4,9 @@ same ~1 ms step. Their ratio is the harness overhead."""
 from __future__ import annotations
 
 import time
+from typing import Any
+
+import numpy as np
 
 from benchmarks.common import DEVICE, FRAMEWORKS, Benchmark, import_framework, memo
 
@@ -18,18 +21,38 @@ def busy_step() -> float:
     return end
 
 
+def _device_array(framework: str, device: str) -> Any:
+    ones = np.ones(256, np.float32)
+    if framework == "torch":
+        import torch
+
+        return torch.from_numpy(ones).to(device)
+    import jax
+
+    return jax.device_put(ones, jax.devices(device)[0])
+
+
 class Overhead(Benchmark):
-    """'raw': the 1 ms step called directly; 'synchronized': the same step through the framework's sync() and a
-    memoised closure, exactly as the suite's steps run."""
+    """'raw': the 1 ms step (a spin, then one small op on a device array) called directly; 'synchronized': the same
+    step through the framework's sync() on its result and a memoised closure, exactly as the suite's steps run."""
+
+    # Short steps: between-process differences exceed one process's spread here, so two processes (rounds) each.
+    rounds = 2
 
     params = [FRAMEWORKS, ["raw", "synchronized"], [DEVICE]]
     param_names = ["framework", "path", "device"]
 
     def setup(self, framework, path, device):
         fw = import_framework(framework, "float32", "highest")
+        array = memo(("harness", framework, device), lambda: _device_array(framework, device))
+
+        def step():
+            busy_step()
+            return array + 1
+
         sync = fw["common"].sync
-        self.step = busy_step if path == "raw" else memo(("harness", framework),
-                                                         lambda: lambda: sync(busy_step(), device))
+        self.step = step if path == "raw" else memo(("harness-sync", framework, device),
+                                                    lambda: lambda: sync(step(), device))
 
     def time_step(self, *params):
         self.step()

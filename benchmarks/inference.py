@@ -25,6 +25,9 @@ PARAM_NAMES = ["framework", "workload", "size", "mode", "dtype", "precision", "d
 class _Forward(Benchmark):
     """One forward pass per mode; JAX has no inference_mode (a plain call already saves nothing)."""
 
+    # Short steps: between-process differences exceed one process's spread here, so two processes (rounds) each.
+    rounds = 2
+
     params = PARAMS
     param_names = PARAM_NAMES
 
@@ -32,7 +35,7 @@ class _Forward(Benchmark):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
         require(mode in fw["steps"].FORWARD_MODES, f"{framework} has no {mode} mode")
-        self.step = memo((framework, workload, size, mode, dtype, precision),
+        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
                          lambda: fw["steps"].forward_step(inputs, "plain", mode, device))
 
     def time_forward(self, *params):

@@ -17,6 +17,7 @@ from benchmarks.common import (
     by_workload,
     check_case,
     check_precision,
+    eager_variant,
     import_framework,
     memo,
     require,
@@ -45,8 +46,9 @@ class _GradStep(Benchmark):
         require(not (framework == "torch" and mode == "compiled" and workload == "lstm"),
                 "torch.compile of the unrolled LSTM is outside the CPU budget")
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, mode, dtype, precision),
-                         lambda: fw["steps"].grad_step(inputs, "plain", mode, device))
+        variant = eager_variant(workload, mode)
+        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
+                         lambda: fw["steps"].grad_step(inputs, variant, mode, device))
 
     def time_step(self, *params):
         self.step()
@@ -62,8 +64,9 @@ class _ForwardRecording(Benchmark):
     def setup(self, framework, workload, size, mode, dtype, precision, device):
         inputs = check_case(workload, size, dtype)
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, mode, dtype, precision),
-                         lambda: fw["steps"].forward_step(inputs, "plain", mode, device))
+        variant = eager_variant(workload, mode)
+        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
+                         lambda: fw["steps"].forward_step(inputs, variant, mode, device))
 
     def time_forward(self, *params):
         self.step()
@@ -116,7 +119,7 @@ class _CompileSeconds(Benchmark):
                 seconds["total"] = seconds["compile"]
             return seconds
 
-        self.seconds = memo(("compile", framework, workload, size, dtype, precision), measure)
+        self.seconds = memo(("compile", framework, workload, size, dtype, precision, device), measure)
 
     def track_compile_seconds(self, *params):
         return self.seconds[self.phase]
@@ -135,14 +138,16 @@ class _Roofline(Benchmark):
         inputs = check_case(workload, size, dtype)
         check_precision(dtype, precision)
         fw = import_framework(framework, dtype, precision)
-        self.step = memo((framework, workload, size, mode, dtype, precision),
-                         lambda: fw["steps"].grad_step(inputs, "plain", mode, device))
+        variant = eager_variant(workload, mode)
+        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
+                         lambda: fw["steps"].grad_step(inputs, variant, mode, device))
 
         def flops_and_rate():
-            fn, args = fw["steps"].grad_fn(inputs, "plain", device)
+            fn, args = fw["steps"].grad_fn(inputs, variant, device)
             return fw["probe"].matmul_flops(fn, *args), fw["probe"].matmul_rate(dtype, device)
 
-        self.flops, self.rate = memo(("roofline", framework, workload, size, dtype, precision), flops_and_rate)
+        self.flops, self.rate = memo(("roofline", framework, workload, size, mode, dtype, precision, device),
+                                      flops_and_rate)
 
     def track_time_over_matmul_peak(self, *params):
         seconds = []

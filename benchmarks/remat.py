@@ -41,7 +41,7 @@ class _RematStep(Benchmark):
         # Eager PyTorch against jitted JAX: checkpointing is used in training steps, which run jitted in JAX; the
         # PyTorch eager step is what torch.utils.checkpoint is written for.
         mode = "compiled" if framework == "jax" else "eager"
-        self.step = memo((framework, workload, size, variant, dtype, precision),
+        self.step = memo((type(self).__name__, framework, workload, size, variant, dtype, precision, device),
                          lambda: fw["steps"].grad_step(inputs, variant, mode, device))
 
     def time_step(self, *params):

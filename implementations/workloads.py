@@ -226,7 +226,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         WorkloadSpec(
             "lstm",
             "ADBench diagonal LSTM objective over a character sequence",
-            ("plain", "remat_full"),
+            ("plain", "unrolled", "remat_full"),
             {
                 "tiny": {"layers": 2, "chars": 5, "bits": 3},
                 "l2-c128-b14": {"layers": 2, "chars": 128, "bits": 14},

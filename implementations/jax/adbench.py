@@ -66,7 +66,8 @@ def _lstm_step(hidden, cell, x_in, target, weights, biases, extra_params):
     return hidden, cell, (target * ynorm).sum()
 
 
-def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: bool = False) -> jax.Array:
+def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: bool = False,
+                   unroll: bool = False) -> jax.Array:
     layers, chars, bits = main_params.shape[0] // 2, sequence.shape[0], sequence.shape[1]
     weights = [jnp.split(main_params[2 * i], 4) for i in range(layers)]
     biases = [jnp.split(main_params[2 * i + 1], 4) for i in range(layers)]
@@ -79,6 +80,10 @@ def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: b
         hidden, cell, term = step(hidden, cell, pair[0], pair[1], weights, biases, extra_params)
         return (hidden, cell, total + term), None
 
-    # lax.scan over characters: one traced step instead of chars - 1 unrolled ones (PyTorch records each step).
-    (_, _, total), _ = jax.lax.scan(body, (hidden, cell, jnp.zeros((), sequence.dtype)), (sequence[:-1], sequence[1:]))
-    return -total / ((chars - 1) * bits)
+    carry = (hidden, cell, jnp.zeros((), sequence.dtype))
+    if unroll:  # a Python loop, as PyTorch runs it: what op-by-op (un-jitted) JAX dispatches without recompiling
+        for t in range(chars - 1):
+            carry, _ = body(carry, (sequence[t], sequence[t + 1]))
+    else:  # lax.scan over characters: one traced step instead of chars - 1 unrolled ones
+        carry, _ = jax.lax.scan(body, carry, (sequence[:-1], sequence[1:]))
+    return -carry[2] / ((chars - 1) * bits)

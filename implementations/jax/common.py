@@ -61,12 +61,13 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     params, data = prepare(inputs, device)
     seed = cotangent(inputs, device)
 
-    @jax.jit
     def run(params, data):
         out, vjp = jax.vjp(lambda p, d: module.forward(p, d, inputs.static, variant), params, data)
         return out, *vjp(seed.astype(out.dtype))
 
-    out, grad_params, grad_data = sync(run(params, data))
+    # "unrolled" is what op-by-op JAX runs, so it is checked op by op; jitting it would also cost XLA a compile that
+    # grows faster than linearly with the loop length (minutes for the 127-step LSTM).
+    out, grad_params, grad_data = sync((run if variant == "unrolled" else jax.jit(run))(params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 
 

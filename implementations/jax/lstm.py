@@ -1,4 +1,5 @@
-"""lstm: the ADBench diagonal LSTM objective; 'remat_full' recomputes each time step in the backward."""
+"""lstm: the ADBench diagonal LSTM objective; 'remat_full' recomputes each time step in the backward, 'unrolled'
+runs the time loop in Python (JAX's 'plain' is lax.scan)."""
 
 import jax
 
@@ -7,4 +8,4 @@ from implementations.jax.adbench import lstm_objective
 
 def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> jax.Array:
     return lstm_objective(params["main_params"], params["extra_params"], data["state"], data["sequence"],
-                          remat_steps=variant == "remat_full")
+                          remat_steps=variant == "remat_full", unroll=variant == "unrolled")

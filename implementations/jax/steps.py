@@ -35,9 +35,13 @@ def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable
 
 
 def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) runs forward and backward and returns the gradients of every input."""
+    """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input.
+
+    The loss is returned as PyTorch's step has it: with jax.grad alone, XLA drops the forward's work that only the
+    loss value needs (the mlp's last matmul), and the two steps would not do the same work.
+    """
     loss, args = loss_fn(inputs, variant, device)
-    return jax.grad(loss, argnums=(0, 1)), args
+    return jax.value_and_grad(loss, argnums=(0, 1)), args
 
 
 def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> tuple[Callable, tuple]:
@@ -83,7 +87,9 @@ def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
-    """Forward + backward: 'eager' is op-by-op jax.grad (traced on every call); 'compiled' is jax.jit of it."""
+    """Forward + backward: 'eager' is op-by-op jax.value_and_grad (traced on every call; with an un-jitted lax.scan
+    that includes an XLA compile of the loop per call, which is why the benchmarks run the 'unrolled' variant
+    eagerly); 'compiled' is jax.jit of it."""
     grads, (params, data) = grad_fn(inputs, variant, device)
     if mode == "compiled":
         grads = jax.jit(grads)
@@ -114,26 +120,27 @@ def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") ->
     loss, (params, data) = loss_fn(inputs, variant, device)
     if mode == "accumulate_tree_add":
         micro_loss = _micro_batch_losses(inputs, variant, params, data, device)
-        grads_of = [jax.jit(jax.grad(chunk_loss)) for chunk_loss in micro_loss]
+        # value_and_grad, as everywhere: PyTorch computes each micro-batch's loss too.
+        grads_of = [jax.jit(jax.value_and_grad(chunk_loss)) for chunk_loss in micro_loss]
 
         def accumulate():
             total = None
             for grad in grads_of:
-                grads = grad(params)
+                _, grads = grad(params)
                 total = grads if total is None else jax.tree.map(jnp.add, total, grads)
             return sync(total)
 
         return _warm(accumulate)
     if mode == "no_hooks":
-        grad = jax.jit(jax.grad(loss))
+        grad = jax.jit(jax.value_and_grad(loss))
         return _warm(lambda: sync(grad(params, data)))
     if mode == "retain_graph_twice":
         # jax.vjp's residuals stay alive as long as the returned function: calling it twice is the retained graph.
+        # Two different cotangents: XLA would merge two identical backward passes into one.
         @jax.jit
         def twice(params, data):
             value, vjp = jax.vjp(lambda p: loss(p, data), params)
-            one = jnp.ones_like(value)
-            return vjp(one), vjp(one)
+            return vjp(jnp.ones_like(value)), vjp(jnp.full_like(value, 2))
 
         return _warm(lambda: sync(twice(params, data)))
     raise ValueError(f"unknown engine mode {mode!r}; valid choices: {', '.join(ENGINE_MODES)}")

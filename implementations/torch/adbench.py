@@ -70,7 +70,8 @@ def _lstm_step(hidden, cell, x_in, target, weights, biases, extra_params):
     return hidden, cell, (target * ynorm).sum()
 
 
-def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: bool = False) -> torch.Tensor:
+def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: bool = False,
+                   unroll: bool = True) -> torch.Tensor:
     layers, chars, bits = main_params.shape[0] // 2, sequence.shape[0], sequence.shape[1]
     weights = [main_params[2 * i].split(bits) for i in range(layers)]
     biases = [main_params[2 * i + 1].split(bits) for i in range(layers)]
@@ -80,6 +81,8 @@ def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: b
     if remat_steps:
         def step(*args):
             return checkpoint(_lstm_step, *args, use_reentrant=False)
+    # PyTorch has no loop primitive to differentiate: it always runs (and records) the Python loop; `unroll` is
+    # accepted for the mirror of JAX's signature.
     total = sequence.new_zeros(())
     for t in range(chars - 1):
         hidden, cell, term = step(hidden, cell, sequence[t], sequence[t + 1], weights, biases, extra_params)

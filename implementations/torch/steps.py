@@ -33,11 +33,12 @@ def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable
 
 
 def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) runs forward and backward and returns the gradients of every input."""
+    """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input."""
     loss, args = loss_fn(inputs, variant, device)
 
-    def fn(params: dict, data: dict) -> tuple[torch.Tensor, ...]:
-        return torch.autograd.grad(loss(params, data), leaves((params, data)))
+    def fn(params: dict, data: dict) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        value = loss(params, data)
+        return value.detach(), torch.autograd.grad(value, leaves((params, data)))
 
     return fn, args
 
@@ -85,7 +86,12 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> C
     elif mode != "eager":
         raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
     targets = leaves((params, data))
-    return _warm(lambda: sync(torch.autograd.grad(loss(params, data), targets), device))
+
+    def step():
+        value = loss(params, data)
+        return sync((value.detach(), torch.autograd.grad(value, targets)), device)
+
+    return _warm(step)
 
 
 def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
@@ -135,10 +141,10 @@ def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") ->
                 w.register_hook(lambda g: g)  # a no-op tensor hook on every parameter: the engine's call cost
         return _warm(lambda: sync(torch.autograd.grad(loss(params, data), weights), device))
     if mode == "retain_graph_twice":
-        def twice():
+        def twice():  # two different cotangents, as on the JAX side
             value = loss(params, data)
-            first = torch.autograd.grad(value, weights, retain_graph=True)
-            return sync((first, torch.autograd.grad(value, weights)), device)
+            first = torch.autograd.grad(value, weights, torch.ones_like(value), retain_graph=True)
+            return sync((first, torch.autograd.grad(value, weights, torch.full_like(value, 2))), device)
 
         return _warm(twice)
     if mode in ("zero_grad_none", "zero_grad_zeros"):
