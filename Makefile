@@ -31,9 +31,9 @@ test: $(STAMP) lint
 # ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
 ASV_ARGS ?=
 bench: $(STAMP)
-	@git diff --quiet HEAD -- implementations benchmarks asv.conf.json || \
+	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
-	@machine=$$($(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
+	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	{ TVT_DEVICE=$(DEVICE) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	$(VENV)/bin/tape-vs-trace scrub-results results && \

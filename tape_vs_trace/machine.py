@@ -48,7 +48,8 @@ def _slug(text: str) -> str:
 def record() -> dict[str, str]:
     """asv machine fields for this machine, named after its device (GPU model, else CPU model and cores)."""
     cpu, cores = _cpu_model(), os.cpu_count() or 1
-    gpu = _gpu()
+    # TVT_DEVICE=cpu (make bench DEVICE=cpu) on a GPU machine runs the CPU suite: name the machine after its CPU.
+    gpu = {} if os.environ.get("TVT_DEVICE") == "cpu" else _gpu()
     ram_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9)
     device = gpu.get("gpu", "cpu")
     name = f"gpu-{_slug(device)}" if gpu else f"cpu-{_slug(cpu)}-{cores}c"
@@ -67,16 +68,16 @@ def record() -> dict[str, str]:
 
 
 def details() -> dict[str, str]:
-    """What else identifies the run's machine, kept out of asv's series key: kernel, GPU driver and CUDA version,
-    and the CPU threads the benchmarks use."""
-    info = {"kernel": platform.release(), "threads": os.environ.get("TVT_THREADS", str(os.cpu_count() or 1))}
+    """What else identifies the run's machine, kept out of asv's series key: kernel, GPU driver and the newest CUDA
+    it supports, and the CPU threads the benchmarks use."""
+    info = {"kernel": platform.release(), "threads": str(os.cpu_count() or 1)}
     info.update({k: v for k, v in _gpu().items() if k == "driver"})
     if shutil.which("nvidia-smi"):
         try:
             banner = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
             found = re.search(r"CUDA Version:\s*([0-9.]+)", banner)
             if found:
-                info["cuda"] = found.group(1)
+                info["driver_max_cuda"] = found.group(1)  # the driver's supported CUDA, not the runtime's
         except (OSError, subprocess.SubprocessError):
             pass
     return info
