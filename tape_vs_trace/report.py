@@ -407,7 +407,8 @@ def findings(cells: Cells) -> dict[str, list[str]]:
             out["recording"].append(f"{w} at {s}: PyTorch records {fmt_value(t, '')} autograd nodes, JAX traces "
                                     f"{fmt_value(j, '')} jaxpr equations (forward + backward).")
     for w, s in cells.cases("recording", "time_step"):
-        for fw, eager, compiled in (("torch", "eager", "torch.compile"), ("jax", "op-by-op jax.grad", "jax.jit")):
+        for fw, eager, compiled in (("torch", "eager", "torch.compile"),
+                                    ("jax", "op-by-op jax.value_and_grad", "jax.jit")):
             e = get("recording", "time_step", w, s, "eager", fw)
             c = get("recording", "time_step", w, s, "compiled", fw)
             if e and c:
@@ -931,7 +932,7 @@ def readme_section(data: Results, drawn: dict[str, list[str]], out_label: str) -
         base = base_numerics(rows)
         headline = rows[(rows.pillar == "recording") & (rows.metric == "time_step")]
         lines += ["One forward + backward step (`recording.GradStep`): eager = PyTorch's tape / op-by-op "
-                  "`jax.grad`, compiled = `torch.compile` / `jax.jit`.", ""]
+                  "`jax.value_and_grad`, compiled = `torch.compile` / `jax.jit`.", ""]
         lines += pillar_table(headline) + [""]
         found = findings(Cells(base))
         for pillar in PILLARS:
