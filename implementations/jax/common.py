@@ -13,9 +13,6 @@ import numpy as np
 
 from implementations.workloads import Inputs, spec, validate
 
-DTYPES = {"float32": jnp.float32, "float64": jnp.float64, "bfloat16": jnp.bfloat16}
-REMAT_VARIANTS = ("remat_full", "remat_dots")
-
 
 def load(workload: str) -> ModuleType:
     """The module implementing `workload` (a ValueError lists the valid names)."""

@@ -13,8 +13,6 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from implementations.workloads import Inputs, spec, validate
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
-REMAT_VARIANTS = ("remat_full", "remat_dots")
 # The ops whose outputs the "save matmul outputs" policy keeps, the counterpart of jax's dots_saveable.
 _MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
 
