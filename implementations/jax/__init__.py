@@ -1,14 +1,20 @@
 """JAX side of the matched workloads: one module per workload, the mirror image of ``implementations.torch``.
 
-Importing it turns on float64 support (ADBench references and the float64 parity tests need it; arrays keep the
-dtype the spec gives them) and, unless the caller chose otherwise, turns off GPU memory preallocation so that
-allocator peaks mean what they say. Both must happen before JAX creates its first array.
+Importing it turns off GPU memory preallocation unless the caller chose otherwise, so that allocator peaks mean what
+they say; that must happen before JAX creates its first array. float64 support is off, as in a default JAX process,
+until ``configure(..., float64=True)`` turns it on: only float64 runs (and the float64 tests) pay for it.
 """
 
-import os
+from implementations.frameworks import isolate_allocators
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+isolate_allocators()
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+
+def configure(precision: str = "highest", threads: int | None = None, float64: bool = False) -> None:
+    """Apply the fairness settings: `precision` is JAX's own name ("highest", "tensorfloat32"); `threads` is
+    accepted for the mirror only, since XLA:CPU uses every core and has no flag for another count; `float64`
+    switches jax_enable_x64 (without it, float64 inputs would silently become float32)."""
+    jax.config.update("jax_default_matmul_precision", precision)
+    jax.config.update("jax_enable_x64", bool(float64))

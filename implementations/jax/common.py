@@ -22,6 +22,9 @@ def load(workload: str) -> ModuleType:
 
 def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
     """Framework copies of the spec's arrays: (params, data), placed on `device`."""
+    if inputs.dtype == "float64" and not jax.config.jax_enable_x64:
+        # Without x64, device_put turns float64 into float32 without a word: refuse instead.
+        raise RuntimeError("float64 inputs need implementations.jax.configure(..., float64=True) first")
     target = jax.devices(device)[0]
     params = {name: jax.device_put(array, target) for name, array in inputs.params.items()}
     data = {name: jax.device_put(array, target) for name, array in inputs.data.items()}

@@ -1,0 +1,134 @@
+"""The framework registry: one entry per framework the suite compares, and the settings shared by every process.
+
+Nothing here imports a framework: benchmark discovery, the report and the command line read this registry in any
+process. A framework's code lives in ``implementations/<name>/`` (the same module names on every side), and its
+``__init__`` exposes ``configure(precision, threads)``. Adding a framework (MLX, say) is one folder with those
+modules plus one entry in ``FRAMEWORKS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+from dataclasses import dataclass
+from types import ModuleType
+
+# Matmul precision names of the suite: full float32, or TF32 tensor cores. Each framework maps them to its own
+# setting (``Framework.precisions``); the same request in both, since JAX defaults to TF32 on recent GPUs and
+# PyTorch does not, and an unset precision would compare different arithmetic.
+PRECISIONS: tuple[str, ...] = ("highest", "tf32")
+DEVICES: tuple[str, ...] = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """What the suite needs to know about a framework without importing it."""
+
+    name: str  # the `framework` parameter value and the package name under implementations/
+    label: str  # how the report and the dashboard name it
+    color: str  # its colour in every figure
+    precisions: dict[str, str]  # suite precision -> the framework's own setting
+    memory_methods: dict[str, str]  # device -> how peak bytes are measured there (printed beside every peak)
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    fw.name: fw
+    for fw in (
+        Framework(
+            "torch", "PyTorch", "#d62728",
+            # torch.set_float32_matmul_precision: "highest" is full float32, "high" allows TF32.
+            precisions={"highest": "highest", "tf32": "high"},
+            memory_methods={
+                "cpu": "torch live-storage tracking (TorchDispatchMode)",
+                "cuda": "torch.cuda.max_memory_allocated",
+            },
+        ),
+        Framework(
+            "jax", "JAX", "#1f77b4",
+            # jax_default_matmul_precision: "tensorfloat32" lowers to dot_general precision HIGH.
+            precisions={"highest": "highest", "tf32": "tensorfloat32"},
+            memory_methods={
+                "cpu": "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)",
+                "cuda": "jax peak_bytes_in_use",
+            },
+        ),
+    )
+}
+NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
+
+
+def _choices(kind: str, value: object, valid: object) -> ValueError:
+    return ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(map(str, valid))}")
+
+
+def get(name: str) -> Framework:
+    """The registry entry of `name`; a ValueError lists the valid names."""
+    try:
+        return FRAMEWORKS[name]
+    except (KeyError, TypeError):
+        raise _choices("framework", name, FRAMEWORKS) from None
+
+
+def label(name: str) -> str:
+    """'PyTorch' for 'torch'; an unknown name is returned as it is (results may name a framework no longer here)."""
+    return FRAMEWORKS[name].label if name in FRAMEWORKS else name
+
+
+def memory_method(framework: str, device: str) -> str:
+    """How peak bytes of `framework` are measured on `device` ('cpu' or 'cuda')."""
+    return get(framework).memory_methods.get(device, "unknown")
+
+
+def detect_device() -> str:
+    """'cuda' or 'cpu': TVT_DEVICE if set, else 'cuda' where nvidia-smi exists. The one place that decides."""
+    chosen = os.environ.get("TVT_DEVICE")
+    if chosen:
+        if chosen not in DEVICES:
+            raise _choices("TVT_DEVICE", chosen, DEVICES)
+        return chosen
+    return "cuda" if shutil.which("nvidia-smi") else "cpu"
+
+
+def threads() -> int:
+    """CPU threads for both frameworks: every core. XLA:CPU uses every core and has no flag for another count;
+    PyTorch is told the same explicitly, since its own default is the number of physical cores."""
+    return os.cpu_count() or 1
+
+
+def isolate_allocators() -> None:
+    """Before any import of jax: allocator peaks mean what they say only without preallocation. The one place
+    that sets it; every entry point that may import jax calls this first."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One framework's modules, imported and configured: `fw.steps`, `fw.probe`, `fw.common`."""
+
+    framework: Framework
+    common: ModuleType
+    steps: ModuleType
+    probe: ModuleType
+
+    @property
+    def name(self) -> str:
+        return self.framework.name
+
+
+def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded:
+    """Import `name`'s implementation modules and apply the fairness settings (precision, threads, float64).
+
+    TVT_INJECT_FAILURE=<framework> makes this raise MemoryError, as an out-of-memory would: the failure-isolation
+    test uses it to check that a failed benchmark is recorded as failed while the run goes on.
+    """
+    fw = get(name)
+    if precision not in PRECISIONS:
+        raise _choices("precision", precision, PRECISIONS)
+    if os.environ.get("TVT_INJECT_FAILURE") == name:
+        raise MemoryError(f"injected failure for {name} (TVT_INJECT_FAILURE)")
+    isolate_allocators()
+    package = importlib.import_module(f"implementations.{name}")
+    package.configure(fw.precisions[precision], threads(), float64=float64)
+    modules = {m: importlib.import_module(f"implementations.{name}.{m}") for m in ("common", "steps", "probe")}
+    return Loaded(fw, **modules)

@@ -1,0 +1,83 @@
+"""The metric and pillar registries: what each published number means, declared once.
+
+Benchmarks take their asv ``unit`` from here, the report reads here whether a value is sampled (it has a spread
+and an interval) or exact, and whether two frameworks' values may be divided; nothing guesses a meaning from a unit
+string. Imports no framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One kind of published number. `name` is the asv method name (``time_step``, ``track_peak_bytes``...)."""
+
+    name: str
+    unit: str  # asv's unit; the report formats by it
+    display: str  # in words, for tables and figure axes
+    sampled: bool  # a timing with a spread across processes (True), or an exact, deterministic value (False)
+    comparable: bool  # may a JAX value be divided by a PyTorch value? False where the two count different things
+    description: str  # one sentence: what is measured and how; the dashboard shows it
+    lower_is_better: bool = True  # every metric here is a cost, so asv's regression detection reads it right
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("time_step", "seconds", "step time", True, True,
+               "Wall time of one step, device synchronised inside the timed region; compile and warm-up excluded."),
+        Metric("time_forward", "seconds", "forward time", True, True,
+               "Wall time of one forward pass, device synchronised inside the timed region; compile excluded."),
+        Metric("track_compile_seconds", "seconds", "compile time", True, True,
+               "Cold compile time of the step, with each compiler's one-time start-up warmed on another function."),
+        Metric("track_peak_bytes", "bytes", "peak memory", False, True,
+               "Peak bytes live during one step above what was resident before it; the method is recorded."),
+        Metric("track_saved_bytes", "bytes", "saved for backward", False, True,
+               "Bytes kept for the backward pass beyond the inputs, the parameters and the output cotangent."),
+        Metric("track_graph_size", "count", "graph size", False, False,
+               "Autograd nodes reachable from the loss (PyTorch) or jaxpr equations of forward + backward (JAX): "
+               "different things, so no ratio."),
+        Metric("track_flops", "flops", "matmul flops", False, True,
+               "Matmul-like operations of one step at 2*m*n*k, every loop iteration counted, in both frameworks."),
+        Metric("track_time_over_matmul_peak", "ratio", "time over matmul-peak time", True, True,
+               "Median step time over the time its matmul flops take at the machine's calibrated matmul rate."),
+    )
+}
+
+
+def get(name: str) -> Metric:
+    """The metric of an asv method name; a ValueError lists the known ones."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; valid choices: {', '.join(METRICS)}") from None
+
+
+@dataclass(frozen=True)
+class Pillar:
+    """One benchmark file of the suite (``benchmarks/<name>.py``)."""
+
+    name: str
+    title: str
+    torch: str  # what the PyTorch side runs, in words
+    jax: str  # what the JAX side runs, in words
+
+
+PILLARS: dict[str, Pillar] = {
+    p.name: p
+    for p in (
+        Pillar("recording", "graph recording vs tracing", "eager autograd tape; torch.compile",
+               "op-by-op jax.value_and_grad; jax.jit"),
+        Pillar("custom_backward", "custom backward", "torch.autograd.Function", "jax.custom_vjp"),
+        Pillar("remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
+               "jax.checkpoint and its policies"),
+        Pillar("inference", "no-grad inference", "grad-enabled forward, no_grad, inference_mode, compiled",
+               "op-by-op and jitted forward"),
+        Pillar("engine", "autograd engine", ".grad accumulation, tensor hooks, retain_graph, zero_grad",
+               "functional counterparts (tree add, calling a VJP twice)"),
+        Pillar("harness", "harness overhead", "the suite's synchronised path against a direct call",
+               "the suite's synchronised path against a direct call"),
+    )
+}
