@@ -1,156 +1,203 @@
-"""Shared machinery of the asv suite: parameters, per-process memoised set-up, and framework settings.
+"""Shared machinery of the asv suite: the base class every benchmark derives from, in the manner of scipy's
+``XPBenchmark``: the standard parameter axes, one set-up path (validate once, skip invalid combinations, build
+through the per-process memo), the between-process timing settings and the peak-bytes check.
 
 Rules for benchmark writers (numpy's asv README, adapted):
 - No framework is imported at module level: asv spawns one process per benchmark x parameter combination and each
-  process imports only the framework it measures (`import_framework`).
-- Set-up is memoised per process (`memo`): asv-runner >= 0.3 re-runs `setup` before every timed call.
+  process imports only the framework it measures (``implementations.frameworks.load`` in ``build``).
+- Set-up is memoised per process: asv-runner >= 0.3 re-runs ``setup`` before every timed call, so the second call
+  of ``setup`` is one dictionary lookup.
 - Every timed body ends in a device synchronisation (the steps from implementations.<framework>.steps do it).
-- Sizes for CPU and GPU machines are explicit parameter values (`by_device`), chosen by the machine's device.
-- Pin `version` on every benchmark; bump it when the numbers stop being comparable.
+- Sizes for CPU and GPU machines are explicit parameter values (``by_device``), chosen by the machine's device.
+- Pin ``version`` on every benchmark; bump it when the numbers stop being comparable.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-import shutil
+import time
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
-# Before any import of jax: allocator peaks are only meaningful without preallocation.
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from implementations import frameworks, metrics, workloads
 
-from implementations import workloads  # noqa: E402  (numpy only)
+frameworks.isolate_allocators()  # before any import of jax in this process
 
-DEVICE = os.environ.get("TVT_DEVICE") or ("cuda" if shutil.which("nvidia-smi") else "cpu")
-FRAMEWORKS = ["torch", "jax"]
+DEVICE = frameworks.detect_device()
+FRAMEWORKS = list(frameworks.NAMES)
 DTYPES = ["float32"]
 PRECISIONS = ["highest"]
 # The step-time classes of the recording and custom-backward pillars also run the GPU's fast formats. On CPU,
 # bfloat16 matmuls are emulated and TF32 does not exist, so CPU machines run float32 at full precision only.
 STEP_DTYPES = ["float32", "bfloat16"] if DEVICE == "cuda" else DTYPES
 STEP_PRECISIONS = ["highest", "tf32"] if DEVICE == "cuda" else PRECISIONS
-# Float32 matmul precision, the same request in both frameworks: full float32, or TF32 tensor cores (PyTorch's
-# "high"; JAX's "tensorfloat32", which lowers to dot_general precision HIGH). JAX defaults to TF32 on recent GPUs
-# and PyTorch does not, so an unset precision would compare different arithmetic.
-_PRECISION_SETTINGS = {"highest": ("highest", "highest"), "tf32": ("high", "tensorfloat32")}
-# CPU threads: both frameworks use every core. That is XLA:CPU's default, which has no flag for another count;
-# PyTorch is told so explicitly, since its own default is the number of physical cores.
-THREADS = os.cpu_count() or 1
-
-# How peak memory is measured for each (framework, device): the report prints it next to every peak value, and
-# each peak benchmark checks the probe's own statement against it, so a change of method cannot go unrecorded.
-MEMORY_METHODS = {
-    ("torch", "cpu"): "torch live-storage tracking (TorchDispatchMode)",
-    ("jax", "cpu"): "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)",
-    ("torch", "cuda"): "torch.cuda.max_memory_allocated",
-    ("jax", "cuda"): "jax peak_bytes_in_use",
-}
+# Op-by-op JAX compiles an un-jitted lax.scan anew on every call; the 'unrolled' variant is the Python-loop form
+# that PyTorch runs in every mode. `formulation` names which one a row runs.
+FORMULATIONS = {"unrolled": "unrolled", "scan": "plain", "plain": "plain"}
 
 _MEMO: dict[tuple, Any] = {}
 
 
-def by_device(cpu: list, cuda: list) -> list:
+class Skip(NotImplementedError):
+    """A parameter combination the suite does not run (asv shows n/a); the message says why."""
+
+
+def by_device(cpu: Any, cuda: Any) -> Any:
     """The parameter values for this machine: CPU machines get the CPU sizes, CUDA machines the GPU sizes."""
     return cuda if DEVICE == "cuda" else cpu
 
 
-def by_workload(base: type, sizes: dict[str, list[str]]) -> dict[str, type]:
-    """One subclass of `base` per workload, named `<Base>_<workload>`, whose size parameter lists only that
-    workload's sizes: a workload x size product would spawn one asv process per invalid pair.
-
-    `base` is named with a leading underscore (asv skips it) and has params [framework, workload, size, ...].
-    """
-    classes = {}
-    for workload, workload_sizes in sizes.items():
-        params = [base.params[0], [workload], list(workload_sizes), *base.params[3:]]
-        name = f"{base.__name__.lstrip('_')}_{workload}"
-        classes[name] = type(name, (base,), {"params": params, "__module__": base.__module__, "__doc__": base.__doc__})
-    return classes
-
-
-def eager_variant(workload: str, mode: str) -> str:
-    """The variant a step runs in `mode`. Op-by-op JAX compiles an un-jitted lax.scan anew on every call, so the
-    eager (op-by-op) modes run the workload's Python-loop form where it has one: for PyTorch it is the same
-    program as 'plain'. The compiled modes run 'plain' (lax.scan in JAX)."""
-    op_by_op = mode in ("eager", "record", "no_grad")
-    return "unrolled" if op_by_op and "unrolled" in workloads.spec(workload).variants else "plain"
+def formulations(workload: str) -> list[str]:
+    """The formulation axis of `workload`: 'unrolled' and 'scan' where the spec has both forms, else 'plain'."""
+    return ["unrolled", "scan"] if "unrolled" in workloads.spec(workload).variants else ["plain"]
 
 
 def memo(key: tuple, build: Callable[[], Any]) -> Any:
-    """`build()` once per process and key (asv-runner re-runs setup before every timed call). Keys start with the
-    benchmark class's name, so two classes never share a step built for the other."""
+    """`build()` once per process and key. Keys start with the benchmark class's name (or a kind such as
+    'inputs'), so two classes never share a step built for the other."""
     if key not in _MEMO:
         _MEMO[key] = build()
     return _MEMO[key]
 
 
-def import_framework(framework: str, dtype: str, precision: str) -> dict[str, ModuleType]:
-    """Import one framework's steps, probe and common modules and apply the fairness settings to it.
-
-    TVT_INJECT_FAILURE=<framework> makes this raise MemoryError, as an out-of-memory would: the failure-isolation
-    test uses it to check that a failed benchmark is recorded as failed while the run goes on.
-    """
-    if precision not in _PRECISION_SETTINGS:
-        raise ValueError(f"unknown precision {precision!r}; valid choices: {', '.join(_PRECISION_SETTINGS)}")
-    if os.environ.get("TVT_INJECT_FAILURE") == framework:
-        raise MemoryError(f"injected failure for {framework} (TVT_INJECT_FAILURE)")
-    modules = {name: importlib.import_module(f"implementations.{framework}.{name}")
-               for name in ("common", "steps", "probe")}
-    torch_precision, jax_precision = _PRECISION_SETTINGS[precision]
-    if framework == "torch":
-        import torch
-
-        torch.set_float32_matmul_precision(torch_precision)
-        torch.set_num_threads(THREADS)
-        # XLA accumulates bfloat16 products in float32; cuBLAS may reduce split-K partial sums in bfloat16 unless
-        # PyTorch forbids it.
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-    else:
-        import jax
-
-        jax.config.update("jax_default_matmul_precision", jax_precision)
-    return modules
+def per_call_timer(calls: int) -> Callable[[], float]:
+    """A timer for asv's `timer` attribute whose differences are per call of a body that loops `calls` times."""
+    return lambda: time.perf_counter() / calls
 
 
-def peak(fw: dict[str, ModuleType], framework: str, device: str, fn: Callable, args: tuple) -> int:
-    """The probe's peak bytes of fn(*args), refusing a value measured by another method than MEMORY_METHODS
-    declares for this (framework, device)."""
-    result = fw["probe"].peak_bytes(fn, *args)
-    expected = MEMORY_METHODS[(framework, device)]
-    if result.method != expected:  # also refuses JAX's "(upper bound ...)": recorded as failed, not as a number
-        raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
-    return result.bytes
+class Case:
+    """One parameter combination: its parameters by name, the spec's inputs, and the loaded framework."""
 
+    def __init__(self, params: dict[str, Any]):
+        self.params = params
+        self.framework: str = params["framework"]
+        self.device: str = params.get("device", DEVICE)
+        self.dtype: str = params.get("dtype", "float32")
+        self.precision: str = params.get("precision", "highest")
+        self.workload: str | None = params.get("workload")
+        self.inputs: workloads.Inputs | None = None
+        self.fw: frameworks.Loaded | None = None
 
-def check_precision(dtype: str, precision: str) -> None:
-    """TF32 is a float32 setting: bfloat16 with tf32 would repeat bfloat16 with highest."""
-    require(dtype == "float32" or precision == "highest", f"{precision} applies to float32 only")
+    def __getattr__(self, name: str) -> Any:  # the class-specific axes: case.mode, case.variant, ...
+        try:
+            return self.__dict__["params"][name]
+        except KeyError:
+            raise AttributeError(name) from None
 
-
-def require(condition: bool, reason: str) -> None:
-    """Skip this parameter combination (asv shows n/a) unless `condition` holds."""
-    if not condition:
-        raise NotImplementedError(reason)
-
-
-def check_case(workload: str, size: str, dtype: str, variant: str | None = None) -> workloads.Inputs:
-    """The inputs of a valid combination; combinations of a workload with another workload's size are skipped."""
-    spec = workloads.spec(workload)
-    require(size in spec.sizes, f"{size} is not a size of {workload}")
-    require(variant is None or variant in spec.variants, f"{variant} is not a variant of {workload}")
-    require(dtype in spec.dtypes, f"{workload} is not run in {dtype}")
-    return memo(("inputs", workload, size, dtype), lambda: workloads.make_inputs(workload, size, dtype))
+    @property
+    def variant(self) -> str:
+        if "variant" in self.params:
+            return self.params["variant"]
+        return FORMULATIONS[self.params.get("formulation", "plain")]
 
 
 class Benchmark:
-    """Defaults for every class: one round per process, a few samples, generous timeout for compilation."""
+    """Base of every benchmark class. Subclasses set `axes` (the parameters between size and dtype), and write
+    `build(case)` (returns the state the measured methods read, as attributes) and, where some combinations are not
+    run, `skip(case)` (returns the reason or None). asv skips classes whose names start with '_'."""
 
     timeout = 600
-    rounds = 1
-    repeat = (3, 10, 5.0)
+    # Timings: `rounds` processes per combination, interleaved with the other benchmarks' rounds, each taking a fixed
+    # `repeat` samples (so the report can split asv's recorded samples into processes); `number = 1`.
+    rounds = 3
+    repeat = 5
+    number = 1
     warmup_time = 0.1
-    # 2: gradient steps return the loss in both frameworks, eager modes run the unrolled forms, torch compile
-    # seconds exclude Inductor's start-up, the harness step ends in a device op: version 1 numbers differ in kind.
-    version = "2"
+    # 3: modes explicit in every pillar, per-layer leaves in eager JAX, matched layer norm, matmul-only flops with
+    # scan iterations counted, saved bytes without the cotangent, timings from several processes.
+    version = "3"
+    axes: list[tuple[str, list]] = []
+    dtypes = DTYPES
+    precisions = PRECISIONS
+    params: list[list] = []
+    param_names: list[str] = []
+
+    def setup(self, *params):
+        key = (type(self).__name__, params)
+        state = _MEMO.get(key)
+        if state is None:
+            state = _MEMO[key] = self._prepare(dict(zip(self.param_names, params)))
+        if isinstance(state, Skip):
+            raise state
+        self.__dict__.update(state)
+
+    def _prepare(self, params: dict[str, Any]) -> dict[str, Any] | Skip:
+        case = Case(params)
+        reason = self.reason_to_skip(case)
+        if reason:
+            return Skip(reason)
+        if case.workload is not None:
+            case.inputs = memo(("inputs", case.workload, params["size"], case.dtype),
+                               lambda: workloads.make_inputs(case.workload, params["size"], case.dtype))
+        case.fw = frameworks.load(case.framework, case.precision, float64=case.dtype == "float64")
+        try:
+            return {"case": case, **self.build(case)}
+        except Skip as skip:  # found only once built (a missing calibration, say)
+            return skip
+
+    def reason_to_skip(self, case: Case) -> str | None:
+        """Why this combination is not run, or None. The generic rules, then the class's own `skip`."""
+        if case.workload is not None:
+            spec = workloads.spec(case.workload)
+            if case.params.get("size") not in spec.sizes:
+                return f"{case.params.get('size')} is not a size of {case.workload}"
+            if case.dtype not in spec.dtypes:
+                return f"{case.workload} is not run in {case.dtype}"
+            if case.variant not in spec.variants:
+                return f"{case.variant} is not a variant of {case.workload}"
+        if case.dtype != "float32" and case.precision != "highest":
+            return f"{case.precision} applies to float32 only"  # bfloat16 with tf32 would repeat bfloat16/highest
+        return self.skip(case)
+
+    def skip(self, case: Case) -> str | None:
+        return None
+
+    def build(self, case: Case) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+def by_workload(base: type, sizes: dict[str, list[str]]) -> dict[str, type]:
+    """One subclass of `base` per workload, named `<Base>_<workload>`, whose size parameter lists only that
+    workload's sizes (a workload x size product would spawn one asv process per invalid pair), with the parameters
+    [framework, workload, size, *axes, dtype, precision, device]. An axis given as a function of the workload
+    (`formulations`) gets that workload's values."""
+    classes = {}
+    for workload, workload_sizes in sizes.items():
+        axes = [(name, values(workload) if callable(values) else values) for name, values in base.axes]
+        params = [FRAMEWORKS, [workload], list(workload_sizes), *(v for _, v in axes), base.dtypes,
+                  base.precisions, [DEVICE]]
+        names = ["framework", "workload", "size", *(n for n, _ in axes), "dtype", "precision", "device"]
+        name = f"{base.__name__.lstrip('_')}_{workload}"
+        classes[name] = type(name, (base,), {"params": params, "param_names": names, "__module__": base.__module__,
+                                             "__doc__": base.__doc__})
+    return classes
+
+
+def unit(metric: str) -> str:
+    """asv's unit of a metric, from the registry."""
+    return metrics.get(metric).unit
+
+
+class PeakBytes:
+    """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
+
+    def track_peak_bytes(self, *params):
+        case = self.case
+        fn, args = self.peak_fn(case)
+        result = case.fw.probe.peak_bytes(fn, *args)
+        expected = frameworks.memory_method(case.framework, case.device)
+        if result.method != expected:  # also refuses JAX's "(upper bound ...)": recorded as failed, not as a number
+            raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
+        return result.bytes
+
+    track_peak_bytes.unit = unit("track_peak_bytes")
+
+
+class SavedBytes:
+    """Mixin: `track_saved_bytes`, the bytes kept for the backward beyond inputs, parameters and the cotangent, of
+    the loss the class's `saved_fn(case)` returns as (fn, args)."""
+
+    def track_saved_bytes(self, *params):
+        fn, args = self.saved_fn(self.case)
+        return self.case.fw.probe.saved_bytes(fn, *args).extra_bytes
+
+    track_saved_bytes.unit = unit("track_saved_bytes")

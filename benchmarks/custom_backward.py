@@ -3,67 +3,50 @@
 from __future__ import annotations
 
 from benchmarks.common import (
-    DEVICE,
-    DTYPES,
-    FRAMEWORKS,
-    PRECISIONS,
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
+    PeakBytes,
+    SavedBytes,
     by_device,
     by_workload,
-    check_case,
-    check_precision,
-    import_framework,
-    memo,
-    peak,
 )
 
 SIZES = by_device(cpu={"swiglu": ["64x256x1024"], "gmm": ["d10-K25-n1000"]},
                   cuda={"swiglu": ["2048x1024x4096"], "gmm": ["d64-K100-n10000"]})
-PARAMS = [FRAMEWORKS, [], [], ["plain", "custom"], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
-PARAM_NAMES = ["framework", "workload", "size", "variant", "mode", "dtype", "precision", "device"]
 
 
 class _CustomStep(Benchmark):
-    """Forward + backward with the library/autodiff op ('plain') or the hand-written backward ('custom')."""
+    """One forward + backward with the autodiff op ('plain') or the hand-written backward ('custom':
+    torch.autograd.Function / jax.custom_vjp). mode 'eager': PyTorch's tape / op-by-op jax.value_and_grad;
+    'compiled': torch.compile / jax.jit."""
 
-    params = PARAMS
-    param_names = PARAM_NAMES
+    axes = [("variant", ["plain", "custom"]), ("mode", ["eager", "compiled"])]
+    dtypes = STEP_DTYPES
+    precisions = STEP_PRECISIONS
 
-    def setup(self, framework, workload, size, variant, mode, dtype, precision, device):
-        inputs = check_case(workload, size, dtype, variant)
-        check_precision(dtype, precision)
-        fw = import_framework(framework, dtype, precision)
-        self.step = memo((type(self).__name__, framework, workload, size, variant, mode, dtype, precision, device),
-                         lambda: fw["steps"].grad_step(inputs, variant, mode, device))
+    def build(self, case):
+        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
 
     def time_step(self, *params):
         self.step()
 
 
-class _CustomMemory(Benchmark):
-    """Bytes kept for the backward (beyond inputs and parameters) and peak bytes of one step, plain vs custom."""
+class _CustomMemory(SavedBytes, PeakBytes, Benchmark):
+    """Bytes kept for the backward (beyond inputs, parameters and the cotangent) and the peak bytes of one step,
+    autodiff ('plain') against the hand-written backward ('custom')."""
 
-    params = PARAMS[:4] + [DTYPES, PRECISIONS, [DEVICE]]
-    param_names = PARAM_NAMES[:4] + PARAM_NAMES[5:]
+    axes = [("variant", ["plain", "custom"])]
+    rounds = 1
 
-    def setup(self, framework, workload, size, variant, dtype, precision, device):
-        self.inputs = check_case(workload, size, dtype, variant)
-        self.fw = import_framework(framework, dtype, precision)
-        self.key = (framework, device, variant)
+    def build(self, case):
+        return {}
 
-    def track_saved_bytes(self, framework, workload, size, variant, dtype, precision, device):
-        fn, args = self.fw["steps"].loss_fn(self.inputs, variant, device)
-        return self.fw["probe"].saved_bytes(fn, *args).extra_bytes
+    def saved_fn(self, case):
+        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
 
-    track_saved_bytes.unit = "bytes"
-
-    def track_peak_bytes(self, framework, workload, size, variant, dtype, precision, device):
-        fn, args = self.fw["steps"].grad_fn(self.inputs, variant, device)
-        return peak(self.fw, framework, device, fn, args)
-
-    track_peak_bytes.unit = "bytes"
+    def peak_fn(self, case):
+        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
 
 
 globals().update(by_workload(_CustomStep, SIZES))

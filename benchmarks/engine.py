@@ -3,42 +3,34 @@ backward, and zero_grad(set_to_none) — with JAX's functional counterparts wher
 
 from __future__ import annotations
 
-from benchmarks.common import (
-    DEVICE,
-    DTYPES,
-    FRAMEWORKS,
-    PRECISIONS,
-    Benchmark,
-    by_device,
-    by_workload,
-    check_case,
-    import_framework,
-    memo,
-    require,
-)
+from benchmarks.common import Benchmark, Skip, by_device, by_workload, per_call_timer
 
-MODES = ["accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
-         "zero_grad_none", "zero_grad_zeros"]
+FEATURES = ["accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
+            "zero_grad_none", "zero_grad_zeros"]
+CALLS = 5  # steps of about a millisecond: a loop of 5, reported per call
 
 
 class _EngineStep(Benchmark):
-    """One step of each engine feature on the mlp (4 micro-batches for the accumulation modes)."""
+    """One step of each engine feature on the mlp (4 micro-batches for the accumulation features), per call of a
+    loop of 5. PyTorch runs them eagerly (the engine is what eager mode runs); JAX's functional counterparts run
+    op by op ('eager') and jitted ('compiled'). Only eager rows have both frameworks."""
 
-    # Short steps: between-process differences exceed one process's spread here, so two processes (rounds) each.
-    rounds = 2
+    axes = [("feature", FEATURES), ("mode", ["eager", "compiled"])]
+    timer = staticmethod(per_call_timer(CALLS))
 
-    params = [FRAMEWORKS, [], [], MODES, DTYPES, PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+    def skip(self, case):
+        if case.framework == "torch" and case.mode == "compiled":
+            return "the autograd engine's bookkeeping is what eager PyTorch runs; torch.compile replaces it"
+        return None
 
-    def setup(self, framework, workload, size, mode, dtype, precision, device):
-        inputs = check_case(workload, size, dtype)
-        fw = import_framework(framework, dtype, precision)
-        require(mode in fw["steps"].ENGINE_MODES, f"{framework} has no {mode}")
-        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
-                         lambda: fw["steps"].engine_step(inputs, "plain", mode, device))
+    def build(self, case):
+        if case.feature not in case.fw.steps.ENGINE_FEATURES:
+            raise Skip(f"{case.framework} has no {case.feature}")
+        return {"step": case.fw.steps.engine_step(case.inputs, "plain", case.feature, case.mode, case.device)}
 
     def time_step(self, *params):
-        self.step()
+        for _ in range(CALLS):
+            self.step()
 
 
 globals().update(by_workload(_EngineStep, by_device(cpu={"mlp": ["64x256x1024"]}, cuda={"mlp": ["512x1024x4096"]})))

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import DEVICE, FRAMEWORKS, Benchmark, import_framework, memo
+from benchmarks.common import DEVICE, FRAMEWORKS, Benchmark, memo
+from implementations import frameworks
 
 STEP_SECONDS = 1e-3
 
@@ -36,21 +37,19 @@ class Overhead(Benchmark):
     """'raw': the 1 ms step (a spin, then one small op on a device array) called directly; 'synchronized': the same
     step through the framework's sync() on its result and a memoised closure, exactly as the suite's steps run."""
 
-    # Short steps: between-process differences exceed one process's spread here, so two processes (rounds) each.
-    rounds = 2
 
     params = [FRAMEWORKS, ["raw", "synchronized"], [DEVICE]]
     param_names = ["framework", "path", "device"]
 
     def setup(self, framework, path, device):
-        fw = import_framework(framework, "float32", "highest")
+        fw = memo(("fw", framework), lambda: frameworks.load(framework))
         array = memo(("harness", framework, device), lambda: _device_array(framework, device))
 
         def step():
             busy_step()
             return array + 1
 
-        sync = fw["common"].sync
+        sync = fw.common.sync
         self.step = step if path == "raw" else memo(("harness-sync", framework, device),
                                                     lambda: lambda: sync(step(), device))
 

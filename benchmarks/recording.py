@@ -5,149 +5,155 @@ from __future__ import annotations
 import statistics
 import time
 
+from benchmarks.calibration import matmul_rate
 from benchmarks.common import (
-    DEVICE,
-    DTYPES,
-    FRAMEWORKS,
-    PRECISIONS,
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
+    SavedBytes,
     by_device,
     by_workload,
-    check_case,
-    check_precision,
-    eager_variant,
-    import_framework,
-    memo,
-    require,
+    formulations,
+    unit,
 )
+from implementations import workloads
 
 ROOFLINE_REPEATS = 11
 SIZES = by_device(
     cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "chain": ["d50-4x64"], "lstm": ["l2-c128-b14"]},
-    cuda={"mlp": ["512x1024x4096"], "transformer": ["L12-B8-S1024-D1024"], "chain": ["d100-256x4096"],
-          "lstm": ["l4-c1024-b1024"]},
+    cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"], "chain": ["d100-256x4096"],
+          "lstm": ["l2-c128-b14"]},
 )
 
 
+def _skip_formulation(case) -> str | None:
+    """Which (framework, mode, formulation) rows exist: PyTorch has only the Python loop, and op-by-op JAX would
+    compile an un-jitted lax.scan anew on every call."""
+    if case.params.get("formulation") != "scan":
+        return None
+    if case.framework == "torch":
+        return "PyTorch has no scan form: torch.compile traces the Python loop"
+    if case.mode in ("eager", "record", "no_grad"):
+        return "op-by-op JAX recompiles an un-jitted lax.scan on every call"
+    return None
+
+
 class _GradStep(Benchmark):
-    """One forward + backward: 'eager' = autograd tape / op-by-op jax.grad, 'compiled' = torch.compile / jax.jit."""
+    """One forward + backward step (loss and the gradients of every input), device synchronised.
 
-    params = [FRAMEWORKS, [], [], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+    mode 'eager': PyTorch records its autograd tape on every call; JAX runs jax.value_and_grad op by op (traced on
+    every call). mode 'compiled': torch.compile of the loss / jax.jit of value_and_grad. formulation 'unrolled' is a
+    Python loop over layers or time steps (what PyTorch always runs), 'scan' is JAX's lax.scan.
+    """
 
-    def setup(self, framework, workload, size, mode, dtype, precision, device):
-        inputs = check_case(workload, size, dtype)
-        check_precision(dtype, precision)
-        # Dynamo unrolls the 127-step Python loop of the PyTorch LSTM into one graph; on a 2-core CPU its compile
-        # alone outlasts the suite's budget. JAX compiles one lax.scan step instead (a real difference, shown in
-        # CompileSeconds on the other workloads).
-        require(not (framework == "torch" and mode == "compiled" and workload == "lstm"),
-                "torch.compile of the unrolled LSTM is outside the CPU budget")
-        fw = import_framework(framework, dtype, precision)
-        variant = eager_variant(workload, mode)
-        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
-                         lambda: fw["steps"].grad_step(inputs, variant, mode, device))
+    axes = [("mode", ["eager", "compiled"]), ("formulation", formulations)]
+    dtypes = STEP_DTYPES
+    precisions = STEP_PRECISIONS
+
+    def skip(self, case):
+        # Dynamo unrolls the 127-step Python loop of the LSTM into one graph, and XLA's compile of the unrolled
+        # loop grows faster than linearly: either compile alone outlasts the suite's CPU budget. JAX's scan form
+        # compiles one step (shown as its own row, with no PyTorch counterpart).
+        if case.workload == "lstm" and case.mode == "compiled" and case.params["formulation"] == "unrolled":
+            return "compiling the unrolled 127-step LSTM is outside the CPU budget"
+        return _skip_formulation(case)
+
+    def build(self, case):
+        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
 
     def time_step(self, *params):
         self.step()
 
 
 class _ForwardRecording(Benchmark):
-    """The cost of recording: a forward that keeps what the backward needs (grad-enabled / jax.vjp) vs one that does
-    not (no_grad / a plain op-by-op call)."""
+    """The cost of recording: one forward that keeps what the backward needs (PyTorch grad-enabled / jax.vjp)
+    against one that does not (no_grad / a plain op-by-op call). Both op by op."""
 
-    params = [FRAMEWORKS, [], [], ["record", "no_grad"], DTYPES, PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+    axes = [("mode", ["record", "no_grad"])]
 
-    def setup(self, framework, workload, size, mode, dtype, precision, device):
-        inputs = check_case(workload, size, dtype)
-        fw = import_framework(framework, dtype, precision)
-        variant = eager_variant(workload, mode)
-        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
-                         lambda: fw["steps"].forward_step(inputs, variant, mode, device))
+    def build(self, case):
+        return {"step": case.fw.steps.forward_step(case.inputs, _eager_variant(case), case.mode, case.device)}
 
     def time_forward(self, *params):
         self.step()
 
 
-class _GraphCost(Benchmark):
-    """What one recorded/traced step costs before it runs: graph size, saved bytes, and compile seconds."""
+def _eager_variant(case) -> str:
+    """Op-by-op forms run the Python loop where the workload has one (see formulations)."""
+    return "unrolled" if "unrolled" in workloads.spec(case.workload).variants else "plain"
 
-    params = [FRAMEWORKS, [], [], DTYPES, PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "dtype", "precision", "device"]
 
-    def setup(self, framework, workload, size, dtype, precision, device):
-        self.inputs = check_case(workload, size, dtype)
-        self.fw = import_framework(framework, dtype, precision)
-        self.framework, self.device = framework, device
+class _GraphCost(SavedBytes, Benchmark):
+    """What one recorded/traced step keeps before it runs: graph size (PyTorch autograd nodes / JAX jaxpr
+    equations: different things, no ratio) and the bytes saved for the backward beyond inputs and parameters."""
+
+    axes = [("formulation", formulations)]
+    rounds = 1
+
+    def build(self, case):
+        return {}
+
+    def saved_fn(self, case):
+        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
 
     def track_graph_size(self, *params):
-        fn, args = self.fw["steps"].loss_fn(self.inputs, "plain", self.device)
-        return self.fw["probe"].graph_size(fn, *args)
+        fn, args = self.case.fw.steps.loss_fn(self.case.inputs, self.case.variant, self.case.device)
+        return self.case.fw.probe.graph_size(fn, *args)
 
-    track_graph_size.unit = "nodes (torch) / equations (jax)"
+    track_graph_size.unit = unit("track_graph_size")
 
-    def track_saved_bytes(self, *params):
-        fn, args = self.fw["steps"].loss_fn(self.inputs, "plain", self.device)
-        return self.fw["probe"].saved_bytes(fn, *args).extra_bytes
+    def track_flops(self, *params):
+        fn, args = self.case.fw.steps.grad_fn(self.case.inputs, self.case.variant, self.case.device)
+        return self.case.fw.probe.flops(fn, *args)
 
-    track_saved_bytes.unit = "bytes"
+    track_flops.unit = unit("track_flops")
 
 
 class _CompileSeconds(Benchmark):
-    """Cold compile cost, kept apart from step time. 'total': torch.compile's first call minus a steady call, and
-    JAX's trace + lower + compile; JAX's three phases are also reported alone."""
+    """Cold compile of one forward + backward step, kept apart from step time: torch.compile's first call minus a
+    steady call, and JAX's trace + lower + compile, each compiler's one-time start-up warmed on another function
+    first. `cache`: 'cold' (caches off or cleared) or 'warm' (Inductor's FX-graph and AOTAutograd caches /
+    JAX's persistent compilation cache filled by an earlier compile)."""
 
-    params = [FRAMEWORKS, [], [], ["total", "trace", "lower", "compile"], DTYPES,
-              PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "phase", "dtype", "precision", "device"]
+    axes = [("cache", ["cold", "warm"])]
+    rounds = 1
 
-    def setup(self, framework, workload, size, phase, dtype, precision, device):
-        inputs = check_case(workload, size, dtype)
-        require(framework == "jax" or phase == "total", "torch.compile's phases are not timed apart")
-        fw = import_framework(framework, dtype, precision)
-        self.phase = phase
-
+    def build(self, case):
         def measure():
-            fn, args = fw["steps"].grad_fn(inputs, "plain", device)
-            seconds = fw["probe"].compile_seconds(fn, *args)
-            if framework == "jax":
-                seconds["total"] = seconds["trace"] + seconds["lower"] + seconds["compile"]
-            else:
-                seconds["total"] = seconds["compile"]
-            return seconds
+            fn, args = case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
+            try:
+                return case.fw.probe.compile_seconds(fn, *args, cache=case.cache)
+            except TypeError:  # a probe without cache control measures cold only
+                if case.cache != "cold":
+                    raise
+                return case.fw.probe.compile_seconds(fn, *args)
 
-        self.seconds = memo(("compile", framework, workload, size, dtype, precision, device), measure)
+        seconds = measure()
+        if "total" not in seconds:
+            seconds["total"] = sum(v for k, v in seconds.items() if k in ("trace", "lower", "compile"))
+        return {"seconds": seconds}
 
     def track_compile_seconds(self, *params):
-        return self.seconds[self.phase]
+        return self.seconds["total"]
 
-    track_compile_seconds.unit = "seconds"
+    track_compile_seconds.unit = unit("track_compile_seconds")
 
 
 class _Roofline(Benchmark):
-    """Step time over the time its matmul flops would take at the matmul rate measured in the same process on the
-    same device: 1 would be the matmul roofline, and the fraction of peak reached is the inverse."""
+    """Step time over the time its matmul flops take at the machine's matmul rate: 1 would be the matmul
+    roofline. The rate is one number per machine, dtype and precision, measured once before the run by
+    `tape-vs-trace calibrate` and used for both frameworks, so the ratio of two rooflines is the ratio of times."""
 
-    params = [FRAMEWORKS, [], [], ["eager", "compiled"], STEP_DTYPES, STEP_PRECISIONS, [DEVICE]]
-    param_names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+    axes = [("mode", ["eager", "compiled"])]
+    dtypes = STEP_DTYPES
+    precisions = STEP_PRECISIONS
 
-    def setup(self, framework, workload, size, mode, dtype, precision, device):
-        inputs = check_case(workload, size, dtype)
-        check_precision(dtype, precision)
-        fw = import_framework(framework, dtype, precision)
-        variant = eager_variant(workload, mode)
-        self.step = memo((type(self).__name__, framework, workload, size, mode, dtype, precision, device),
-                         lambda: fw["steps"].grad_step(inputs, variant, mode, device))
-
-        def flops_and_rate():
-            fn, args = fw["steps"].grad_fn(inputs, variant, device)
-            return fw["probe"].matmul_flops(fn, *args), fw["probe"].matmul_rate(dtype, device)
-
-        self.flops, self.rate = memo(("roofline", framework, workload, size, mode, dtype, precision, device),
-                                      flops_and_rate)
+    def build(self, case):
+        variant = _eager_variant(case)
+        step = case.fw.steps.grad_step(case.inputs, variant, case.mode, case.device)
+        fn, args = case.fw.steps.grad_fn(case.inputs, variant, case.device)
+        return {"step": step, "flops": case.fw.probe.matmul_flops(fn, *args),
+                "rate": matmul_rate(case.dtype, case.precision)}
 
     def track_time_over_matmul_peak(self, *params):
         seconds = []
@@ -157,11 +163,11 @@ class _Roofline(Benchmark):
             seconds.append(time.perf_counter() - start)
         return statistics.median(seconds) * self.rate / self.flops
 
-    track_time_over_matmul_peak.unit = "x matmul-peak time"
+    track_time_over_matmul_peak.unit = unit("track_time_over_matmul_peak")
 
 
 globals().update(by_workload(_GradStep, SIZES))
 globals().update(by_workload(_ForwardRecording, {w: SIZES[w] for w in ("transformer", "chain")}))
 globals().update(by_workload(_GraphCost, SIZES))
 globals().update(by_workload(_Roofline, {w: SIZES[w] for w in ("mlp", "transformer")}))
-globals().update(by_workload(_CompileSeconds, {w: SIZES[w] for w in ("mlp", "transformer", "chain")}))
+globals().update(by_workload(_CompileSeconds, {w: SIZES[w] for w in ("mlp", "transformer")}))

@@ -141,6 +141,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "tiny": {"batch": 4, "width": 8, "hidden": 16},
                 "64x256x1024": {"batch": 64, "width": 256, "hidden": 1024},
                 "512x1024x4096": {"batch": 512, "width": 1024, "hidden": 4096},
+                # GPU: weights (2 x 256 MiB) far beyond L2, so the step is bound by the matmuls, not by launches.
+                "2048x4096x16384": {"batch": 2048, "width": 4096, "hidden": 16384},
             },
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),

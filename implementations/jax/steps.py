@@ -19,7 +19,7 @@ GRAD_MODES = ("eager", "compiled")
 # JAX saves nothing unless a transformation asks for it, so it has no inference_mode counterpart: a plain call is it.
 FORWARD_MODES = ("record", "no_grad", "compiled")
 # JAX has no tensor hooks and no .grad attributes: only the functional counterparts exist.
-ENGINE_MODES = ("accumulate_tree_add", "no_hooks", "retain_graph_twice")
+ENGINE_FEATURES = ("accumulate_tree_add", "no_hooks", "retain_graph_twice")
 MICRO_BATCHES = 4
 
 
@@ -115,13 +115,17 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
 
-def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
-    """The functional counterparts of the autograd engine's bookkeeping (see ENGINE_MODES), jitted per micro-step."""
+def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "compiled",
+                device: str = "cpu") -> Callable[[], Any]:
+    """The functional counterparts of the autograd engine's bookkeeping (see ENGINE_FEATURES), op by op ('eager') or
+    jitted per micro-step ('compiled')."""
+    require_mode(mode, GRAD_MODES)
+    compile_ = jax.jit if mode == "compiled" else (lambda f: f)
     loss, (params, data) = loss_fn(inputs, variant, device)
-    if mode == "accumulate_tree_add":
+    if feature == "accumulate_tree_add":
         micro_loss = _micro_batch_losses(inputs, variant, params, data, device)
         # value_and_grad, as everywhere: PyTorch computes each micro-batch's loss too.
-        grads_of = [jax.jit(jax.value_and_grad(chunk_loss)) for chunk_loss in micro_loss]
+        grads_of = [compile_(jax.value_and_grad(chunk_loss)) for chunk_loss in micro_loss]
 
         def accumulate():
             total = None
@@ -131,16 +135,16 @@ def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") ->
             return sync(total)
 
         return _warm(accumulate)
-    if mode == "no_hooks":
-        grad = jax.jit(jax.value_and_grad(loss))
+    if feature == "no_hooks":
+        grad = compile_(jax.value_and_grad(loss))
         return _warm(lambda: sync(grad(params, data)))
-    if mode == "retain_graph_twice":
+    if feature == "retain_graph_twice":
         # jax.vjp's residuals stay alive as long as the returned function: calling it twice is the retained graph.
         # Two different cotangents: XLA would merge two identical backward passes into one.
-        @jax.jit
         def twice(params, data):
             value, vjp = jax.vjp(lambda p: loss(p, data), params)
             return vjp(jnp.ones_like(value)), vjp(jnp.full_like(value, 2))
 
-        return _warm(lambda: sync(twice(params, data)))
-    raise ValueError(f"unknown engine mode {mode!r}; valid choices: {', '.join(ENGINE_MODES)}")
+        run = compile_(twice)
+        return _warm(lambda: sync(run(params, data)))
+    raise ValueError(f"unknown engine feature {feature!r}; valid choices: {', '.join(ENGINE_FEATURES)}")

@@ -16,7 +16,7 @@ from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
 FORWARD_MODES = ("record", "no_grad", "inference_mode", "compiled")
-ENGINE_MODES = ("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
+ENGINE_FEATURES = ("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
                 "zero_grad_none", "zero_grad_zeros")
 MICRO_BATCHES = 4
 
@@ -113,11 +113,14 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
 
-def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
-    """The autograd engine's bookkeeping around one step (see ENGINE_MODES); data["x"] is split on its first axis."""
+def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
+                device: str = "cpu") -> Callable[[], Any]:
+    """The autograd engine's bookkeeping around one step (see ENGINE_FEATURES); data["x"] is split on its first axis.
+    `mode` is 'eager' only: the engine's bookkeeping is what eager PyTorch runs."""
+    require_mode(mode, ("eager",))
     loss, (params, data) = loss_fn(inputs, variant, device)
     weights = leaves(params)
-    if mode in ("accumulate_grad_attr", "accumulate_tree_add"):
+    if feature in ("accumulate_grad_attr", "accumulate_tree_add"):
         micro_loss = _micro_batch_losses(inputs, variant, params, data, device)
 
         def accumulate_grad_attr():
@@ -134,23 +137,23 @@ def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") ->
                 total = grads if total is None else [t + g for t, g in zip(total, grads)]
             return sync(total, device)
 
-        return _warm(accumulate_grad_attr if mode == "accumulate_grad_attr" else accumulate_tree_add)
-    if mode in ("hooks", "no_hooks"):
-        if mode == "hooks":
+        return _warm(accumulate_grad_attr if feature == "accumulate_grad_attr" else accumulate_tree_add)
+    if feature in ("hooks", "no_hooks"):
+        if feature == "hooks":
             for w in weights:
                 w.register_hook(lambda g: g)  # a no-op tensor hook on every parameter: the engine's call cost
         return _warm(lambda: sync(torch.autograd.grad(loss(params, data), weights), device))
-    if mode == "retain_graph_twice":
+    if feature == "retain_graph_twice":
         def twice():  # two different cotangents, as on the JAX side
             value = loss(params, data)
             first = torch.autograd.grad(value, weights, torch.ones_like(value), retain_graph=True)
             return sync((first, torch.autograd.grad(value, weights, torch.full_like(value, 2))), device)
 
         return _warm(twice)
-    if mode in ("zero_grad_none", "zero_grad_zeros"):
+    if feature in ("zero_grad_none", "zero_grad_zeros"):
         def zero_grad():
             for w in weights:
-                if mode == "zero_grad_none":
+                if feature == "zero_grad_none":
                     w.grad = None
                 elif w.grad is not None:
                     w.grad.zero_()
@@ -158,4 +161,4 @@ def engine_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") ->
             return sync([w.grad for w in weights], device)
 
         return _warm(zero_grad)
-    raise ValueError(f"unknown engine mode {mode!r}; valid choices: {', '.join(ENGINE_MODES)}")
+    raise ValueError(f"unknown engine feature {feature!r}; valid choices: {', '.join(ENGINE_FEATURES)}")
