@@ -55,7 +55,7 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None) 
         shutil.copytree(ASSETS, site / ASSET_DIR)
         pages = sorted(site.rglob("*.html"))
         for page in pages:
-            page.write_text(_localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")
+            page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)
         site.rename(out)
@@ -107,7 +107,7 @@ def _run_asv(config: Path) -> None:
             print(f"asv: {line}", file=sys.stderr)
 
 
-def _localise(html: str, page: Path, site: Path, manifest: dict[str, dict[str, str]]) -> str:
+def localise(html: str, page: Path, site: Path, manifest: dict[str, dict[str, str]]) -> str:
     """`html` with every remote script and stylesheet pointed at its vendored copy, relative to `page`."""
     prefix = Path(os.path.relpath(site / ASSET_DIR, page.parent)).as_posix()
 
