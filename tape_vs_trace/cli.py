@@ -69,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
                      help="report folder (default: results/report)")
     rep.add_argument("--readme", type=Path, help="also put the headline table, findings and figures between the "
                      "report markers of this README")
+    pub = sub.add_parser("publish", help="asv's dashboard, working offline",
+                         description="Run asv publish and point every page's CDN scripts and stylesheets at copies "
+                                     "shipped in the output folder, so the dashboard works without internet.")
+    pub.add_argument("--results", type=Path, help="asv results folder (default: the config's results_dir)")
+    pub.add_argument("--config", type=Path, default=Path("asv.conf.json"), help="asv config (default: asv.conf.json)")
+    pub.add_argument("--out", type=Path, help="dashboard folder, replaced if it holds an earlier dashboard "
+                     "(default: the config's html_dir)")
     args = parser.parse_args(argv)
     if args.command == "machine":
         fields = machine.record()
@@ -79,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scrubbed {path}")
     elif args.command == "report":
         return _report(args.results, args.out, args.readme)
+    elif args.command == "publish":
+        return _publish(args.config, args.results, args.out)
     return 0
 
 
@@ -96,6 +105,19 @@ def _report(results: Path, out: Path, readme: Path | None = None) -> int:
         return 1
     print(f"wrote {len(written)} files to {out}: " + ", ".join(p.relative_to(out.resolve()).as_posix()
                                                              for p in written))
+    return 0
+
+
+def _publish(config: Path, results: Path | None, out: Path | None) -> int:
+    """Bad input gets one line on stderr and exit status 1, never a traceback."""
+    from tape_vs_trace import publish
+
+    try:
+        folder, pages = publish.publish(config, results, out)
+    except (publish.PublishError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote the dashboard to {folder}: {len(pages)} pages, scripts and stylesheets in {publish.ASSET_DIR}/")
     return 0
 
 

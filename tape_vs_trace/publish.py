@@ -1,0 +1,126 @@
+"""asv's dashboard for machines without internet: every script and stylesheet is loaded from the published folder.
+
+asv 0.6.6 writes pages that load jQuery, flot and Bootstrap from CDNs, so on an air-gapped cluster the dashboard
+renders blank. `publish` runs `asv publish` into a scratch folder beside --out, points each CDN `<script>`/`<link>`
+at the copy in `dashboard_assets/` (files from npm packages, with their licences; see its README.md), and only then
+replaces --out, so a failure leaves the previous dashboard in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ASSETS = Path(__file__).with_name("dashboard_assets")
+ASSET_DIR = "offline-assets"  # the vendored copies' folder inside the published site
+# Config keys naming paths: asv reads them relative to the config file's folder (it chdirs there), so the scratch
+# config, which lives elsewhere, gets them as absolute paths.
+PATH_KEYS = ("repo", "benchmark_dir", "env_dir", "results_dir", "html_dir")
+_TAG = re.compile(r"<(?:script|link)\b[^>]*>", re.IGNORECASE)
+_URL_ATTR = re.compile(r"""\b(src|href)\s*=\s*(["'])(.*?)\2""", re.IGNORECASE | re.DOTALL)
+# The SRI hashes name the CDN's bytes, and some copies are the same release unminified (see the assets' README);
+# a CORS mode on a same-folder file only gets in the way of opening the site from disk.
+_CDN_ATTRS = re.compile(r"""\s+(?:integrity|crossorigin|referrerpolicy)\s*=\s*(["']).*?\1""", re.IGNORECASE)
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+
+
+class PublishError(Exception):
+    """Bad input or a failed `asv publish`: the command line prints it as one line."""
+
+
+def publish(config: Path, results: Path | None = None, out: Path | None = None) -> tuple[Path, list[Path]]:
+    """Build the dashboard of `results` (default: the config's results_dir) into `out` (default: its html_dir).
+
+    Returns the output folder and the pages whose CDN references now point at the vendored copies.
+    """
+    conf = _load_config(config)
+    results = results if results is not None else config.parent / conf.get("results_dir", "results")
+    out = (out if out is not None else config.parent / conf.get("html_dir", "html")).absolute()
+    _check_paths(results, out)
+    manifest: dict[str, dict[str, str]] = json.loads((ASSETS / "manifest.json").read_text())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}-publish-", dir=out.parent) as scratch:
+        site = Path(scratch) / "site"
+        # asv's reader drops the "version" key it checked; asv publish wants it back
+        conf.update(version=1, results_dir=str(results.resolve()), html_dir=str(site))
+        scratch_config = Path(scratch) / "asv.conf.json"
+        scratch_config.write_text(json.dumps(conf, indent=2))
+        _run_asv(scratch_config)
+        shutil.copytree(ASSETS, site / ASSET_DIR)
+        pages = sorted(site.rglob("*.html"))
+        for page in pages:
+            page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        site.rename(out)
+    return out, [out / page.relative_to(site) for page in pages]
+
+
+def _load_config(config: Path) -> dict:
+    """The asv config (JSON with // comments, read by asv's own reader) with its paths made absolute."""
+    from asv import util  # asv is only needed by this subcommand
+
+    if not config.is_file():
+        raise PublishError(f"asv config {config} not found")
+    try:
+        conf = util.load_json(str(config), api_version=1, js_comments=True)
+    except (util.UserError, ValueError) as exc:
+        raise PublishError(f"cannot read asv config {config}: {str(exc).splitlines()[0]}") from exc
+    base = config.resolve().parent
+    for key in PATH_KEYS:
+        # `repo` may be a URL: only a path that exists next to the config is one asv would read as a folder
+        if isinstance(conf.get(key), str) and (key != "repo" or (base / conf[key]).exists()):
+            conf[key] = str((base / conf[key]).resolve())
+    return conf
+
+
+def _check_paths(results: Path, out: Path) -> None:
+    """Refuse what asv would fail on with a traceback, and any --out that replacing could destroy."""
+    if not results.is_dir():
+        raise PublishError(f"results folder {results} not found")
+    if not (results / "benchmarks.json").is_file():
+        raise PublishError(f"{results} is no asv results folder: it has no benchmarks.json (run `make bench` first)")
+    for folder in (out, *out.parents):
+        if folder.exists() and not folder.is_dir():
+            raise PublishError(f"cannot write the dashboard to {out}: {folder} is a file")
+    # asv's own publish deletes html_dir first; here only an earlier dashboard (asv writes index.json) is replaced
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.json").is_file():
+        raise PublishError(f"{out} is not empty and holds no asv dashboard; not replacing it")
+
+
+def _run_asv(config: Path) -> None:
+    """`python -m asv publish` with this interpreter; asv's last line on failure. Its warnings go to stderr."""
+    done = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(config)],
+                          capture_output=True, text=True)
+    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    if done.returncode != 0:
+        raise PublishError(f"asv publish failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
+    # e.g. results of a commit on no branch of the config, which asv leaves off the dashboard
+    for line in lines:
+        if not re.match(r"^\[\s*[\d.]+%\] · ", line):
+            print(f"asv: {line}", file=sys.stderr)
+
+
+def localise(html: str, page: Path, site: Path, manifest: dict[str, dict[str, str]]) -> str:
+    """`html` with every remote script and stylesheet pointed at its vendored copy, relative to `page`."""
+    prefix = Path(os.path.relpath(site / ASSET_DIR, page.parent)).as_posix()
+
+    def local(tag: re.Match[str]) -> str:
+        attr = _URL_ATTR.search(tag.group(0))
+        if attr is None or not _REMOTE.match(attr.group(3)):
+            return tag.group(0)
+        url = attr.group(3)
+        entry = manifest.get("https:" + url if url.startswith("//") else url)
+        if entry is None:
+            raise PublishError(f"{page.name} loads {url}, which has no vendored copy in "
+                               f"{ASSETS / 'manifest.json'}; add it there (see the README beside it)")
+        rewritten = tag.group(0).replace(attr.group(0), f'{attr.group(1)}="{prefix}/{entry["file"]}"')
+        return _CDN_ATTRS.sub("", rewritten)
+
+    return _TAG.sub(local, html)

@@ -1,0 +1,150 @@
+"""`tape-vs-trace publish`: the dashboard loads every script and stylesheet from its own folder (works offline)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import asv
+import pytest
+
+from tape_vs_trace import cli, publish
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "data" / "asv_fixture"  # a complete asv results folder: benchmarks.json, one machine
+ASV_INDEX = Path(asv.__file__).parent / "www" / "index.html"
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http://, https://, protocol-relative //
+CSS_URL = re.compile(r"""@import\s+(["'])(.*?)\1|url\(\s*(["']?)(.*?)\3\s*\)""", re.IGNORECASE)
+JS_URL = re.compile(r"""\b(?:src|href)\s*=\s*\\?["']([^"'\\]*)""", re.IGNORECASE)
+
+
+class _Loads(HTMLParser):
+    """What a page makes the browser fetch: src= of any element, href= of <link>, and <style> blocks' CSS urls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value and (name == "src" or (name == "href" and tag == "link")):
+                self.urls.append(value)
+        self._in_style = tag == "style"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.urls += _css_urls(data)
+
+
+def _css_urls(css: str) -> list[str]:
+    return [m.group(2) or m.group(4) for m in CSS_URL.finditer(css)]
+
+
+def _loads(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".html":
+        parser = _Loads()
+        parser.feed(text)
+        return parser.urls
+    if path.suffix == ".css":
+        return _css_urls(text)
+    return JS_URL.findall(text)  # .js: tags written as strings
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    status = cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), *args])
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("publish") / "html"
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--results", str(FIXTURE),
+                     "--out", str(out)]) == 0
+    return out
+
+
+def test_no_page_loads_from_another_host(site: Path) -> None:
+    files = [p for p in site.rglob("*") if p.suffix in (".html", ".js", ".css")]
+    remote = {f"{p.relative_to(site)}: {url}" for p in files for url in _loads(p) if REMOTE.match(url)}
+    assert not remote, "loaded from another host:\n" + "\n".join(sorted(remote))
+    # the check saw asv's page and its libraries, not an empty folder
+    index = _loads(site / "index.html")
+    assert f"{publish.ASSET_DIR}/jquery/jquery.min.js" in index
+    assert f"{publish.ASSET_DIR}/bootstrap/css/bootstrap.min.css" in index
+    assert json.loads((site / "index.json").read_text())["benchmarks"], "asv published no benchmark"
+
+
+def test_every_local_asset_exists(site: Path) -> None:
+    missing, seen = [], 0
+    for path in (p for p in site.rglob("*") if p.suffix in (".html", ".css")):
+        for url in _loads(path):
+            target = url.split("#")[0].split("?")[0]
+            if REMOTE.match(url) or url.startswith("data:") or not target:
+                continue
+            seen += 1
+            if not (path.parent / target).is_file():
+                missing.append(f"{path.relative_to(site)}: {url}")
+    assert not missing, "missing assets:\n" + "\n".join(missing)
+    assert seen >= 20  # asv's own files, ten vendored libraries, Bootstrap's glyphicon fonts
+
+
+def test_vendored_copies_are_the_files_asv_pins() -> None:
+    """Where the README says "same bytes", the copy matches the SRI hash in asv's own index.html."""
+    manifest = json.loads((publish.ASSETS / "manifest.json").read_text())
+    pinned = dict(re.findall(r'(?:src|href)="(https://[^"]+)" integrity="([^"]+)"', ASV_INDEX.read_text()))
+    assert set(pinned) == set(manifest), "asv's CDN files and manifest.json differ: update dashboard_assets/"
+    same_bytes = {"jquery/jquery.min.js", "flot-orderbars/jquery.flot.orderBars.js", "blueimp-md5/md5.min.js",
+                  "bootstrap/js/bootstrap.min.js", "bootstrap/css/bootstrap.min.css"}
+    for url, entry in manifest.items():
+        assert (publish.ASSETS / entry["licence"]).is_file(), f"{entry['npm']}: no licence file"
+        if entry["file"] in same_bytes:
+            algorithm, digest = pinned[url].split("-", 1)
+            data = (publish.ASSETS / entry["file"]).read_bytes()
+            assert base64.b64encode(hashlib.new(algorithm, data).digest()).decode() == digest, entry["file"]
+    size = sum(p.stat().st_size for p in publish.ASSETS.rglob("*") if p.is_file())
+    assert size < 2_000_000, f"vendored assets take {size:,} bytes"
+
+
+def test_unvendored_cdn_file_stops_publish(tmp_path: Path) -> None:
+    page = tmp_path / "index.html"
+    manifest = json.loads((publish.ASSETS / "manifest.json").read_text())
+    with pytest.raises(publish.PublishError, match=r"loads //cdn\.example\.org/d3\.js, which has no vendored copy"):
+        publish.localise('<script src="//cdn.example.org/d3.js"></script>', page, tmp_path, manifest)
+    tag = ('<link rel="stylesheet"\n href="https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css" '
+           'integrity="sha256-x" crossorigin="anonymous">')
+    html = publish.localise(tag, page, tmp_path, manifest)
+    assert html == f'<link rel="stylesheet"\n href="{publish.ASSET_DIR}/bootstrap/css/bootstrap.min.css">'
+
+
+def test_missing_results_folder_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, err = _run(capsys, "--results", str(tmp_path / "nope"), "--out", str(tmp_path / "html"))
+    assert (status, err.count("\n")) == (1, 1) and err.startswith("error: results folder"), err
+    assert not (tmp_path / "html").exists()
+
+
+def test_out_under_a_file_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    status, err = _run(capsys, "--results", str(FIXTURE), "--out", str(tmp_path / "file" / "html"))
+    assert (status, err.count("\n")) == (1, 1) and "is a file" in err, err
+
+
+def test_replaces_an_earlier_dashboard_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """asv deletes its html_dir before writing: publish must not do that to a folder that holds something else."""
+    out = tmp_path / "html"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep")
+    status, err = _run(capsys, "--results", str(FIXTURE), "--out", str(out))
+    assert (status, err.count("\n")) == (1, 1) and "holds no asv dashboard" in err, err
+    assert (out / "notes.txt").read_text() == "keep"
+    (out / "notes.txt").unlink()
+    assert _run(capsys, "--results", str(FIXTURE), "--out", str(out))[0] == 0
+    (out / "stale.txt").write_text("from the last dashboard")
+    assert _run(capsys, "--results", str(FIXTURE), "--out", str(out))[0] == 0
+    assert (out / "index.html").is_file() and not (out / "stale.txt").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["html"], "scratch folder left behind"
