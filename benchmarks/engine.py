@@ -3,10 +3,11 @@ backward, and zero_grad(set_to_none) — with JAX's functional counterparts wher
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, Skip, by_device, by_workload, per_call_timer
+from benchmarks.common import Benchmark, by_device, by_workload, per_call_timer
+from implementations import frameworks
 
-FEATURES = ["accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
-            "zero_grad_none", "zero_grad_zeros"]
+# Every feature of any framework, in the registry's order.
+FEATURES = list(dict.fromkeys(f for fw in frameworks.FRAMEWORKS.values() for f in fw.engine_features))
 CALLS = 5  # steps of about a millisecond: a loop of 5, reported per call
 
 
@@ -19,13 +20,13 @@ class _EngineStep(Benchmark):
     timer = staticmethod(per_call_timer(CALLS))
 
     def skip(self, case):
+        if case.feature not in frameworks.get(case.framework).engine_features:
+            return f"{case.framework} has no {case.feature}"
         if case.framework == "torch" and case.mode == "compiled":
             return "the autograd engine's bookkeeping is what eager PyTorch runs; torch.compile replaces it"
         return None
 
     def build(self, case):
-        if case.feature not in case.fw.steps.ENGINE_FEATURES:
-            raise Skip(f"{case.framework} has no {case.feature}")
         return {"step": case.fw.steps.engine_step(case.inputs, "plain", case.feature, case.mode, case.device)}
 
     def time_step(self, *params):

@@ -30,6 +30,7 @@ class Framework:
     color: str  # its colour in every figure
     precisions: dict[str, str]  # suite precision -> the framework's own setting
     memory_methods: dict[str, str]  # device -> how peak bytes are measured there (printed beside every peak)
+    engine_features: tuple[str, ...]  # the autograd-engine features it has (benchmarks/engine.py)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -43,6 +44,8 @@ FRAMEWORKS: dict[str, Framework] = {
                 "cpu": "torch live-storage tracking (TorchDispatchMode)",
                 "cuda": "torch.cuda.max_memory_allocated",
             },
+            engine_features=("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
+                             "zero_grad_none", "zero_grad_zeros"),
         ),
         Framework(
             "jax", "JAX", "#1f77b4",
@@ -52,6 +55,8 @@ FRAMEWORKS: dict[str, Framework] = {
                 "cpu": "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)",
                 "cuda": "jax peak_bytes_in_use",
             },
+            # No tensor hooks and no .grad attributes: only the functional counterparts exist.
+            engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
         ),
     )
 }

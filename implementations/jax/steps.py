@@ -12,14 +12,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from implementations import frameworks
 from implementations.jax.common import cotangent, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
 # JAX saves nothing unless a transformation asks for it, so it has no inference_mode counterpart: a plain call is it.
 FORWARD_MODES = ("record", "no_grad", "compiled")
-# JAX has no tensor hooks and no .grad attributes: only the functional counterparts exist.
-ENGINE_FEATURES = ("accumulate_tree_add", "no_hooks", "retain_graph_twice")
+ENGINE_FEATURES = frameworks.get("jax").engine_features
 MICRO_BATCHES = 4
 
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import torch
 
+from implementations import frameworks
 from implementations.torch.common import cotangent, leaves, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
 FORWARD_MODES = ("record", "no_grad", "inference_mode", "compiled")
-ENGINE_FEATURES = ("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
-                "zero_grad_none", "zero_grad_zeros")
+ENGINE_FEATURES = frameworks.get("torch").engine_features
 MICRO_BATCHES = 4
 
 
