@@ -23,25 +23,42 @@ POLICIES = ("remat_full", "remat_dots")
 
 
 def _figure(heights: list[float], title: str, footer: str):
-    """Panels stacked vertically (one per entry of `heights`, in inches), the framework legend and a footer."""
+    """Panels stacked vertically (one per entry of `heights`, in inches), the title, the framework legend below it
+    and the provenance footer. Returns the figure, its axes and the layout rectangle for `_finish`."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     foot = textwrap.fill(footer, 105)
-    total = sum(heights) + 0.9 + 0.16 * (foot.count("\n") + 1)
+    extra = 0.2 * title.count("\n")  # a two-line title
+    total = sum(heights) + 1.1 + 0.16 * (foot.count("\n") + 1) + extra
     fig = Figure(figsize=(WIDTH, total), dpi=DPI)
     axes = fig.subplots(len(heights), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     fig.suptitle(title, fontsize=FONT + 2)
     fig.text(0.01, 0.05 / total, foot, ha="left", va="bottom", fontsize=FONT, color="0.3")
-    fig.legend(handles=[Line2D([], [], color=f.color, marker="o", linestyle="", label=f.label)
-                        for f in frameworks.FRAMEWORKS.values()], loc="upper right", ncol=2, fontsize=FONT,
-               frameon=False)
-    return fig, axes, total, foot.count("\n") + 1
+    handles = [Line2D([], [], color=f.color, marker="o", linestyle="", label=f.label)
+               for f in frameworks.FRAMEWORKS.values()]
+    fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(0.98, 1 - (0.35 + extra) / total), ncol=2,
+               fontsize=FONT, frameon=False)
+    rect = (0, (0.12 + 0.16 * (foot.count("\n") + 1)) / total, 1, 1 - (0.65 + extra) / total)
+    return fig, axes, rect
 
 
-def _finish(fig, total: float, foot_lines: int, path: Path) -> None:
-    fig.tight_layout(rect=(0, (0.12 + 0.16 * foot_lines) / total, 1, 1 - 0.25 / total))
+def _finish(fig, rect: tuple[float, float, float, float], path: Path) -> None:
+    fig.tight_layout(rect=rect)
     fig.savefig(path)
+
+
+def _log(ax) -> None:
+    """A log x axis whose tick labels read as plain numbers (2, 30, 400), not powers of ten."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    ax.set_xscale("log")
+    ax.autoscale_view()
+    low, high = ax.get_xlim()
+    ax.xaxis.set_major_formatter(plain)
+    # within one decade there may be no power of ten on the axis: label the minor ticks instead
+    ax.xaxis.set_minor_formatter(plain if high < 10 * low else NullFormatter())
 
 
 def _no_data(ax, what: str) -> None:
@@ -94,10 +111,14 @@ def _rows_panel(ax, rows: pd.DataFrame, title: str, dots: bool) -> None:
             else:
                 ax.barh(y, r.value / divisor, 0.4, color=color)
     if dots:
-        ax.set_xscale("log")
+        _log(ax)
     else:
         ax.set_xlim(left=0)
     _style(ax, labels, f"{title} ({unit}, {'log scale' if dots else 'from zero'})")
+    methods = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
+    if not dots and methods.nunique() > 1:  # CPU peaks today: the bars compare within a framework only
+        ax.set_title("peaks measured by a different method per framework: compare within a framework",
+                     fontsize=FONT)
     if dots:
         has = (rows.basis != "exact") & rows.ci_low.notna()
         ax.set_title("dot: median; bar: 95 % interval across processes" if has.any()
@@ -130,7 +151,7 @@ def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[
             for fw in frameworks.NAMES:
                 c = stats.change(cells.get(pillar, metric, w, s, base, fw), cells.get(pillar, metric, w, s, v, fw))
                 if c.formed:
-                    items.append((f"{w} {s} {v}", fw, c))
+                    items.append((" ".join(x for x in (w, s, v) if x), fw, c))
     return items
 
 
@@ -143,10 +164,10 @@ def pillar_figure(rows: pd.DataFrame, pillar: str, title: str, footer: str, path
                                          ("memory", sel[sel.unit == "bytes"], False)) if len(p)]
     panels = panels or [(pillar, sel, True)]
     heights = [max(1.6, 0.32 * p.assign(l=_labels(p, True)).l.nunique() + 0.9) for _, p, _ in panels]
-    fig, axes, total, lines = _figure(heights, title, footer)
+    fig, axes, rect = _figure(heights, title, footer)
     for ax, (what, p, dots) in zip(axes, panels):
         _rows_panel(ax, p, what, dots)
-    _finish(fig, total, lines, path)
+    _finish(fig, rect, path)
 
 
 def difference_figure(cells: Cells, panels: list[tuple[str, str, str, tuple[str, ...], str]], title: str,
@@ -154,21 +175,27 @@ def difference_figure(cells: Cells, panels: list[tuple[str, str, str, tuple[str,
     """One panel per (pillar, metric, base, variants, axis label): each variant's change against base."""
     items = [_changes(cells, *p[:4]) for p in panels]
     heights = [max(1.6, 0.32 * len({i[0] for i in it}) + 0.9) for it in items]
-    fig, axes, total, lines = _figure(heights, title, footer)
+    fig, axes, rect = _figure(heights, title, footer)
     for ax, it, p in zip(axes, items, panels):
         _differences(ax, it, p[4])
-    _finish(fig, total, lines, path)
+    _finish(fig, rect, path)
 
 
 def remat_tradeoff_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
     """Peak memory (MiB, from zero) against step time (log) per remat policy: a line per framework."""
     cells = Cells(rows)
     cases = [c for c in cells.cases("remat", "track_peak_bytes") if c in cells.cases("remat", "time_step")]
-    fig, axes, total, lines = _figure([2.8] * max(1, len(cases)), "remat trade-off: peak memory against step "
-                                      "time per policy", footer)
+    peaks = rows[rows.metric == "track_peak_bytes"].groupby("framework").memory_method.first()
+    title = "remat trade-off: peak memory against step time per policy" + (
+        "\n(peaks measured by a different method per framework: compare within a framework)"
+        if peaks.nunique() > 1 else "")
+    fig, axes, rect = _figure([2.8] * max(1, len(cases)), title, footer)
     if not cases:
         _no_data(axes[0], "remat")
     for ax, (w, s) in zip(axes, cases):
+        times = [cells.get("remat", "time_step", w, s, p, fw) for p in ("plain", *POLICIES) for fw in frameworks.NAMES]
+        t_div, t_unit = fmt.scale("seconds", [t["value"] for t in times if t])  # one unit for both frameworks
+        bars = any(t and math.isfinite(t["ci_low"]) for t in times)
         for fw in frameworks.NAMES:
             points = [(p, cells.get("remat", "time_step", w, s, p, fw), cells.get("remat", "track_peak_bytes", w, s,
                                                                                    p, fw))
@@ -176,22 +203,22 @@ def remat_tradeoff_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
             points = [(p, t, m) for p, t, m in points if t and m and t["status"] == m["status"] == "ok"]
             if not points:
                 continue
-            t_div, t_unit = fmt.scale("seconds", [t["value"] for _, t, _ in points])
             xs = [t["value"] / t_div for _, t, _ in points]
             err = [[(t["value"] - t["ci_low"]) / t_div if math.isfinite(t["ci_low"]) else 0 for _, t, _ in points],
                    [(t["ci_high"] - t["value"]) / t_div if math.isfinite(t["ci_high"]) else 0 for _, t, _ in points]]
             ax.errorbar(xs, [m["value"] / fmt.MIB for _, _, m in points], xerr=err, marker="o", capsize=3,
-                        color=frameworks.FRAMEWORKS[fw].color)
+                        color=frameworks.FRAMEWORKS[fw].color, linestyle="")
             for (p, _, m), x in zip(points, xs):
                 ax.annotate(p, (x, m["value"] / fmt.MIB), textcoords="offset points", xytext=(4, 4), fontsize=FONT)
-            ax.set_xlabel(f"step time ({t_unit}, log scale; bars: 95 % interval)", fontsize=FONT)
-        ax.set_xscale("log")
+        ax.set_xlabel(f"step time ({t_unit}, log scale{'; bars: 95 % interval' if bars else ', no interval'})",
+                      fontsize=FONT)
+        _log(ax)
         ax.set_ylim(bottom=0)
         ax.set_title(f"{w} {s}", fontsize=FONT)
         ax.set_ylabel("peak memory (MiB)", fontsize=FONT)
         ax.tick_params(labelsize=FONT)
         ax.grid(alpha=0.3)
-    _finish(fig, total, lines, path)
+    _finish(fig, rect, path)
 
 
 def remat_scaling_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
@@ -199,7 +226,7 @@ def remat_scaling_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
     sel = rows[(rows.pillar == "remat") & (rows.workload == "transformer") & (rows.status == "ok")].copy()
     sel["layers"] = sel["size"].map(lambda s: int(m.group(1)) if (m := re.match(r"L(\d+)-", s)) else None)
     sel = sel[sel.layers.notna()]
-    fig, axes, total, lines = _figure([2.8, 2.8], "remat scaling: transformer memory against layer count", footer)
+    fig, axes, rect = _figure([2.8, 2.8], "remat scaling: transformer memory against layer count", footer)
     styles = {"plain": "-", "remat_full": "--", "remat_dots": ":"}
     for ax, metric in zip(axes, ("track_peak_bytes", "track_saved_bytes")):
         m = sel[sel.metric == metric]
@@ -219,7 +246,7 @@ def remat_scaling_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
         ax.tick_params(labelsize=FONT)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=FONT)
-    _finish(fig, total, lines, path)
+    _finish(fig, rect, path)
 
 
 def footer(rows: pd.DataFrame, machine_info: dict) -> str:
