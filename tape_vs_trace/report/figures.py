@@ -50,15 +50,16 @@ def _finish(fig, rect: tuple[float, float, float, float], path: Path) -> None:
 
 def _log(ax) -> None:
     """A log x axis whose tick labels read as plain numbers (2, 30, 400), not powers of ten."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:.3g}")
     ax.set_xscale("log")
     ax.autoscale_view()
     low, high = ax.get_xlim()
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(plain)
-    # within one decade there may be no power of ten on the axis: label the minor ticks instead
-    ax.xaxis.set_minor_formatter(plain if high < 10 * low else NullFormatter())
+    # on a narrow axis 1-2-5 may give one tick or none: label the minor ticks too
+    ax.xaxis.set_minor_formatter(plain if high < 3 * low else NullFormatter())
 
 
 def _no_data(ax, what: str) -> None:
@@ -117,8 +118,7 @@ def _rows_panel(ax, rows: pd.DataFrame, title: str, dots: bool) -> None:
     _style(ax, labels, f"{title} ({unit}, {'log scale' if dots else 'from zero'})")
     methods = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
     if not dots and methods.nunique() > 1:  # CPU peaks today: the bars compare within a framework only
-        ax.set_title("peaks measured by a different method per framework: compare within a framework",
-                     fontsize=FONT)
+        ax.set_title("peaks measured differently per framework: compare within one", fontsize=FONT)
     if dots:
         has = (rows.basis != "exact") & rows.ci_low.notna()
         ax.set_title("dot: median; bar: 95 % interval across processes" if has.any()
