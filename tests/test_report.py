@@ -215,11 +215,12 @@ def test_figure_fonts_are_readable_at_page_width(results: Path, tmp_path: Path, 
     save = __import__("matplotlib.figure", fromlist=["Figure"]).Figure.savefig
 
     def check(fig, path, *args, **kwargs):
+        saved = save(fig, path, *args, **kwargs)  # drawn: tick labels have their text now
         assert fig.get_figwidth() <= 7.5
         sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
                                                        hasattr(a, "get_text") and a.get_text())]
         seen.append(min(sizes))
-        return save(fig, path, *args, **kwargs)
+        return saved
 
     monkeypatch.setattr("matplotlib.figure.Figure.savefig", check)
     report.write_report(results, tmp_path / "out", lambda _: None)
