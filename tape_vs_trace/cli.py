@@ -103,6 +103,9 @@ def _report(results: Path, out: Path, readme: Path | None = None) -> int:
     except report.ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
+        print(f"error: cannot write the report to {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"wrote {len(written)} files to {out}: " + ", ".join(p.relative_to(out.resolve()).as_posix()
                                                              for p in written))
     return 0

@@ -17,12 +17,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from implementations import metrics
 from tape_vs_trace import cli, report
+from tape_vs_trace.report import figures
 
 FIXTURE = Path(__file__).parent / "data" / "asv_fixture"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SCALES = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "B": 1.0, "FLOP": 1.0, "kFLOP": 1e3, "MFLOP": 1e6,
-          "GFLOP": 1e9, "TFLOP": 1e12, "": 1.0}
+SCALES = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "MiB": 2.0 ** 20, "GFLOP": 1e9}
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -48,20 +49,29 @@ def read_csv(path: Path) -> pd.DataFrame:
     return table
 
 
-def md_rows(text: str) -> list[list[str]]:
-    """The cells of every per-pillar table row of summary.md."""
-    rows = []
+def md_rows(text: str) -> list[dict]:
+    """Every row of every per-metric table of summary.md: metric, unit divisor, case, cells."""
+    rows, metric, divisor = [], None, 1.0
     for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and len(cells) == 12 and cells[0] != "workload":
-            rows.append(cells)
+        heading = re.match(r"\*\*.*\*\* \(`(\w+)`,", line)
+        if heading:
+            metric = heading.group(1)
+        elif line.startswith("| case |"):
+            unit = re.match(r"\| case \| PyTorch \(([^)]*)\)", line).group(1)
+            divisor = SCALES.get(unit, 1.0)
+        elif line.startswith("| ") and metric and not line.startswith("| case") and "---" not in line:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            sampled = metrics.METRICS[metric].sampled
+            torch_cell, jax_cell = (cells[1], cells[3]) if sampled else (cells[1], cells[2])
+            rows.append({"metric": metric, "divisor": divisor, "case": cells[0], "torch": torch_cell,
+                         "jax": jax_cell, "ratio": cells[-1]})
     return rows
 
 
-def parse_number(cell: str) -> float:
-    match = re.fullmatch(r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)\s*(\S*)", cell)
-    assert match and match.group(2) in SCALES, cell
-    return float(match.group(1).replace(",", "")) * SCALES[match.group(2)]
+def parse_number(cell: str, divisor: float) -> float:
+    match = re.fullmatch(r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)( \[.*\])?", cell)
+    assert match, cell
+    return float(match.group(1).replace(",", "")) * divisor
 
 
 def edit_results(path: Path, edit) -> None:
@@ -104,7 +114,8 @@ def test_report_writes_all_files(built: Path) -> None:
 def test_table_is_tidy(built: Path) -> None:
     table = read_csv(built / "summary.csv")
     assert set(report.COLUMNS) <= set(table.columns)
-    assert set(table.pillar) == set(report.PILLARS), "the fixture covers every pillar"
+    assert {"ci_low", "ci_high", "processes", "samples", "benchmark_version", "run_date"} <= set(table.columns)
+    assert set(table.pillar) == set(metrics.PILLARS), "the fixture covers every pillar"
     assert set(table.framework) == {"torch", "jax"}
     assert (table.status == "ok").all() and table.value.notna().all()
     assert not table.workload.str.contains("'").any() and not table.variant.str.contains("'").any()
@@ -112,35 +123,49 @@ def test_table_is_tidy(built: Path) -> None:
     peak = table.metric == "track_peak_bytes"
     assert peak.any() and table[peak].memory_method.str.startswith(("torch ", "jax ")).all()
     assert (table[~peak].memory_method == "").all()
-    timed = table.type == "time"
-    assert (table[timed].spread == table[timed].q75 - table[timed].q25).all()
-    assert (table[table.unit == "bytes"].spread == 0).all()
+    # the fixture was recorded without samples: asv's quartiles, no interval, said so
+    sampled = table.metric.map(lambda m: metrics.METRICS[m].sampled)
+    timed = table[sampled & (table.type == "time")]
+    assert len(timed) and (timed.spread == timed.q75 - timed.q25).all()
+    assert (table[sampled].ci_low == "").all() and table[sampled].basis.str.contains("no samples").all()
+    exact = table[~sampled]
+    assert (exact.spread == 0).all() and (pd.to_numeric(exact.ci_low) == exact.value).all()
+    assert (pd.to_numeric(exact.ci_high) == exact.value).all()
     assert table.commit.nunique() == 1 and (table.machine == "cpu-amd-epyc-2c").all()
     assert (table.torch_version != "").all() and (table.jax_version != "").all()
-    # asv's NaN (skipped: JAX has no hooks) is dropped, not reported
+    assert (table.run_date.str.endswith("UTC")).all() and (table.benchmark_version.astype(str) != "").all()
+    # asv's NaN (skipped: JAX has no hooks) is not a result row; summary.md lists it as not run
     assert not ((table.framework == "jax") & (table.variant == "hooks")).any()
+    assert "mlp 64x256x1024 hooks: not implemented for JAX (PyTorch ran it)" in (built / "summary.md").read_text()
 
 
 def test_markdown_numbers_are_the_table_numbers(built: Path) -> None:
     table = read_csv(built / "summary.csv")
     text = (built / "summary.md").read_text()
-    index = {(r.workload, r.size, r.variant, ", ".join(v for v in (r.dtype, r.precision) if v), r.metric,
-              r.framework): r for r in table.itertuples()}
+    index = {(r.metric, " ".join(v for v in (r.workload, r.size, r.variant) if v), r.framework): r
+             for r in table.itertuples()}
     compared = ratios = 0
-    for workload, size, variant, numerics, metric, _, t_cell, _, j_cell, _, ratio, _ in md_rows(text):
+    for md in md_rows(text):
         values = {}
-        for framework, cell in (("torch", t_cell), ("jax", j_cell)):
-            row = index.get((workload, size, variant, numerics, metric, framework))
-            if cell == "n/a":
-                assert row is None, (workload, size, variant, metric, framework)
+        for framework in ("torch", "jax"):
+            row = index.get((md["metric"], md["case"], framework))
+            if md[framework] == "not run":
+                assert row is None, md
                 continue
-            assert row is not None and row.status == "ok"
-            assert math.isclose(parse_number(cell), row.value, rel_tol=5.01e-4), (cell, row.value)
-            values[framework] = row.value
+            assert row is not None and row.status == "ok", md
+            assert math.isclose(parse_number(md[framework], md["divisor"]), row.value, rel_tol=5.01e-4), md
+            values[framework] = row
             compared += 1
-        if ratio != "n/a":
-            assert math.isclose(float(ratio.rstrip("×")), values["jax"] / values["torch"], rel_tol=5.01e-3)
+        match = re.match(r"([\d.]+)× \((exact|no interval: no samples recorded)\)", md["ratio"])
+        if match:
+            t, j = values["torch"], values["jax"]
+            assert t.memory_method == j.memory_method and metrics.METRICS[md["metric"]].comparable
+            assert math.isclose(float(match.group(1)), j.value / t.value, rel_tol=5.01e-3)
             ratios += 1
+        elif md["metric"] == "track_peak_bytes" and len(values) == 2:
+            assert md["ratio"] == "— (different memory methods)", "CPU peaks are measured differently"
+        elif md["metric"] == "track_graph_size":
+            assert md["ratio"] == "— (counts different things)"
     assert compared == len(table) and ratios > 10
     assert "commit" in text and table.commit.iloc[0] in text and table.torch_version.iloc[0] in text
 
@@ -155,29 +180,51 @@ def test_findings_are_computed_from_the_table(built: Path) -> None:
         [v] = sel.value
         return v
 
-    saves = re.findall(r"JAX's jax.vjp keeps ([\d.]+)× the bytes PyTorch's tape saves for (\w+) plain at (\S+) ", text)
-    assert saves
-    for ratio, workload, size in saves:
-        expected = value("recording", "track_saved_bytes", workload, size, "", "jax") / \
-            value("recording", "track_saved_bytes", workload, size, "", "torch")
-        assert math.isclose(float(ratio), expected, rel_tol=5.01e-3)
-    cuts = re.findall(r"(remat_full|remat_dots) (cuts|raises) (PyTorch|JAX)'s (\w+) (\S+) peak by ([\d.]+) %", text)
-    assert cuts
-    for policy, verb, label, workload, size, pct in cuts:
-        fw = {"PyTorch": "torch", "JAX": "jax"}[label]
-        change = value("remat", "track_peak_bytes", workload, size, policy, fw) / \
-            value("remat", "track_peak_bytes", workload, size, "plain", fw) - 1
-        assert verb == ("cuts" if change < 0 else "raises")
-        assert abs(float(pct) - abs(change) * 100) <= 0.051
+    checked = 0
+    for policy, cases in re.findall(r"- \*\*(remat_full|remat_dots)\*\* against plain, peak memory: (.*)\.", text):
+        for label, workload, size, sign, pct in re.findall(r"(PyTorch|JAX) (\w+) (\S+) ([+−])([\d.]+) %", cases):
+            fw = {"PyTorch": "torch", "JAX": "jax"}[label]
+            change = value("remat", "track_peak_bytes", workload, size, policy, fw) / \
+                value("remat", "track_peak_bytes", workload, size, "plain", fw) - 1
+            assert sign == ("−" if change < 0 else "+")
+            assert abs(float(pct) - abs(change) * 100) <= 0.051
+            checked += 1
+    assert checked
+    [saved] = re.findall(r"- \*\*saved for backward, JAX's jax.vjp[^:]*: (.*)\.", text)
+    for workload, size, sign, pct in re.findall(r"(\w+) (\S+) ([+−])([\d.]+) %", saved):
+        change = value("recording", "track_saved_bytes", workload, size, "", "jax") / \
+            value("recording", "track_saved_bytes", workload, size, "", "torch") - 1
+        assert sign == ("−" if change < 0 else "+") and abs(float(pct) - abs(change) * 100) <= 0.051
+    # no samples in the fixture: timing findings claim no difference
+    [step] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, step time")]
+    assert "%" not in step and "no interval" in step
 
 
 def test_figures_are_png_images(built: Path) -> None:
-    for name in report.FIGURES:
+    for name in figures.FIGURES:
         data = (built / name).read_bytes()
         assert data[:8] == PNG_SIGNATURE, name
         width, height = struct.unpack(">II", data[16:24])
         assert width >= 600 and height >= 300 and len(data) > 20_000, (name, width, height, len(data))
         assert f"]({name})" in (built / "summary.md").read_text()
+
+
+def test_figure_fonts_are_readable_at_page_width(results: Path, tmp_path: Path, monkeypatch) -> None:
+    """Every text of every figure is at least 9 pt at the saved size, and figures are at most 7.5 inches wide."""
+    seen = []
+    save = __import__("matplotlib.figure", fromlist=["Figure"]).Figure.savefig
+
+    def check(fig, path, *args, **kwargs):
+        saved = save(fig, path, *args, **kwargs)  # drawn: tick labels have their text now
+        assert fig.get_figwidth() <= 7.5
+        sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
+                                                       hasattr(a, "get_text") and a.get_text())]
+        seen.append(min(sizes))
+        return saved
+
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig", check)
+    report.write_report(results, tmp_path / "out", lambda _: None)
+    assert len(seen) == len(figures.FIGURES) and min(seen) >= 9
 
 
 def test_failed_benchmark_reads_failed(results: Path, tmp_path: Path, capsys) -> None:
@@ -197,8 +244,8 @@ def test_failed_benchmark_reads_failed(results: Path, tmp_path: Path, capsys) ->
     [row] = table[(table.benchmark == name) & (table.framework == "torch") & (table.variant == "plain")].itertuples()
     assert row.status == "failed" and math.isnan(row.value)
     [cells] = [r for r in md_rows((tmp_path / "out" / "summary.md").read_text())
-               if r[0] == "mlp" and r[2] == "plain" and r[4] == "track_peak_bytes"]
-    assert cells[6] == "failed" and cells[8] not in ("failed", "n/a") and cells[10] == "n/a"
+               if r["case"] == "mlp 64x256x1024 plain" and r["metric"] == "track_peak_bytes"]
+    assert cells["torch"] == "failed" and cells["jax"] not in ("failed", "not run") and cells["ratio"] == "— (failed)"
 
 
 def test_missing_results_folder(tmp_path: Path, capsys) -> None:
@@ -237,7 +284,7 @@ def test_corrupt_only_file_fails_and_keeps_the_old_report(results: Path, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "results"], "no temporary folder left behind"
 
 
-def test_one_framework_gives_na_ratios(results: Path, tmp_path: Path, capsys) -> None:
+def test_one_framework_gives_no_ratios(results: Path, tmp_path: Path, capsys) -> None:
     def drop_torch(data: dict) -> None:
         per_combo = [c for c in data["result_columns"] if c == "result" or c.startswith("stats_") or c == "samples"]
         for entry in data["results"].values():
@@ -256,8 +303,8 @@ def test_one_framework_gives_na_ratios(results: Path, tmp_path: Path, capsys) ->
     table = read_csv(tmp_path / "out" / "summary.csv")
     assert set(table.framework) == {"jax"} and len(table) > 20
     rows = md_rows((tmp_path / "out" / "summary.md").read_text())
-    assert rows and all(r[6] == "n/a" and r[10] == "n/a" and r[11] == "n/a" for r in rows)
-    assert all(r[8] not in ("n/a", "failed") for r in rows)
+    assert rows and all(r["torch"] == "not run" and r["ratio"] == "— (only one framework ran)" for r in rows)
+    assert all(r["jax"] not in ("not run", "failed") for r in rows)
 
 
 def test_out_may_not_be_the_results_or_inside_a_machine_folder(results: Path, capsys) -> None:
@@ -276,27 +323,52 @@ def test_out_that_is_not_a_report_is_not_replaced(results: Path, tmp_path: Path,
     assert (tmp_path / "docs" / "notes.txt").read_text() == "mine"
 
 
+def test_out_under_a_regular_file_is_one_line(results: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    code, _, err = run(capsys, results, tmp_path / "notes.txt" / "report")
+    assert code == 1 and len(err) == 1 and err[0].startswith("error: --out") and "is a file" in err[0]
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_failed_build_leaves_the_old_report(results: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    out = tmp_path / "out"
+    assert run(capsys, results, out)[0] == 0
+    old = snapshot(out)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("figure failed")
+
+    monkeypatch.setattr(figures, "remat_scaling_figure", boom)
+    with pytest.raises(RuntimeError, match="figure failed"):
+        report.write_report(results, out, lambda _: None)
+    assert snapshot(out) == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "results"], "no temporary folder left behind"
+
+
+def test_readme_block_is_replaced(results: Path, tmp_path: Path, capsys) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n\nbefore\n<!-- report:start -->\nold block\n<!-- report:end -->\nafter\n")
+    code = cli.main(["report", "--results", str(results), "--out", str(tmp_path / "docs" / "report"),
+                     "--readme", str(readme)])
+    assert code == 0 and "Traceback" not in capsys.readouterr().err
+    text = readme.read_text()
+    assert text.startswith("# title\n\nbefore\n<!-- report:start -->") and text.endswith("<!-- report:end -->\nafter\n")
+    assert "old block" not in text and "(docs/report/summary.md)" in text and "![remat](docs/report/remat.png)" in text
+    table = read_csv(tmp_path / "docs" / "report" / "summary.csv")
+    assert table.commit.iloc[0][:8] in text and "- remat: **remat_full** against plain, peak memory: " in text
+
+
+def test_readme_without_markers_builds_nothing(results: Path, tmp_path: Path, capsys) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    code = cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme", str(readme)])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1 and len(err) == 1 and "report:start" in err[0]
+    assert not (tmp_path / "out").exists() and readme.read_text() == "# no markers\n"
+
+
 def test_console_command_outside_the_checkout(tmp_path: Path) -> None:
-    """The installed command finds benchmarks/common.py from any directory; bad input exits 1 without traceback."""
+    """The module runs from any directory; bad input exits 1 with one line and no traceback."""
     proc = subprocess.run([sys.executable, "-m", "tape_vs_trace.cli", "report", "--results", "missing"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-c", "from tape_vs_trace import report; "
-                           "print(report._memory_methods()[('jax', 'cpu')])"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.startswith("jax "), proc.stderr
-
-
-def test_findings_mark_overlapping_timings_as_noise() -> None:
-    """A timing difference whose interquartile ranges overlap is reported as within noise, a clear one is not."""
-    from tape_vs_trace.report import Cells, _noise
-
-    def row(value: float, q25: float, q75: float, variant: str) -> dict:
-        return {"pillar": "engine", "metric": "time_step", "workload": "mlp", "size": "s", "variant": variant,
-                "framework": "torch", "value": value, "q25": q25, "q75": q75, "status": "ok"}
-
-    table = pd.DataFrame([row(1.0, 0.9, 1.1, "a"), row(1.05, 1.0, 1.2, "b"), row(2.0, 1.9, 2.1, "c")])
-    cells = Cells(table)
-    key = ("engine", "time_step", "mlp", "s")
-    assert "within noise" in _noise(cells, (*key, "a", "torch"), (*key, "b", "torch"))
-    assert _noise(cells, (*key, "a", "torch"), (*key, "c", "torch")) == ""

@@ -1,0 +1,78 @@
+"""The whole report, built in a temporary folder beside --out and swapped in only once complete."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from implementations import frameworks
+from tape_vs_trace.report import figures, markdown, readme
+from tape_vs_trace.report.load import ReportError, Warn, load_results
+from tape_vs_trace.report.select import base_numerics, latest
+
+OUTPUTS = ["summary.csv", "summary.md", *figures.FIGURES]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out(results: Path, out: Path) -> None:
+    """Refuse an --out that would write into the results, replace something that is not a report, or cannot be a
+    folder (a regular file on its path)."""
+    res, dst = results.resolve(), out.resolve()
+    if dst == res:
+        raise ReportError(f"--out {out} is the results folder; the report goes into a folder of its own "
+                          f"(e.g. {results / 'report'})")
+    if _inside(res, dst):
+        raise ReportError(f"--out {out} contains the results folder {results}; replacing it would delete them")
+    for folder in [dst, *dst.parents]:
+        if (folder / "machine.json").exists():
+            raise ReportError(f"--out {out} is inside the machine folder {folder}; asv owns that folder")
+    for folder in dst.parents:
+        if folder.exists() and not folder.is_dir():
+            raise ReportError(f"--out {out} is under {folder}, which is a file, not a folder")
+    if dst.exists() and not dst.is_dir():
+        raise ReportError(f"--out {out} exists and is not a folder")
+    if dst.is_dir() and any(dst.iterdir()) and not (dst / "summary.md").is_file():
+        raise ReportError(f"--out {out} is a non-empty folder without summary.md, not a report; not replacing it")
+
+
+def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None) -> list[Path]:
+    """Build the whole report in a temporary folder beside --out, then swap it in: a failure leaves the old one."""
+    check_out(results, out)
+    if readme_path is not None:
+        readme.split(readme_path)  # refuse before building anything
+    data = load_results(results, warn)
+    present = set(data.table.framework)
+    if not present >= set(frameworks.NAMES):
+        have = ", ".join(frameworks.label(f) for f in sorted(present)) or "no framework"
+        warn(f"the results hold {have} only: no JAX/PyTorch ratio can be formed")
+    if (data.table.status == "failed").any():
+        warn(f"{int((data.table.status == 'failed').sum())} result(s) failed; the report marks them 'failed'")
+    out = out.resolve()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"--out {out}: cannot create its parent folder ({exc.strerror})") from None
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as tmp:
+        staging = Path(tmp) / "new"
+        staging.mkdir()
+        data.table.to_csv(staging / "summary.csv", index=False)
+        groups = latest(data.table)
+        drawn: dict[str, list[str]] = {}
+        for group, rows in groups.items():
+            sub = "" if len(groups) == 1 else f"{group}/"
+            names = figures.draw(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}), staging / sub)
+            drawn[group] = [sub + n for n in names]
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix()), encoding="utf-8")
+        if readme_path is not None:
+            label = Path(os.path.relpath(out, readme_path.resolve().parent)).as_posix()
+            block = readme.section(data, drawn, label)
+        if out.exists():
+            out.rename(Path(tmp) / "old")
+        staging.rename(out)
+    if readme_path is not None:
+        readme.update(readme_path, block)
+    return sorted(p for p in out.rglob("*") if p.is_file())

@@ -1,0 +1,275 @@
+"""Figures (matplotlib, Agg): times as dots with their 95 % interval on log axes, memory in MiB on axes from zero,
+and differences (remat cost, harness overhead) as differences in %, zero marked. Every font is at least 9 pt at
+the saved size, and figures are 7.5 inches wide: readable at page width."""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from implementations import frameworks
+from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report.select import Cells, display, ordered
+
+# File names are stable: the README links them.
+FIGURES = ["recording.png", "custom_backward.png", "remat.png", "remat_tradeoff.png", "remat_scaling.png",
+           "inference.png", "engine.png", "harness.png"]
+WIDTH, FONT, DPI = 7.5, 9, 130
+POLICIES = ("remat_full", "remat_dots")
+
+
+def _figure(heights: list[float], title: str, footer: str):
+    """Panels stacked vertically (one per entry of `heights`, in inches), the title, the framework legend below it
+    and the provenance footer. Returns the figure, its axes and the layout rectangle for `_finish`."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    foot = textwrap.fill(footer, 105)
+    extra = 0.2 * title.count("\n")  # a two-line title
+    total = sum(heights) + 1.1 + 0.16 * (foot.count("\n") + 1) + extra
+    fig = Figure(figsize=(WIDTH, total), dpi=DPI)
+    axes = fig.subplots(len(heights), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    fig.suptitle(title, fontsize=FONT + 2)
+    fig.text(0.01, 0.05 / total, foot, ha="left", va="bottom", fontsize=FONT, color="0.3")
+    handles = [Line2D([], [], color=f.color, marker="o", linestyle="", label=f.label)
+               for f in frameworks.FRAMEWORKS.values()]
+    fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(0.98, 1 - (0.35 + extra) / total), ncol=2,
+               fontsize=FONT, frameon=False)
+    rect = (0, (0.12 + 0.16 * (foot.count("\n") + 1)) / total, 1, 1 - (0.65 + extra) / total)
+    return fig, axes, rect
+
+
+def _finish(fig, rect: tuple[float, float, float, float], path: Path) -> None:
+    fig.tight_layout(rect=rect)
+    fig.savefig(path)
+
+
+def _log(ax) -> None:
+    """A log x axis whose tick labels read as plain numbers (2, 30, 400), not powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    ax.set_xscale("log")
+    ax.autoscale_view()
+    low, high = ax.get_xlim()
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(plain)
+    # on a narrow axis 1-2-5 may give one tick or none: label the minor ticks too
+    ax.xaxis.set_minor_formatter(plain if high < 3 * low else NullFormatter())
+
+
+def _no_data(ax, what: str) -> None:
+    ax.text(0.5, 0.5, f"no results for {what}", ha="center", va="center", transform=ax.transAxes, color="0.4",
+            fontsize=FONT)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _labels(rows: pd.DataFrame, with_metric: bool) -> pd.Series:
+    text = rows.workload + " " + rows["size"] + " " + rows.variant
+    if with_metric:
+        text = text + " · " + rows.metric.map(display)
+    return text.str.replace(r"\s+", " ", regex=True).str.strip()
+
+
+def _style(ax, labels: list[str], xlabel: str) -> None:
+    ax.set_yticks(range(len(labels)), labels, fontsize=FONT)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlabel(xlabel, fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+    ax.grid(axis="x", which="major", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
+def _rows_panel(ax, rows: pd.DataFrame, title: str, dots: bool) -> None:
+    """Both frameworks per case: dots with interval bars on a log axis (times), or bars in MiB from zero."""
+    if rows.empty:
+        _no_data(ax, title)
+        return
+    rows = rows.assign(label=_labels(rows, rows.metric.nunique() > 1))
+    labels = list(dict.fromkeys(rows.label))
+    divisor, unit = fmt.scale(rows.unit.iloc[0], rows.value)
+    for k, fw in enumerate(frameworks.NAMES):
+        color, y0 = frameworks.FRAMEWORKS[fw].color, (k - 0.5) * 0.4
+        have = rows[rows.framework == fw]
+        for missing in sorted(set(labels) - set(have.label)):
+            ax.text(0.01, labels.index(missing) + y0, f"{frameworks.label(fw)}: not run", fontsize=FONT,
+                    color="0.45", va="center", transform=ax.get_yaxis_transform())
+        for r in have.itertuples(index=False):
+            y = labels.index(r.label) + y0
+            if r.status != "ok":
+                ax.text(0.01, y, f"{frameworks.label(fw)}: failed", fontsize=FONT, color=color, va="center",
+                        fontweight="bold", transform=ax.get_yaxis_transform())
+            elif dots:
+                err = None
+                if math.isfinite(r.ci_low) and r.basis != "exact":
+                    err = [[(r.value - r.ci_low) / divisor], [(r.ci_high - r.value) / divisor]]
+                ax.errorbar(r.value / divisor, y, xerr=err, color=color, marker="o", capsize=3, linestyle="")
+            else:
+                ax.barh(y, r.value / divisor, 0.4, color=color)
+    if dots:
+        _log(ax)
+    else:
+        ax.set_xlim(left=0)
+    _style(ax, labels, f"{title} ({unit}, {'log scale' if dots else 'from zero'})")
+    methods = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
+    if not dots and methods.nunique() > 1:  # CPU peaks today: the bars compare within a framework only
+        ax.set_title("peaks measured differently per framework: compare within one", fontsize=FONT)
+    if dots:
+        has = (rows.basis != "exact") & rows.ci_low.notna()
+        ax.set_title("dot: median; bar: 95 % interval across processes" if has.any()
+                     else "dot: median (no interval: no between-process samples)", fontsize=FONT)
+
+
+def _differences(ax, items: list[tuple[str, str, stats.Comparison]], xlabel: str) -> None:
+    """(label, framework, b/a) as a change in % with its interval; a hollow dot has no interval."""
+    if not items:
+        _no_data(ax, xlabel)
+        return
+    labels = list(dict.fromkeys(label for label, _, _ in items))
+    for label, fw, c in items:
+        y = labels.index(label) + (frameworks.NAMES.index(fw) - 0.5) * 0.4
+        x = (c.ratio - 1) * 100
+        color = frameworks.FRAMEWORKS[fw].color
+        if math.isfinite(c.low):
+            err = [[x - (c.low - 1) * 100], [(c.high - 1) * 100 - x]]
+            ax.errorbar(x, y, xerr=err, color=color, marker="o", capsize=3, linestyle="")
+        else:
+            ax.plot(x, y, marker="o", markerfacecolor="none", color=color, linestyle="")
+    ax.axvline(0, color="0.2", linewidth=1)
+    _style(ax, labels, f"{xlabel} (%; 0 = no change; hollow: no interval)")
+
+
+def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[str, ...]):
+    items = []
+    for w, s in cells.cases(pillar, metric):
+        for v in variants:
+            for fw in frameworks.NAMES:
+                c = stats.change(cells.get(pillar, metric, w, s, base, fw), cells.get(pillar, metric, w, s, v, fw))
+                if c.formed:
+                    items.append((" ".join(x for x in (w, s, v) if x), fw, c))
+    return items
+
+
+def pillar_figure(rows: pd.DataFrame, pillar: str, title: str, footer: str, path: Path) -> None:
+    """Times (and compile times) as dots, memory as bars in MiB."""
+    sel = ordered(rows[rows.pillar == pillar])
+    panels = [(t, p, d) for t, p, d in (("time", sel[sel.sampled & (sel.unit == "seconds")
+                                                    & (sel.metric != "track_compile_seconds")], True),
+                                         ("compile time", sel[sel.metric == "track_compile_seconds"], True),
+                                         ("memory", sel[sel.unit == "bytes"], False)) if len(p)]
+    panels = panels or [(pillar, sel, True)]
+    heights = [max(1.6, 0.32 * p.assign(l=_labels(p, True)).l.nunique() + 0.9) for _, p, _ in panels]
+    fig, axes, rect = _figure(heights, title, footer)
+    for ax, (what, p, dots) in zip(axes, panels):
+        _rows_panel(ax, p, what, dots)
+    _finish(fig, rect, path)
+
+
+def difference_figure(cells: Cells, panels: list[tuple[str, str, str, tuple[str, ...], str]], title: str,
+                      footer: str, path: Path) -> None:
+    """One panel per (pillar, metric, base, variants, axis label): each variant's change against base."""
+    items = [_changes(cells, *p[:4]) for p in panels]
+    heights = [max(1.6, 0.32 * len({i[0] for i in it}) + 0.9) for it in items]
+    fig, axes, rect = _figure(heights, title, footer)
+    for ax, it, p in zip(axes, items, panels):
+        _differences(ax, it, p[4])
+    _finish(fig, rect, path)
+
+
+def remat_tradeoff_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
+    """Peak memory (MiB, from zero) against step time (log) per remat policy: a line per framework."""
+    cells = Cells(rows)
+    cases = [c for c in cells.cases("remat", "track_peak_bytes") if c in cells.cases("remat", "time_step")]
+    peaks = rows[rows.metric == "track_peak_bytes"].groupby("framework").memory_method.first()
+    title = "remat trade-off: peak memory against step time per policy" + (
+        "\n(peaks measured by a different method per framework: compare within a framework)"
+        if peaks.nunique() > 1 else "")
+    fig, axes, rect = _figure([2.8] * max(1, len(cases)), title, footer)
+    if not cases:
+        _no_data(axes[0], "remat")
+    for ax, (w, s) in zip(axes, cases):
+        times = [cells.get("remat", "time_step", w, s, p, fw) for p in ("plain", *POLICIES) for fw in frameworks.NAMES]
+        t_div, t_unit = fmt.scale("seconds", [t["value"] for t in times if t])  # one unit for both frameworks
+        bars = any(t and math.isfinite(t["ci_low"]) for t in times)
+        for fw in frameworks.NAMES:
+            points = [(p, cells.get("remat", "time_step", w, s, p, fw), cells.get("remat", "track_peak_bytes", w, s,
+                                                                                   p, fw))
+                      for p in ("plain", *POLICIES)]
+            points = [(p, t, m) for p, t, m in points if t and m and t["status"] == m["status"] == "ok"]
+            if not points:
+                continue
+            xs = [t["value"] / t_div for _, t, _ in points]
+            err = [[(t["value"] - t["ci_low"]) / t_div if math.isfinite(t["ci_low"]) else 0 for _, t, _ in points],
+                   [(t["ci_high"] - t["value"]) / t_div if math.isfinite(t["ci_high"]) else 0 for _, t, _ in points]]
+            ax.errorbar(xs, [m["value"] / fmt.MIB for _, _, m in points], xerr=err, marker="o", capsize=3,
+                        color=frameworks.FRAMEWORKS[fw].color, linestyle="")
+            for (p, _, m), x in zip(points, xs):
+                ax.annotate(p, (x, m["value"] / fmt.MIB), textcoords="offset points", xytext=(4, 4), fontsize=FONT)
+        ax.set_xlabel(f"step time ({t_unit}, log scale{'; bars: 95 % interval' if bars else ', no interval'})",
+                      fontsize=FONT)
+        _log(ax)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{w} {s}", fontsize=FONT)
+        ax.set_ylabel("peak memory (MiB)", fontsize=FONT)
+        ax.tick_params(labelsize=FONT)
+        ax.grid(alpha=0.3)
+    _finish(fig, rect, path)
+
+
+def remat_scaling_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
+    """Transformer peak and saved bytes (MiB, from zero) against layer count, per framework and policy."""
+    sel = rows[(rows.pillar == "remat") & (rows.workload == "transformer") & (rows.status == "ok")].copy()
+    sel["layers"] = sel["size"].map(lambda s: int(m.group(1)) if (m := re.match(r"L(\d+)-", s)) else None)
+    sel = sel[sel.layers.notna()]
+    fig, axes, rect = _figure([2.8, 2.8], "remat scaling: transformer memory against layer count", footer)
+    styles = {"plain": "-", "remat_full": "--", "remat_dots": ":"}
+    for ax, metric in zip(axes, ("track_peak_bytes", "track_saved_bytes")):
+        m = sel[sel.metric == metric]
+        if m.empty:
+            _no_data(ax, f"transformer {display(metric)}")
+            continue
+        for fw in frameworks.NAMES:
+            for policy, style in styles.items():
+                line = m[(m.framework == fw) & (m.variant == policy)].sort_values("layers")
+                if len(line):
+                    ax.plot(line.layers, line.value / fmt.MIB, color=frameworks.FRAMEWORKS[fw].color,
+                            linestyle=style, marker="o", label=f"{frameworks.label(fw)} {policy}")
+        ax.set_xticks(sorted(m.layers.unique()))
+        ax.set_xlabel("layers", fontsize=FONT)
+        ax.set_ylabel(f"{display(metric)} (MiB)", fontsize=FONT)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=FONT)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=FONT)
+    _finish(fig, rect, path)
+
+
+def footer(rows: pd.DataFrame, machine_info: dict) -> str:
+    first = rows.iloc[0]
+    numerics = ", ".join(dict.fromkeys(f"{d} {p}" for d, p in zip(rows.dtype, rows.precision) if d))
+    return (f"commit {first.commit[:8]} ({first.date[:10]}) · machine {first.machine} ({machine_info.get('cpu', '?')},"
+            f" {machine_info.get('num_cpu', '?')} cores) · device {first.device} · torch {first.torch_version} · "
+            f"jax {first.jax_version} · {numerics} · tape-vs-trace report")
+
+
+def draw(rows: pd.DataFrame, machine_info: dict, out: Path) -> list[str]:
+    """Every figure for one machine's rows into `out`; returns their file names."""
+    foot = footer(rows, machine_info)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = Cells(rows)
+    for pillar in ("recording", "custom_backward", "engine", "inference"):
+        pillar_figure(rows, pillar, f"{pillar}: PyTorch and JAX (lower is better)", foot, out / f"{pillar}.png")
+    difference_figure(cells, [("remat", "track_peak_bytes", "plain", POLICIES, "peak memory change against plain"),
+                              ("remat", "time_step", "plain", POLICIES, "step time cost against plain")],
+                      "remat: memory saved and time paid per policy", foot, out / "remat.png")
+    difference_figure(cells, [("harness", "time_step", "raw", ("synchronized",),
+                               "synchronised path against a direct call")],
+                      "harness overhead: the suite's timed path against a direct call", foot, out / "harness.png")
+    remat_tradeoff_figure(rows, foot, out / "remat_tradeoff.png")
+    remat_scaling_figure(rows, foot, out / "remat_scaling.png")
+    return list(FIGURES)

@@ -1,0 +1,60 @@
+"""Numbers in words: one unit system per quantity (seconds scaled to s/ms/µs, memory in binary MiB everywhere)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from tape_vs_trace.report.stats import Comparison
+
+MIB = 2.0 ** 20
+NO_DIFFERENCE = "no difference measurable on this machine"
+NO_INTERVAL = "no interval"
+_TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
+
+
+def scale(unit: str, values: Iterable[float]) -> tuple[float, str]:
+    """(divisor, unit label) for a column or axis of values in asv `unit`: one choice for the whole column."""
+    finite = sorted(abs(v) for v in values if v is not None and math.isfinite(v) and v)
+    if unit == "seconds":  # the middle value picks the unit: a column's outliers read 0.009 or 1,932
+        middle = finite[len(finite) // 2] if finite else 1.0
+        return next(((s, x) for s, x in _TIME if middle >= s), _TIME[-1])
+    if unit == "bytes":
+        return MIB, "MiB"
+    if unit == "flops":
+        return 1e9, "GFLOP"
+    return 1.0, unit
+
+
+def number(value: float, divisor: float = 1.0) -> str:
+    """4 significant digits; integers below 10^6 in full."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    v = value / divisor
+    if divisor == 1.0 and float(v).is_integer() and abs(v) < 1e6:
+        return f"{int(v):,}"
+    return f"{v:.4g}"
+
+
+def value(value: float, unit: str) -> str:
+    """A single value with its own unit (for sentences)."""
+    divisor, label = scale(unit, [value])
+    text = number(value, divisor)
+    return f"{text} {label}".strip() if label and label != "count" else text
+
+
+def pct(fraction: float) -> str:
+    return f"{abs(fraction) * 100:.1f} %"
+
+
+def ratio(c: Comparison) -> str:
+    """A ratio cell: the ratio and its interval, the no-difference verdict, or the reason there is none."""
+    if not c.formed:
+        return f"— ({c.reason})"
+    r = f"{c.ratio:.3g}×"
+    if c.differs is None and c.note:
+        return f"{r} ({NO_INTERVAL}: {c.note})"
+    if c.low == c.high == c.ratio:
+        return r + " (exact)"
+    span = f"{c.low:.3g}–{c.high:.3g}"
+    return f"{r} [{span}]" if c.differs else f"{NO_DIFFERENCE} ({r}, 95 % interval {span})"

@@ -1,0 +1,222 @@
+"""asv results folder -> one tidy table, one row per (result file, benchmark, parameter combination).
+
+What a metric means (unit, sampled or exact, comparable across frameworks) comes from implementations.metrics, how
+peak memory is measured from implementations.frameworks: nothing is guessed from a unit string.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from implementations import frameworks, metrics
+from tape_vs_trace.report import stats
+
+# The parameters that vary within a benchmark class; custom_backward has two (variant and mode): both are kept.
+VARIANT_PARAMS = ("variant", "mode", "phase", "path")
+COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",
+           "ci_low", "ci_high", "processes", "samples", "basis", "process_medians", "sampled", "comparable", "type",
+           "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
+           "torch_version", "jax_version", "dtype", "precision", "memory_method", "status", "file"]
+
+Warn = Callable[[str], None]
+
+
+class ReportError(Exception):
+    """Nothing can be reported; the message is one line for the user."""
+
+
+@dataclass
+class Results:
+    """The tidy table plus what the provenance header needs beyond it."""
+
+    table: pd.DataFrame
+    machines: dict[str, dict] = field(default_factory=dict)  # machine name -> machine.json
+    details: dict[tuple[str, str], dict] = field(default_factory=dict)  # (machine, commit) -> "tape_vs_trace" key
+    python: dict[tuple[str, str], str] = field(default_factory=dict)  # (machine, commit) -> interpreter
+    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)  # asv's NaN: combinations the benchmark skipped
+    benchmarks: dict = field(default_factory=dict)  # benchmarks.json
+    files: int = 0
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a JSON object")
+    return data
+
+
+def _literal(text: str):
+    """asv stores parameter values as their repr ("'torch'"); the report wants the value."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _utc(ms: float | None) -> str:
+    return "" if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class Meanings:
+    """The registry's meaning of each metric; a name the registry does not know (an old result) is sampled when asv
+    timed it and exact otherwise, never comparable, and warned about once."""
+
+    def __init__(self, warn: Warn):
+        self.warn, self.unknown = warn, set()
+
+    def __call__(self, metric: str, kind: str) -> tuple[bool, bool]:
+        if metric in metrics.METRICS:
+            m = metrics.METRICS[metric]
+            return m.sampled, m.comparable
+        if metric not in self.unknown:
+            self.unknown.add(metric)
+            self.warn(f"metric {metric} is not in implementations.metrics: read as "
+                      f"{'sampled' if kind == 'time' else 'exact'} (asv type {kind or '?'}), no ratio")
+        return kind == "time", False
+
+
+def machine_folders(results: Path) -> list[Path]:
+    """Every folder of `results` that asv made for a machine (it holds machine.json); report/ never does."""
+    return [d for d in sorted(results.iterdir())
+            if d.is_dir() and d.name != "report" and (d / "machine.json").is_file()]
+
+
+def load_results(results: Path, warn: Warn) -> Results:
+    """Read every machine folder and result file of an asv results folder into one tidy table."""
+    if not results.exists():
+        raise ReportError(f"results folder {results} does not exist")
+    if not results.is_dir():
+        raise ReportError(f"{results} is not a folder")
+    machines = machine_folders(results)
+    if not machines:
+        raise ReportError(f"no asv results in {results}: no machine folder with a machine.json (run `make bench`)")
+    benchmarks_json = results / "benchmarks.json"
+    if not benchmarks_json.is_file():
+        raise ReportError(f"{benchmarks_json} is missing: asv writes it beside the machine folders, and the report "
+                          "needs its parameter names, units, rounds and repeat")
+    benchmarks = _read_json(benchmarks_json)
+    meanings = Meanings(warn)
+    out = Results(pd.DataFrame(columns=COLUMNS), benchmarks=benchmarks)
+    rows: list[dict] = []
+    skipped: list[dict] = []
+    seen = 0
+    for folder in machines:
+        try:
+            machine = _read_json(folder / "machine.json")
+        except ReportError as exc:
+            warn(f"skipped machine folder {folder.name}: {exc}")
+            continue
+        for path in sorted(folder.glob("*.json")):
+            if path.name == "machine.json":
+                continue
+            seen += 1
+            try:
+                data = _read_json(path)
+                new, skips = _result_rows(data, benchmarks, machine, folder.name, meanings, warn, path)
+            except ReportError as exc:
+                warn(f"skipped {exc}")
+                continue
+            except (KeyError, TypeError, IndexError, ValueError) as exc:
+                warn(f"skipped {path}: not an asv result file ({exc.__class__.__name__}: {exc})")
+                continue
+            out.files += 1
+            rows.extend(new)
+            skipped.extend(skips)
+            key = (folder.name, data["commit_hash"])
+            out.machines[folder.name] = machine
+            # asv's `existing` environment records the interpreter's path as its python: keep no machine path.
+            python = str(data.get("python", ""))
+            out.python[key] = "/".join(Path(python).parts[-3:]) if "/" in python else python
+            if isinstance(data.get("tape_vs_trace"), dict):
+                out.details[key] = data["tape_vs_trace"]
+    if not rows:
+        found = f"{seen} result file(s), none readable" if seen else "no result files"
+        raise ReportError(f"no benchmark results in {results} ({found})")
+    out.table = pd.DataFrame(rows, columns=COLUMNS).astype({"processes": "Int64", "samples": "Int64"})
+    out.skipped = pd.DataFrame(skipped, columns=COLUMNS)
+    return out
+
+
+def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
+                 path: Path) -> tuple[list[dict], list[dict]]:
+    """The rows of one asv result file (format version 2: positional columns named by result_columns), and the
+    combinations asv skipped (NaN)."""
+    columns = {name: i for i, name in enumerate(data["result_columns"])}
+    run = data.get("params") or {}
+    commit = str(data["commit_hash"])
+    date = _utc(data["date"])
+    device = str(machine.get("device") or run.get("device") or "")
+    # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
+    # machine record has those of .venv.
+    requirements = data.get("requirements") or {}
+    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in ("torch", "jax")}
+    rows, skips = [], []
+    for name, entry in data["results"].items():
+        meta = benchmarks.get(name)
+        if meta is None:
+            warn(f"{path.name}: {name} is not in benchmarks.json; skipped")
+            continue
+
+        def column(key: str, entry=entry):
+            i = columns.get(key)
+            return entry[i] if i is not None and i < len(entry) else None
+
+        names = meta.get("param_names", [])
+        params = column("params") or []
+        if len(names) != len(params):
+            warn(f"{path.name}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
+            continue
+        combos = list(itertools.product(*params)) if params else [()]
+        n = len(combos)
+        values = column("result")
+        values = values if isinstance(values, list) else [values] * n
+        q25s, q75s = column("stats_q_25") or [None] * n, column("stats_q_75") or [None] * n
+        all_samples = column("samples") or [None] * n
+        pillar, cls, metric = name.split(".")[0], name.split(".")[1], name.split(".")[-1]
+        kind = meta.get("type", "")
+        sampled, comparable = meanings(metric, kind)
+        split = stats.Split(meta.get("rounds") or 1, meta.get("repeat"))
+        for combo, value, q25, q75, samples in zip(combos, values, q25s, q75s, all_samples):
+            p = {k: _literal(v) for k, v in zip(names, combo)}
+            framework = str(p.get("framework", ""))
+            device_kind = str(p.get("device") or ("cpu" if device == "cpu" else "cuda"))
+            row = {
+                "pillar": pillar,
+                "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
+                "size": str(p.get("size", "")),
+                "variant": "/".join(str(p[k]) for k in VARIANT_PARAMS if k in p),
+                "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
+                "sampled": sampled, "comparable": comparable, "type": kind,
+                "params": json.dumps(p, separators=(",", ":")), "benchmark": name,
+                "benchmark_version": str(column("version") or meta.get("version") or ""),
+                "commit": commit, "date": date, "run_date": _utc(column("started_at")),
+                "env": str(data.get("env_name", "")), "machine": machine_name, "device": device,
+                "torch_version": versions["torch"], "jax_version": versions["jax"],
+                "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
+                "memory_method": _memory_method(framework, device_kind) if metric == "track_peak_bytes" else "",
+                "file": path.name,
+            }
+            if isinstance(value, float) and math.isnan(value):
+                skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
+                continue
+            row.update(stats.summarise(value, q25, q75, samples, sampled, split))
+            rows.append(row)
+    return rows, skips
+
+
+def _memory_method(framework: str, device: str) -> str:
+    return frameworks.memory_method(framework, device) if framework in frameworks.FRAMEWORKS else "unknown"

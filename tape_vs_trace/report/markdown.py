@@ -1,0 +1,210 @@
+"""summary.md: provenance, one narrow table per pillar and metric (unit in the header), what was not run and why,
+and the findings. Every number is computed from the tidy table (summary.csv)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from implementations import frameworks, metrics
+from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report.findings import findings
+from tape_vs_trace.report.load import Results
+from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
+
+FIGURE_PILLARS = {"recording.png": "recording", "custom_backward.png": "custom_backward", "remat.png": "remat",
+                  "remat_tradeoff.png": "remat", "remat_scaling.png": "remat", "inference.png": "inference",
+                  "engine.png": "engine", "harness.png": "harness"}
+HOST_KEYS = ("fingerprint", "calibration")
+
+
+def _pairs(rows: pd.DataFrame) -> list[dict[str, dict]]:
+    """Rows grouped by (benchmark, every parameter but the framework): the candidates for a ratio."""
+    cases: dict[tuple, dict[str, dict]] = {}
+    for r in rows.itertuples(index=False):
+        params = {k: v for k, v in json.loads(r.params).items() if k != "framework"}
+        cases.setdefault((r.benchmark, json.dumps(params, sort_keys=True)), {})[r.framework] = r._asdict()
+    return list(cases.values())
+
+
+def _cell(row: dict | None, divisor: float, with_interval: bool) -> str:
+    if row is None:
+        return "not run"
+    if row["status"] == "failed":
+        return "failed"
+    text = fmt.number(row["value"], divisor)
+    if with_interval and math.isfinite(row["ci_low"]) and row["basis"] != "exact":
+        text += f" [{fmt.number(row['ci_low'], divisor)}–{fmt.number(row['ci_high'], divisor)}]"
+    return text
+
+
+def _spread(row: dict | None, divisor: float) -> str:
+    if row is None or row["status"] != "ok" or not math.isfinite(row["spread"]):
+        return "n/a"
+    return fmt.number(row["spread"], divisor)
+
+
+def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
+    """One metric of one pillar: PyTorch and JAX side by side per case, the ratio or why there is none."""
+    metric, unit = rows.metric.iloc[0], rows.unit.iloc[0]
+    sampled = bool(rows.sampled.iloc[0])
+    divisor, label = fmt.scale(unit, rows.value)
+    label = label or "value"
+    methods = rows[rows.memory_method != ""].groupby("framework").memory_method.nunique()
+    pairs = _pairs(rows)
+    vary = bool((methods > 1).any())  # a framework's method changes between rows: name it on every row
+    head = ["case"] + (["dtype, precision"] if numerics else [])
+    for fw in frameworks.NAMES:
+        head += [f"{frameworks.label(fw)} ({label})"] + ([f"{frameworks.label(fw)} IQR"] if sampled else [])
+    head += ["JAX/PyTorch"] + (["memory method (PyTorch; JAX)"] if vary else [])
+    kind = "sampled: median of per-process medians [95 % interval]" if sampled else "exact"
+    lines = [f"**{display(metric)}** (`{metric}`, {kind}):", ""]
+    if not vary and len(methods):
+        first = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
+        lines += ["Peak memory measured by: " + "; ".join(f"{frameworks.label(f)} {m}" for f, m in first.items())
+                  + ".", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
+    for by_fw in pairs:
+        any_row = next(iter(by_fw.values()))
+        cells = [_case(any_row)]
+        if numerics:
+            cells.append(", ".join(v for v in (any_row["dtype"], any_row["precision"]) if v))
+        for fw in frameworks.NAMES:
+            row = by_fw.get(fw)
+            cells.append(_cell(row, divisor, sampled))
+            if sampled:
+                cells.append(_spread(row, divisor))
+        cells.append(fmt.ratio(stats.compare(by_fw.get("torch"), by_fw.get("jax"))))
+        if vary:
+            cells.append("; ".join(by_fw[f]["memory_method"] if f in by_fw else "—" for f in frameworks.NAMES))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _case(r) -> str:
+    return " ".join(v for v in (r["workload"], r["size"], r["variant"]) if v)
+
+
+def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:
+    """asv's skips (NaN: the benchmark's setup raised NotImplementedError), one line per case, with the reason as
+    far as the results tell it: the other framework ran the same case, or none did."""
+    ran_by = {(case["benchmark"], json.dumps(p, sort_keys=True)): set(by_fw) for by_fw in _pairs(ran)
+              for case in [next(iter(by_fw.values()))] for p in [_unframed(case)]}
+    lines = []
+    for by_fw in _pairs(skipped):
+        case = next(iter(by_fw.values()))
+        others = ran_by.get((case["benchmark"], json.dumps(_unframed(case), sort_keys=True)), set())
+        missing = ", ".join(frameworks.label(f) for f in by_fw)
+        why = (f"not implemented for {missing} ({', '.join(map(frameworks.label, sorted(others)))} ran it)"
+               if others else f"skipped for {missing}: not a valid combination of the benchmark")
+        lines.append(f"- `{case['benchmark']}` {_case(case)}: {why}")
+    return lines
+
+
+def _unframed(row: dict) -> dict:
+    return {k: v for k, v in json.loads(row["params"]).items() if k != "framework"}
+
+
+def _kv(title: str, values: dict) -> list[str]:
+    return [f"{title}:", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(values.items())] + [""]
+
+
+def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
+    first = rows.iloc[0]
+    machine, commit = first.machine, first.commit
+    info = data.machines.get(machine, {})
+    details = data.details.get((machine, commit), {})
+    runs = sorted(d for d in rows.run_date if d)
+
+    def joined(column: str) -> str:
+        return ", ".join(v for v in dict.fromkeys(rows[column]) if v) or "n/a"
+
+    lines = ["| | |", "|---|---|",
+             f"| commit | `{commit}` (commit date {first.date}) |",
+             f"| run date | {runs[0] + ' to ' + runs[-1] if runs else 'n/a'} |",
+             f"| machine | {machine}: {info.get('cpu', '?')}, {info.get('num_cpu', '?')} cores, {info.get('ram', '?')}"
+             f" RAM, {info.get('os', '?')} {info.get('arch', '')} |",
+             f"| device | {first.device} |", f"| torch | {first.torch_version} |", f"| jax | {first.jax_version} |",
+             f"| python | {data.python.get((machine, commit)) or 'n/a'} (asv environment `{first.env}`) |",
+             f"| dtype | {joined('dtype')} |", f"| matmul precision | {joined('precision')} |",
+             f"| benchmark versions | {joined('benchmark_version')} |"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(details.items()) if k not in HOST_KEYS] + [""]
+    for key in HOST_KEYS:
+        if isinstance(details.get(key), dict):
+            lines += _kv(f"Host {key}", details[key])
+    prints = {json.dumps(d.get("fingerprint"), sort_keys=True) for (m, _), d in data.details.items()
+              if m == machine and isinstance(d.get("fingerprint"), dict)}
+    if len(prints) > 1:
+        lines += [f"Result files of machine {machine} come from different hosts (their fingerprints differ): their "
+                  "times are not compared; only this commit's are shown.", ""]
+    lines += ["Comparisons are made within this one result file only: one commit and, per benchmark, one benchmark "
+              "version (column `benchmark_version` of summary.csv).", ""]
+    lines += ["Samples and processes per timed benchmark (the interval comes from per-process medians):", "",
+              "| benchmark | processes | samples | basis |", "|---|---:|---:|---|"]
+    timed = rows[rows.sampled & (rows.status == "ok")]
+    for name, r in timed.groupby("benchmark", sort=False):
+        procs = ", ".join(str(int(p)) for p in sorted(set(r.processes.dropna()))) or "n/a"
+        samples = ", ".join(str(int(s)) for s in sorted(set(r.samples.dropna()))) or "n/a"
+        lines.append(f"| `{name}` | {procs} | {samples} | {'; '.join(dict.fromkeys(r.basis))} |")
+    lines += ["", "Measurement methods:", "",
+              *[f"- `{m.name}` ({m.display}, {m.unit}, {'sampled' if m.sampled else 'exact'}"
+                f"{'' if m.comparable else ', no JAX/PyTorch ratio'}): {m.description}"
+                for m in metrics.METRICS.values() if m.name in set(rows.metric)],
+              "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process "
+              "medians; [interval]: 95 % percentile bootstrap (seeded) of the median across processes. Results "
+              "without samples give asv's median and quartiles and no interval.",
+              "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
+              "metric counts the same thing and was measured the same way; its interval is a two-sample bootstrap "
+              f"of the ratio of per-process medians. An interval holding 1 reads '{fmt.NO_DIFFERENCE}'."]
+    return lines
+
+
+def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -> str:
+    table = data.table
+    groups = latest(table)
+    several = len(groups) > 1
+    lines = ["# tape-vs-trace report", "",
+             f"Built by `tape-vs-trace report` from the asv results in `{results_label}` ({data.files} result file(s), "
+             f"{table.machine.nunique()} machine(s), {table.commit.nunique()} commit(s)). Every number below is "
+             "computed from `summary.csv` (the same numbers, unrounded), for each machine's latest commit. "
+             "`failed` marks a benchmark that ran and failed; `not run` one that was not run for that framework; a "
+             "dash gives the reason a ratio is not formed.", ""]
+    shown = {(r.machine.iloc[0], r.commit.iloc[0]) for r in groups.values()}
+    older = sorted(set(zip(table.machine, table.commit)) - shown)
+    if older:
+        lines += ["Older commits, in summary.csv only: " + ", ".join(f"`{c[:8]}` ({m})" for m, c in older) + ".", ""]
+    for group, rows in groups.items():
+        h = "###" if several else "##"
+        lines += [f"## {group}", ""] if several else []
+        lines += [f"{h} Provenance", "", *provenance(data, rows), ""]
+        base = base_numerics(rows)
+        found = findings(Cells(base))
+        numerics = len(set(zip(rows.dtype, rows.precision)) - {("", "")}) > 1
+        if numerics:
+            first = base[base.dtype != ""].iloc[0]
+            lines += [f"Findings and figures use {first.dtype} at matmul precision {first.precision}; the tables "
+                      "show every dtype and precision.", ""]
+        skipped = data.skipped
+        if len(skipped):
+            skipped = skipped[(skipped.machine == rows.machine.iloc[0]) & (skipped.commit == rows.commit.iloc[0])]
+        pillars = list(dict.fromkeys(p for p in metrics.PILLARS if p in set(rows.pillar)))
+        for pillar in pillars + sorted(set(rows.pillar) - set(metrics.PILLARS)):
+            lines += [f"{h} {pillar}", ""]
+            lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
+                      if FIGURE_PILLARS.get(Path(n).name) == pillar]
+            sel = ordered(rows[rows.pillar == pillar])
+            for metric in dict.fromkeys(sel.metric):
+                lines += metric_table(sel[sel.metric == metric], numerics) + [""]
+            missing = not_run(skipped[skipped.pillar == pillar], rows) if len(skipped) else []
+            if missing:
+                lines += ["Not run (asv recorded the combination as skipped):", "", *missing, ""]
+            if found.get(pillar):
+                lines += ["Findings:", ""] + [f"- {s}" for s in found[pillar]] + [""]
+                if any(fmt.NO_INTERVAL in s for s in found[pillar]):
+                    lines += [f"_{fmt.NO_INTERVAL}_: the ratio's results carry no between-process samples (recorded "
+                              "without --record-samples, or one process), so it is shown but not claimed as a "
+                              "difference.", ""]
+    return "\n".join(lines)

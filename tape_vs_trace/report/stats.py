@@ -1,0 +1,171 @@
+"""Between-process statistics and the one rule for dividing two results.
+
+On a shared machine the same step differs by tens of percent between processes while one process's samples agree
+within a few: a value, its spread and its interval therefore come from per-process medians. asv records, with
+--record-samples, the samples of every round (one process each) one after another; with a fixed integer `repeat`
+of K samples per process, chunk i of K samples is process i.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+RESAMPLES = 9999
+SEED = 20240611  # fixed: the same results give the same intervals on every build
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a benchmark's samples divide into processes: `rounds` processes of `repeat` samples each."""
+
+    rounds: int
+    repeat: object  # an int K (fixed samples per process), or asv's (min, max, time) / 0 (a variable count)
+
+    def chunks(self, samples: list[float]) -> tuple[list[list[float]] | None, str]:
+        """Per-process sample lists, or None and why they cannot be told apart."""
+        k = self.repeat
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            if len(samples) % k:
+                return None, f"{len(samples)} samples do not split into processes of {k}"
+            return [samples[i:i + k] for i in range(0, len(samples), k)], ""
+        if self.rounds <= 1:
+            return [samples], ""
+        return None, "repeat is not a fixed count, so samples cannot be assigned to processes"
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # identical per-process values: a degenerate but valid interval
+        ci = sps.bootstrap(data, statistic, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
+                           vectorized=True, random_state=np.random.default_rng(SEED)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def median_interval(per_process: list[float]) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the median across processes; NaN for fewer than two."""
+    if len(per_process) < 2:
+        return math.nan, math.nan
+    return _bootstrap((np.asarray(per_process, dtype=float),), lambda x, axis: np.median(x, axis=axis))
+
+
+def ratio_interval(numerator: list[float], denominator: list[float]) -> tuple[float, float]:
+    """95 % two-sample bootstrap interval of median(numerator) / median(denominator) over per-process medians."""
+    if len(numerator) < 2 or len(denominator) < 2:
+        return math.nan, math.nan
+    return _bootstrap((np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)),
+                      lambda a, b, axis: np.median(a, axis=axis) / np.median(b, axis=axis))
+
+
+def summarise(value, q25, q75, samples, sampled: bool, split: Split) -> dict:
+    """The value, spread and interval columns of one result. `value` is asv's result (None: failed)."""
+    nan = math.nan
+    if value is None:
+        return {"value": nan, "spread": nan, "q25": nan, "q75": nan, "ci_low": nan, "ci_high": nan,
+                "processes": None, "samples": None, "basis": "", "process_medians": "", "status": "failed"}
+    value = float(value)
+    if not sampled:  # counts and bytes are deterministic: the value is its own interval
+        return {"value": value, "spread": 0.0, "q25": value, "q75": value, "ci_low": value, "ci_high": value,
+                "processes": None, "samples": None, "basis": "exact", "process_medians": "", "status": "ok"}
+    usable = isinstance(samples, list) and samples and all(isinstance(s, int | float) for s in samples)
+    chunks, why = split.chunks(samples) if usable else (None, "no samples recorded (run without --record-samples)")
+    if chunks is None:
+        q25 = nan if q25 is None else float(q25)
+        q75 = nan if q75 is None else float(q75)
+        return {"value": value, "spread": q75 - q25, "q25": q25, "q75": q75, "ci_low": nan, "ci_high": nan,
+                "processes": None, "samples": len(samples) if usable else None, "basis": f"asv: {why}",
+                "process_medians": "", "status": "ok"}
+    medians = [float(np.median(c)) for c in chunks]
+    low, high = median_interval(medians)
+    q25, q75 = (float(q) for q in np.percentile(medians, [25, 75]))
+    return {"value": float(np.median(medians)), "spread": q75 - q25, "q25": q25, "q75": q75, "ci_low": low,
+            "ci_high": high, "processes": len(medians), "samples": len(samples),
+            "basis": "processes" if len(medians) > 1 else "one process", "process_medians": json.dumps(medians),
+            "status": "ok"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """b / a with its interval, or no ratio and the reason (a short phrase the tables print)."""
+
+    ratio: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    reason: str = ""  # why there is no ratio; "" when there is one
+    note: str = ""  # why a ratio has no interval
+
+    @property
+    def formed(self) -> bool:
+        return not self.reason
+
+    @property
+    def differs(self) -> bool | None:
+        """True when the interval excludes 1, False when it holds 1, None when there is no interval."""
+        if not self.formed or not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return None
+        return not self.low <= 1.0 <= self.high
+
+
+def _medians(row: dict) -> list[float]:
+    return json.loads(row["process_medians"]) if row.get("process_medians") else []
+
+
+def _interval(a: dict, b: dict, ratio: float) -> Comparison:
+    if not a["sampled"] and not b["sampled"]:
+        return Comparison(ratio, ratio, ratio)
+    pa, pb = _medians(a), _medians(b)
+    if len(pa) > 1 and len(pb) > 1:
+        return Comparison(ratio, *ratio_interval(pb, pa))
+    missing = a if len(pa) < 2 else b
+    note = "one process" if missing["basis"] == "one process" else "no samples recorded"
+    return Comparison(ratio, note=note)
+
+
+def _refusal(a: dict | None, b: dict | None) -> str:
+    if a is None or b is None:
+        return "only one framework ran"
+    if a["status"] != "ok" or b["status"] != "ok":
+        return "failed"
+    return ""
+
+
+def compare(a: dict | None, b: dict | None) -> Comparison:
+    """THE ratio rule: b / a across frameworks, formed only between like rows. Like rows differ in `framework`
+    alone (same machine, commit, benchmark and benchmark version, every other parameter equal), both ran, the
+    metric counts the same thing in both frameworks, and peaks were measured by the same method."""
+    reason = _refusal(a, b)
+    if reason:
+        return Comparison(reason=reason)
+    pa, pb = json.loads(a["params"]), json.loads(b["params"])
+    pa.pop("framework", None)
+    pb.pop("framework", None)
+    same = ("machine", "commit", "benchmark", "benchmark_version", "metric")
+    if pa != pb or any(a[k] != b[k] for k in same) or a["framework"] == b["framework"]:
+        return Comparison(reason="not like rows")
+    if not (a["comparable"] and b["comparable"]):
+        return Comparison(reason="counts different things")
+    if a["memory_method"] != b["memory_method"]:
+        return Comparison(reason="different memory methods")
+    if not a["value"]:
+        return Comparison(reason="divisor is zero")
+    return _interval(a, b, b["value"] / a["value"])
+
+
+def change(a: dict | None, b: dict | None) -> Comparison:
+    """b / a within one framework (a variant against its baseline): same machine, commit, framework and metric,
+    same measuring method; the interval as for `compare`."""
+    reason = _refusal(a, b)
+    if reason:
+        return Comparison(reason=reason)
+    same = ("machine", "commit", "framework", "metric", "memory_method")
+    if any(a[k] != b[k] for k in same):
+        return Comparison(reason="not like rows")
+    if not a["value"]:
+        return Comparison(reason="divisor is zero")
+    return _interval(a, b, b["value"] / a["value"])

@@ -1,0 +1,258 @@
+"""Between-process statistics and the ratio rule, against numbers worked out by hand from a small synthetic asv
+results folder (benchmarks.json, a machine folder, result files in asv's format 2 with --record-samples).
+
+With three processes, a 95 % percentile bootstrap of the median puts more than 2.5 % of its mass on the smallest
+and on the largest per-process median (P = 7/27 each), so the interval is exactly [min, max] of the per-process
+medians; for the ratio of two such medians it is [min(J) / max(T), max(J) / min(T)] (P = (7/27)^2 > 2.5 %)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tape_vs_trace import cli
+from tape_vs_trace.report import stats
+
+MS = 1e-3
+COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+           "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+FW = ["'torch'", "'jax'"]
+TAIL = [["'float32'"], ["'highest'"], ["'cpu'"]]
+# Per-process medians (ms) of the timed benchmarks: GradStep by (framework, mode), RematStep by (framework, variant).
+GRAD = {("torch", "eager"): [1.15, 2.15, 1.55], ("torch", "compiled"): [1.0, 1.2, 1.4],
+        ("jax", "eager"): [3.0, 3.2, 3.4], ("jax", "compiled"): [1.1, 1.3, 0.9]}
+REMAT = {("torch", "plain"): [2.0, 2.1, 2.2], ("torch", "remat_full"): [3.0, 3.1, 3.3],
+         ("jax", "plain"): [2.0, 2.4, 2.2], ("jax", "remat_full"): [2.1, 2.3, 2.5]}
+
+
+def chunk(median: float) -> list[float]:
+    """Four samples of one process whose median is `median` (one outlier, which the median ignores)."""
+    return [median * MS, median * MS, median * 0.99 * MS, median * 5 * MS]
+
+
+def bench(name: str, kind: str, unit: str, names: list[str], params: list[list[str]], **extra) -> dict:
+    return {"name": name, "type": kind, "unit": unit, "param_names": names, "params": params, "version": "3",
+            "code": "", "timeout": 600, **extra}
+
+
+def entry(params: list[list[str]], results: list, samples: list | None = None) -> list:
+    n = len(results)
+    return [results, params, "3", 1700000000000, 1.0, [None] * n, [None] * n, [None] * n, [None] * n, [1] * n,
+            [4] * n, samples, None]
+
+
+def timed(params: list[list[str]], medians: dict) -> list:
+    """A time benchmark's entry: asv's own result (the pooled median) and 3 processes x 4 samples per combo."""
+    results, samples = [], []
+    for combo in itertools.product(*params):
+        key = (combo[0].strip("'"), combo[3].strip("'"))
+        s = [x for m in medians[key] for x in chunk(m)]
+        samples.append(s)
+        results.append(float(pd.Series(s).median()))
+    return entry(params, results, samples)
+
+
+def write_results(root: Path, fingerprint: dict | None = None) -> Path:
+    names = ["framework", "workload", "size", "mode", "dtype", "precision", "device"]
+    vnames = ["framework", "workload", "size", "variant", "dtype", "precision", "device"]
+    grad = [FW, ["'mlp'"], ["'s'"], ["'eager'", "'compiled'"], *TAIL]
+    remat = [FW, ["'mlp'"], ["'s'"], ["'plain'", "'remat_full'"], *TAIL]
+    fwd = [FW, ["'mlp'"], ["'s'"], ["'no_grad'", "'record'"], *TAIL]
+    cost = [FW, ["'mlp'"], ["'s'"], *TAIL]
+    benchmarks = {
+        "recording.GradStep_mlp.time_step": bench("recording.GradStep_mlp.time_step", "time", "seconds", names, grad,
+                                                  rounds=3, repeat=4),
+        "remat.RematStep_mlp.time_step": bench("remat.RematStep_mlp.time_step", "time", "seconds", vnames, remat,
+                                               rounds=3, repeat=4),
+        "inference.Forward_mlp.time_forward": bench("inference.Forward_mlp.time_forward", "time", "seconds", names,
+                                                    fwd, rounds=1, repeat=4),
+        "remat.RematCost_mlp.track_peak_bytes": bench("remat.RematCost_mlp.track_peak_bytes", "track", "bytes",
+                                                      vnames, remat),
+        "recording.GraphCost_mlp.track_saved_bytes": bench("recording.GraphCost_mlp.track_saved_bytes", "track",
+                                                           "bytes", names[:3] + names[4:], cost),
+        "recording.GraphCost_mlp.track_graph_size": bench("recording.GraphCost_mlp.track_graph_size", "track",
+                                                          "count", names[:3] + names[4:], cost),
+        "harness.Overhead_mlp.track_mystery": bench("harness.Overhead_mlp.track_mystery", "track", "widgets",
+                                                    names[:3] + names[4:], cost),
+        "version": 2,
+    }
+    results = {
+        "recording.GradStep_mlp.time_step": timed(grad, GRAD),
+        "remat.RematStep_mlp.time_step": timed(remat, REMAT),
+        # one process each; JAX's record mode was skipped (asv's NaN) and PyTorch's record failed (None)
+        "inference.Forward_mlp.time_forward": entry(fwd, [1e-3, None, 2e-3, math.nan],
+                                                    [chunk(1.0), None, chunk(2.0), None]),
+        "remat.RematCost_mlp.track_peak_bytes": entry(remat, [4 * 2 ** 20, 2 ** 20, 6 * 2 ** 20, 3 * 2 ** 20]),
+        "recording.GraphCost_mlp.track_saved_bytes": entry(cost, [2 ** 20, 3 * 2 ** 19]),
+        "recording.GraphCost_mlp.track_graph_size": entry(cost, [8, 22]),
+        "harness.Overhead_mlp.track_mystery": entry(cost, [5, 7]),
+    }
+    machine = {"machine": "box", "cpu": "Test CPU 9000", "num_cpu": "4", "ram": "8 GB", "os": "Linux",
+               "arch": "x86_64", "device": "cpu", "torch": "2.9", "jax": "0.10", "version": 1}
+    (root / "box").mkdir(parents=True)
+    (root / "benchmarks.json").write_text(json.dumps(benchmarks))
+    (root / "box" / "machine.json").write_text(json.dumps(machine))
+    data = {"commit_hash": "abc123" + "0" * 34, "env_name": "existing-venv", "date": 1700000000000,
+            "params": {"machine": "box", "device": "cpu"}, "python": "3.11", "requirements": {}, "env_vars": {},
+            "result_columns": COLUMNS, "results": results, "durations": {}, "version": 2,
+            "tape_vs_trace": {"kernel": "6.1", "fingerprint": fingerprint or {"cpu_model": "Test CPU 9000"},
+                              "calibration": {"matmul_gflops": 123.0}}}
+    (root / "box" / "abc12300-existing-venv.json").write_text(json.dumps(data, allow_nan=True))
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
+    root = write_results(tmp_path_factory.mktemp("synthetic") / "results")
+    out = root.parent / "report"
+    warnings = []
+    from tape_vs_trace import report
+
+    report.write_report(root, out, warnings.append)
+    table = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    return table, (out / "summary.md").read_text(), warnings
+
+
+def row(table: pd.DataFrame, benchmark: str, framework: str, variant: str) -> pd.Series:
+    [r] = [r for _, r in table.iterrows() if r.benchmark.endswith(benchmark) and r.framework == framework
+           and r.variant == variant]
+    return r
+
+
+def md_table(text: str, metric: str) -> dict[str, list[str]]:
+    """The rows (by case) of the table whose heading names `metric`."""
+    block = text.split(f"(`{metric}`,", 1)[1]
+    rows = {}
+    for line in block.splitlines()[2:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] not in ("case", "---"):
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_value_iqr_and_interval_come_from_per_process_medians(built) -> None:
+    table, text, _ = built
+    r = row(table, "GradStep_mlp.time_step", "torch", "eager")
+    # per-process medians 1.15, 2.15, 1.55 ms: median 1.55, not asv's pooled median of the 12 samples (1.84 ms)
+    assert math.isclose(float(r.value), 1.55 * MS) and int(r.processes) == 3 and int(r.samples) == 12
+    assert math.isclose(float(r.q25), 1.35 * MS) and math.isclose(float(r.q75), 1.85 * MS)
+    assert math.isclose(float(r.spread), 0.5 * MS)
+    assert math.isclose(float(r.ci_low), 1.15 * MS) and math.isclose(float(r.ci_high), 2.15 * MS)
+    assert r.benchmark_version == 3 or r.benchmark_version == "3"
+    assert r.run_date.startswith("2023-11-14")
+    cells = md_table(text, "time_step")["mlp s eager"]
+    assert cells[1] == "1.55 [1.15–2.15]" and cells[2] == "0.5"
+
+
+def test_ratio_interval_is_a_two_sample_bootstrap(built) -> None:
+    _, text, _ = built
+    rows = md_table(text, "time_step")
+    # 3.2 / 1.55 = 2.065, interval [3.0 / 2.15, 3.4 / 1.15] = [1.395, 2.957]: excludes 1
+    assert rows["mlp s eager"][-1] == "2.06× [1.4–2.96]"
+    # 1.1 / 1.2 = 0.917, interval [0.9 / 1.4, 1.3 / 1.0] = [0.643, 1.3]: holds 1
+    assert rows["mlp s compiled"][-1] == "no difference measurable on this machine (0.917×, 95 % interval 0.643–1.3)"
+
+
+def test_exact_metrics_are_their_own_interval(built) -> None:
+    table, text, _ = built
+    r = row(table, "track_saved_bytes", "jax", "")
+    assert float(r.ci_low) == float(r.ci_high) == float(r.value) == 3 * 2 ** 19 and r.basis == "exact"
+    assert md_table(text, "track_saved_bytes")["mlp s"][1:] == ["1", "1.5", "1.5× (exact)"]
+
+
+def test_one_process_and_failed_and_skipped(built) -> None:
+    table, text, _ = built
+    r = row(table, "time_forward", "jax", "no_grad")
+    assert int(r.processes) == 1 and r.ci_low == "" and r.basis == "one process"
+    rows = md_table(text, "time_forward")
+    assert rows["mlp s no_grad"][-1] == "2× (no interval: one process)"
+    assert rows["mlp s record"][1] == "failed" and rows["mlp s record"][3] == "not run"
+    assert rows["mlp s record"][-1] == "— (only one framework ran)"
+    assert "`inference.Forward_mlp.time_forward` mlp s record: not implemented for JAX (PyTorch ran it)" in text
+
+
+def test_refusals_in_the_tables(built) -> None:
+    _, text, warnings = built
+    assert {r[-1] for r in md_table(text, "track_peak_bytes").values()} == {"— (different memory methods)"}
+    assert md_table(text, "track_graph_size")["mlp s"][-1] == "— (counts different things)"
+    assert md_table(text, "track_mystery")["mlp s"][-1] == "— (counts different things)"
+    assert [w for w in warnings if "track_mystery" in w] == [
+        "metric track_mystery is not in implementations.metrics: read as exact (asv type track), no ratio"]
+
+
+def test_findings_state_differences_only_outside_the_interval(built) -> None:
+    _, text, _ = built
+    [remat] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, step time")]
+    # PyTorch: 3.1 / 2.1 = 1.476, interval [3.0 / 2.2, 3.3 / 2.0] = [1.364, 1.65]: a cost of 47.6 %
+    assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.36–1.65×)" in remat
+    # JAX: 2.3 / 2.2, interval [2.1 / 2.4, 2.5 / 2.0] holds 1
+    assert "JAX mlp s no difference measurable on this machine (2.2 ms → 2.3 ms; ratio 95 % interval 0.875–1.25×)" \
+        in remat
+    [peak] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, peak memory")]
+    assert "PyTorch mlp s −75.0 % (4 MiB → 1 MiB)" in peak and "JAX mlp s −50.0 % (6 MiB → 3 MiB)" in peak
+
+
+def test_provenance_prints_fingerprint_calibration_and_samples(built) -> None:
+    _, text, _ = built
+    assert "| cpu_model | Test CPU 9000 |" in text and "| matmul_gflops | 123.0 |" in text
+    assert "| `recording.GradStep_mlp.time_step` | 3 | 12 | processes |" in text
+    assert "| run date | 2023-11-14 22:13:20 UTC to 2023-11-14 22:13:20 UTC |" in text
+    assert "different hosts" not in text
+
+
+def test_different_fingerprints_say_different_hosts(tmp_path: Path, capsys) -> None:
+    root = write_results(tmp_path / "results")
+    other = json.loads((root / "box" / "abc12300-existing-venv.json").read_text())
+    other["commit_hash"], other["date"] = "def456" + "0" * 34, 1600000000000
+    other["tape_vs_trace"]["fingerprint"] = {"cpu_model": "Another CPU"}
+    (root / "box" / "def45600-existing-venv.json").write_text(json.dumps(other))
+    assert cli.main(["report", "--results", str(root), "--out", str(tmp_path / "out")]) == 0
+    assert "come from different hosts" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def like(**change) -> tuple[dict, dict]:
+    base = {"machine": "m", "commit": "c", "benchmark": "b", "benchmark_version": "1", "metric": "time_step",
+            "status": "ok", "comparable": True, "sampled": True, "memory_method": "", "basis": "processes"}
+    t = base | {"framework": "torch", "value": 2.0, "params": '{"framework":"torch","mode":"eager"}',
+                "process_medians": "[1.0, 2.0, 3.0]"}
+    j = base | {"framework": "jax", "value": 4.0, "params": '{"framework":"jax","mode":"eager"}',
+                "process_medians": "[4.0, 4.0, 4.0]"}
+    return t, j | change
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"params": '{"framework":"jax","mode":"compiled"}'}, "not like rows"),
+    ({"benchmark_version": "2"}, "not like rows"),
+    ({"status": "failed"}, "failed"),
+    ({"comparable": False}, "counts different things"),
+    ({"memory_method": "jax compiled.memory_analysis"}, "different memory methods"),
+])
+def test_ratio_rule_refuses_unlike_rows(change: dict, reason: str) -> None:
+    assert stats.compare(*like()).formed
+    t, j = like(**change)
+    c = stats.compare(t, j)
+    assert c.reason == reason and math.isnan(c.ratio)
+    assert stats.compare(t, None).reason == "only one framework ran"
+
+
+def test_ratio_rule_on_like_rows() -> None:
+    c = stats.compare(*like())
+    assert c.ratio == 2.0 and (c.low, c.high) == (4 / 3, 4.0) and c.differs is True
+    assert stats.compare(*like(process_medians="", basis="asv: no samples")).note == "no samples recorded"
+
+
+def test_split_refuses_what_it_cannot_assign() -> None:
+    assert stats.Split(2, 3).chunks([1, 2, 3, 4, 5, 6])[0] == [[1, 2, 3], [4, 5, 6]]
+    assert stats.Split(2, 4).chunks([1, 2, 3, 4, 5, 6])[0] is None
+    assert stats.Split(2, [1, 10, 5.0]).chunks([1, 2, 3])[0] is None
+    assert re.search("not a fixed count", stats.Split(2, 0).chunks([1.0])[1])
