@@ -90,8 +90,9 @@ def scrub_results(results: Path) -> list[Path]:
     "tape_vs_trace", which asv ignores and the report prints.
 
     Safe to run twice and after a second run of the same commit: a fresh file whose scrubbed name exists already
-    is merged into it (`merge_results`); the older run's record moves to "tape_vs_trace"["earlier_runs"] with the
-    benchmarks whose values still come from it, so no saved value is lost and none loses its provenance.
+    is merged into it (`merge_results`); an older run's record (another fingerprint or calibration) moves to
+    "tape_vs_trace"["earlier_runs"] with the benchmarks whose values still come from it, so no saved value is lost
+    and none loses its provenance.
     """
     changed = []
     for path in sorted(p for p in results.glob("*/*.json") if p.name != "machine.json"):
@@ -110,7 +111,10 @@ def scrub_results(results: Path) -> list[Path]:
             data, kept = merge_results(old, data)
             earlier = old.get("tape_vs_trace", {})
             runs = earlier.pop("earlier_runs", [])
-            if kept:
+            ours = data["tape_vs_trace"]
+            # Chunks of one run (gpu_bench.sh scrubs after each) share a record: keep one, not one per chunk.
+            same_run = earlier.get("calibration") == ours.get("calibration") and machine.same_host(earlier, ours)[0]
+            if kept and not same_run:
                 runs.append({**earlier, "benchmarks_kept": kept})
             data["tape_vs_trace"]["earlier_runs"] = runs
         tmp = target.with_name(target.name + ".tmp")
