@@ -13,7 +13,7 @@
 # Each chunk is one `asv run -b REGEX` under its own `timeout`. asv saves a run's results only when it ends, so a
 # chunk that times out loses its own results and nothing else: after EVERY chunk the results are scrubbed and
 # copied to OUTDIR. Set-up: `make setup DEVICE=cuda`, or scripts/setup_offline.sh with TVT_OFFLINE=1.
-# TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (600 s each). TVT_SETUP=0, TVT_CALIBRATE=0 and
+# TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s). TVT_SETUP=0, TVT_CALIBRATE=0 and
 # TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's).
 set -euo pipefail
 out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
@@ -60,7 +60,8 @@ copy_out() {  # scrub (merging into the saved file) and copy what is saved so fa
 }
 
 if [ -n "${TVT_GPU_BENCHMARKS:-}" ]; then
-    chunks=$(for regex in $TVT_GPU_BENCHMARKS; do printf '%s\t600\t%s\n' "$regex" "$regex"; done)
+    chunks=$(for regex in $TVT_GPU_BENCHMARKS; do
+        printf '%s\t%s\t%s\n' "$regex" "${TVT_CHUNK_TIMEOUT_S:-600}" "$regex"; done)
 else
     chunks=$("$py" scripts/gpu_chunks.py "$profile")
 fi
