@@ -22,6 +22,7 @@ import pkgutil
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 # One H200, everything included: set-up, calibration, the chunks, the copies.
 QUICK_BUDGET_S = 420
@@ -72,6 +73,9 @@ FULL_MIN_TIMEOUT_S = 600  # asv's own per-benchmark timeout (asv.conf.json): a c
 
 def discover() -> list[str]:
     """asv's names of every benchmark x parameter combination of this process's grid (TVT_DEVICE decides it)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:  # `python scripts/gpu_chunks.py` puts scripts/ on the path, not the repository
+        sys.path.insert(0, root)
     import benchmarks
 
     names = []
