@@ -1,7 +1,10 @@
 # tape-vs-trace: every target sets up .venv itself on a fresh machine; a second run with nothing changed installs nothing.
 #
-# DEVICE picks the builds: cpu (PyTorch's CPU build, JAX CPU) or cuda (PyTorch's CUDA build, jax[cuda12]).
-# It defaults to cuda where nvidia-smi lists a GPU; override with `make bench DEVICE=cpu`.
+# DEVICE picks the builds: cpu (PyTorch's CPU build, JAX CPU) or cuda (PyTorch's CUDA build and the jax CUDA plugin
+# that matches torch's CUDA major version, from scripts/jax_cuda.py). It defaults to cuda where nvidia-smi lists a
+# GPU; override with `make bench DEVICE=cpu`.
+# TVT_OFFLINE=1 (or, for DEVICE=cuda, a $(PYTHON) that already has torch with CUDA and jax with a CUDA plugin) sets
+# up without network: scripts/setup_offline.sh reuses the installed torch and jax.
 PYTHON ?= python3
 DEVICE ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 PIP_ARGS ?=
@@ -13,11 +16,20 @@ STAMP := $(VENV)/.installed-$(DEVICE)
 
 setup: $(STAMP)
 
+TVT_OFFLINE ?= $(shell [ "$(DEVICE)" = cuda ] && $(PYTHON) scripts/jax_cuda.py --preinstalled >/dev/null 2>&1 \
+	&& echo 1 || echo 0)
+
 $(STAMP): pyproject.toml requirements/$(DEVICE).txt
+ifeq ($(TVT_OFFLINE),1)
+	PYTHON=$(PYTHON) DEVICE=$(DEVICE) scripts/setup_offline.sh
+else
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q $(PIP_ARGS) -r requirements/$(DEVICE).txt -e '.[dev]'
+	@if [ "$(DEVICE)" = cuda ]; then $(PY) -m pip install --disable-pip-version-check -q $(PIP_ARGS) \
+		"$$($(PY) scripts/jax_cuda.py)"; fi
 	@rm -f $(VENV)/.installed-*
 	@touch $@
+endif
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -29,14 +41,18 @@ test: $(STAMP) lint
 # results/<machine>/ for the committed HEAD, then the report in results/report/ and the dashboard in html/.
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
 # ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
+# First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
+# result, and benchmark processes read it through TVT_CALIBRATION (the roofline's one matmul rate).
 ASV_ARGS ?=
+CALIBRATION := $(abspath .asv/calibration.json)
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
-	{ TVT_DEVICE=$(DEVICE) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
+	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS) || status=$$?; } && \
-	$(VENV)/bin/tape-vs-trace scrub-results results && \
+	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/asv publish && \
 	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \

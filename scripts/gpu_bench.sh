@@ -1,58 +1,102 @@
 #!/usr/bin/env bash
-# The GPU suite in one command, for a CUDA machine: set up, run every benchmark at the GPU sizes, check the
-# allocator peaks against the analytic expectation, and leave the asv results and a log in OUTDIR.
+# The GPU suite in one command, for a CUDA machine: set up, calibrate, run the benchmarks at the GPU sizes in
+# chunks, check allocator peaks against their analytic bounds, and leave the asv results and a log in OUTDIR.
 #
-#   scripts/gpu_bench.sh OUTDIR
+#   scripts/gpu_bench.sh OUTDIR [quick|full]      (default: quick; TVT_OFFLINE=1 without network)
 #
-# With network access it installs the CUDA builds (requirements/cuda.txt) into .venv like `make setup DEVICE=cuda`.
-# Offline (TVT_OFFLINE=1), it reuses the torch and jax already installed for python3 (a venv with system site
-# packages) and installs asv, asv-runner and the project from the wheels in $TVT_WHEELS (default .whl/).
-# asv saves results only when a run ends, so the suite runs in chunks (one `-b` pattern each, most cited first) and
-# no new chunk starts after TVT_ASV_SECONDS (default 360) of benchmarking, aiming at 8 minutes on one H200 with
-# set-up and the peak check; a chunk already running finishes (each benchmark has asv's 600 s timeout), so the
-# budget is a target, not a guarantee. Whatever finished is saved. TVT_GPU_BENCHMARKS replaces the list.
+# quick: the most cited benchmarks (scripts/gpu_chunks.py: gradient steps of mlp and transformer eager and compiled
+#        in float32 highest/tf32 and bfloat16, transformer remat time and peak per policy, the custom-backward
+#        swiglu, transformer inference), within TVT_BUDGET_S (default 420 s: 7 minutes, set-up included). No chunk
+#        starts when less than 20 s are left, and a chunk's timeout never reaches past the budget.
+# full:  every benchmark, one chunk per class, most cited first; no budget (see the README for its wall time).
+#
+# Each chunk is one `asv run -b REGEX` under its own `timeout`. asv saves a run's results only when it ends, so a
+# chunk that times out loses its own results and nothing else: after EVERY chunk the results are scrubbed and
+# copied to OUTDIR. Set-up: `make setup DEVICE=cuda`, or scripts/setup_offline.sh with TVT_OFFLINE=1.
+# TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s). TVT_SETUP=0, TVT_CALIBRATE=0 and
+# TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's).
 set -euo pipefail
-out=${1:?usage: scripts/gpu_bench.sh OUTDIR}
+out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
+profile=${2:-quick}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 exec > >(tee "$out/log.txt") 2>&1
 start=$(date +%s)
+case "$profile" in
+    quick) budget=${TVT_BUDGET_S:-420} ;;
+    full) budget=${TVT_BUDGET_S:-0} ;;  # 0: no budget
+    *) echo "error: unknown profile '$profile'; valid choices: quick, full"; exit 1 ;;
+esac
 nvidia-smi || { echo "error: no NVIDIA GPU found (nvidia-smi failed)"; exit 1; }
+py=${TVT_PYTHON:-.venv/bin/python}
+asv=${TVT_ASV:-.venv/bin/asv}
 
-if [ "${TVT_OFFLINE:-0}" = 1 ]; then
-    test -x .venv/bin/python || python3 -m venv --system-site-packages .venv
-    .venv/bin/python -m pip install -q --no-index --find-links "${TVT_WHEELS:-.whl}" asv asv-runner
-    .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
-else
-    make setup DEVICE=cuda
-fi
-.venv/bin/python - <<'PY'
+if [ "${TVT_SETUP:-1}" = 1 ]; then
+    if [ "${TVT_OFFLINE:-0}" = 1 ]; then DEVICE=cuda scripts/setup_offline.sh; else make setup DEVICE=cuda; fi
+    "$py" - <<'PY'
 import jax, torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
 print("jax", jax.__version__, jax.devices())
 assert torch.cuda.is_available() and jax.devices()[0].platform == "gpu", "both frameworks must see the GPU"
 PY
+fi
+export TVT_DEVICE=cuda
+python_abs=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")  # the venv's own path, not its symlink's target
+machine=$("$py" -m tape_vs_trace.cli machine)
+echo "machine: $machine, profile: $profile, budget: ${budget}s (0: none)"
+export TVT_CALIBRATION=$PWD/.asv/calibration.json
+if [ "${TVT_CALIBRATE:-1}" = 1 ]; then
+    timeout 120 "$py" -m tape_vs_trace.cli calibrate --out "$TVT_CALIBRATION" ||
+        echo "warning: calibration failed: results will carry no calibration"
+fi
 
-machine=$(TVT_DEVICE=cuda .venv/bin/tape-vs-trace machine)
-echo "machine: $machine"
-status=0
-deadline=$(( $(date +%s) + ${TVT_ASV_SECONDS:-360} ))
-chunks=${TVT_GPU_BENCHMARKS:-"harness Roofline GradStep_mlp GradStep_transformer RematCost_transformer
-    RematStep_transformer CustomStep_swiglu CustomMemory ForwardMemory Forward_mlp EngineStep GraphCost
-    CompileSeconds RematCost_mlp RematStep_mlp RematCost_lstm RematStep_lstm GradStep_chain GradStep_lstm
-    ForwardRecording CustomStep_gmm"}
-for chunk in $chunks; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-        echo "time budget reached: not run: $chunk and the chunks after it"
-        break
+copy_out() {  # scrub (merging into the saved file) and copy what is saved so far
+    "$py" -m tape_vs_trace.cli scrub-results results >/dev/null
+    if [ -d "results/$machine" ]; then
+        cp -r "results/$machine" "$out/"
+        cp results/benchmarks.json "$out/" 2>/dev/null || true
     fi
-    TVT_DEVICE=cuda .venv/bin/asv run --set-commit-hash "$(git rev-parse HEAD)" -b "$chunk" \
-        -E "existing:$PWD/.venv/bin/python" --machine "$machine" --launch-method spawn --show-stderr || status=$?
-done
-echo "asv exit status: $status (non-zero: some benchmarks failed; they are recorded as failed)"
-.venv/bin/tape-vs-trace scrub-results results
-TVT_DEVICE=cuda .venv/bin/python -m tape_vs_trace.gpucheck | tee "$out/peak_check.txt" || status=$?
-if [ -d "results/$machine" ]; then cp -r "results/$machine" results/benchmarks.json "$out/"; else
-    echo "no results were saved for $machine"; status=1; fi
+}
+
+if [ -n "${TVT_GPU_BENCHMARKS:-}" ]; then
+    chunks=$(for regex in $TVT_GPU_BENCHMARKS; do
+        printf '%s\t%s\t%s\n' "$regex" "${TVT_CHUNK_TIMEOUT_S:-600}" "$regex"; done)
+else
+    chunks=$("$py" scripts/gpu_chunks.py "$profile")
+fi
+status=0
+not_run=()
+while IFS=$'\t' read -r -u 3 name timeout_s regex; do
+    if [ "$budget" -gt 0 ]; then
+        left=$(( start + budget - $(date +%s) ))
+        if [ "$left" -lt 20 ]; then not_run+=("$name"); continue; fi
+        [ "$timeout_s" -le "$left" ] || timeout_s=$left
+    fi
+    echo "== chunk $name (timeout ${timeout_s}s): -b '$regex'"
+    rc=0
+    timeout "$timeout_s" "$asv" run --set-commit-hash "$(git rev-parse HEAD)" -b "$regex" -E "existing:$python_abs" \
+        --machine "$machine" --launch-method spawn --show-stderr || rc=$?
+    if [ "$rc" -eq 124 ]; then
+        echo "chunk $name timed out after ${timeout_s}s: its results are lost (asv saves when a run ends)"
+    elif [ "$rc" -ne 0 ]; then
+        echo "chunk $name: asv exit status $rc (failed benchmarks are recorded as failed)"
+    fi
+    [ "$rc" -eq 0 ] || status=$rc
+    copy_out
+    echo "== chunk $name done at $(( $(date +%s) - start ))s; results copied to $out"
+done 3<<< "$chunks"
+[ "${#not_run[@]}" -eq 0 ] || echo "time budget reached: not run: ${not_run[*]}"
+
+if [ "${TVT_PEAKCHECK:-1}" = 1 ]; then
+    left=$(( budget > 0 ? start + budget - $(date +%s) : 1800 ))
+    if [ "$left" -ge 60 ]; then
+        timeout "$left" "$py" -m tape_vs_trace.gpucheck | tee "$out/peak_check.txt" || status=$?
+    else
+        echo "peak check skipped: ${left}s left of the budget"
+    fi
+fi
+copy_out
+[ -d "results/$machine" ] || { echo "no results were saved for $machine"; status=1; }
 echo "wall seconds: $(( $(date +%s) - start ))"
 exit "$status"

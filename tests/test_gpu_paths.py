@@ -1,38 +1,207 @@
-"""The GPU paths, as far as a CPU allows: the peak check and the GPU script run here on the CPU; what needs CUDA
-is skipped without it, never faked."""
+"""The GPU paths, as far as a CPU allows: the peak check's bounds, the GPU script's chunks, budget and copies (with
+a fake asv and a fake nvidia-smi), the CUDA benchmark grid, and the offline set-up on a venv of a venv. What needs
+CUDA itself is skipped without it, never faked."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from benchmarks import common
+from implementations import frameworks
 from tape_vs_trace import gpucheck
 
 ROOT = Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+def _load_script(name: str):
+    """A plain-Python script of scripts/ as a module (registered first: dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+chunks = _load_script("gpu_chunks")
+
+
+def test_bounds_need_the_saved_bytes() -> None:
+    # A step that saves 1,000 bytes and returns 100: a peak of 500 above 50 resident bytes cannot be right.
+    expected = gpucheck.bounds(resident=50, saved=1000, returned=100)
+    assert (expected.lower, expected.upper) == (1050, 1150)
+    assert gpucheck.verdict(550, expected, "torch.cuda.max_memory_allocated").startswith("FLAG: below")
+    assert gpucheck.verdict(1100, expected, "torch.cuda.max_memory_allocated") == "ok"
+    assert gpucheck.verdict(1151, expected, "jax peak_bytes_in_use").startswith("FLAG: above")
+
+
+def test_an_upper_bound_is_an_error_and_never_printed() -> None:
+    row = {"framework": "jax", "workload": "mlp", "size": "s", "peak_bytes": 12_345_678, "lower_bytes": 1,
+           "upper_bytes": 99_999_999, "method": "jax memory_analysis (upper bound)"}
+    row["verdict"] = gpucheck.verdict(row["peak_bytes"], gpucheck.Bounds(1, 99_999_999), row["method"])
+    assert row["verdict"].startswith("error")
+    text = "\n".join(gpucheck.format_rows([row]))
+    assert "12,345,678" not in text and "12345678" not in text and "upper bound" in text
+
+
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_peak_check_measures_on_cpu(framework: str) -> None:
     row = gpucheck.measure(framework, "mlp", "64x256x1024", "cpu")
-    assert row["method"].startswith(common.MEMORY_METHODS[(framework, "cpu")])
-    # 64x256 input and two 256x1024 weights in float32: the resident bytes, and as many bytes of gradients.
-    assert row["resident_bytes"] == row["gradient_bytes"] == 4 * (64 * 256 + 2 * 256 * 1024)
-    assert row["expected_bytes"] == 2 * row["resident_bytes"] + row["saved_bytes"]
-    assert row["peak_bytes"] > row["resident_bytes"] + row["gradient_bytes"] // 2
-    assert row["gap"] == pytest.approx((row["peak_bytes"] - row["expected_bytes"]) / row["expected_bytes"])
+    assert row["method"] == frameworks.memory_method(framework, "cpu")
+    # 64x256 input and two 256x1024 weights in float32; a gradient for each, and the float32 loss.
+    assert row["resident_bytes"] == 4 * (64 * 256 + 2 * 256 * 1024)
+    assert row["returned_bytes"] == row["resident_bytes"] + 4
+    assert row["saved_bytes"] > 0
+    assert row["lower_bytes"] == row["resident_bytes"] + max(row["saved_bytes"], row["returned_bytes"])
+    assert row["upper_bytes"] == row["resident_bytes"] + row["saved_bytes"] + row["returned_bytes"]
+    assert row["verdict"] == "ok", row
 
 
-def test_gpu_script_parses_and_refuses_a_machine_without_gpu(tmp_path: Path) -> None:
+def test_gpucheck_bad_framework_is_one_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", "mxnet", "mlp", "s",
+                           "--device", "cpu"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.startswith("error: unknown framework 'mxnet'")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def cuda_grid() -> list[str]:
+    """asv's benchmark names on a CUDA machine: discovery in a process where TVT_DEVICE=cuda."""
+    code = ("import json, sys; sys.path.insert(0, 'scripts'); import gpu_chunks; "
+            "print(json.dumps(gpu_chunks.discover()))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env={**os.environ, "TVT_DEVICE": "cuda", "PYTHONPATH": str(ROOT)})
+    return json.loads(done.stdout)
+
+
+def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
+    classes = {name.split("(")[0].rsplit(".", 1)[0] for name in cuda_grid}
+    assert {"recording.GradStep_transformer", "recording.GradStep_mlp"} <= classes
+    assert any(c.startswith("remat.RematCost_transformer") for c in classes)
+    assert all("'cuda')" in name for name in cuda_grid if "(" in name and "'cpu'" not in name)
+    assert not any("'cpu')" in name for name in cuda_grid)
+    assert any("'bfloat16'" in name for name in cuda_grid) and any("'tf32'" in name for name in cuda_grid)
+
+
+def test_quick_chunks_select_what_they_promise(cuda_grid: list[str]) -> None:
+    picked = {c.name: chunks.select(c, cuda_grid) for c in chunks.QUICK}
+    assert all(picked.values()), {k: len(v) for k, v in picked.items()}
+    eager = picked["gradstep-eager"]
+    assert all("'eager'" in n and "GradStep_" in n for n in eager)
+    assert not any("'bfloat16', 'tf32'" in n for n in eager)
+    for needed in ("'torch'", "'jax'", "_mlp.", "_transformer.", "'float32', 'highest'", "'float32', 'tf32'",
+                   "'bfloat16', 'highest'"):
+        assert any(needed in n for n in eager), needed
+    compiled = picked["gradstep-compiled-torch"] + picked["gradstep-compiled-jax"]
+    assert all("'compiled'" in n for n in compiled) and len(compiled) == len(eager)
+    remat = picked["remat-transformer"]
+    assert {n.split("(")[0] for n in remat} >= {"remat.RematStep_transformer.time_step",
+                                                "remat.RematCost_transformer.track_peak_bytes"}
+    assert all("swiglu" in n for n in picked["custom-swiglu"])
+
+
+def test_full_profile_runs_every_benchmark_once(cuda_grid: list[str]) -> None:
+    full = chunks.full(cuda_grid)
+    covered = [n for c in full for n in chunks.select(c, cuda_grid)]
+    assert sorted(covered) == sorted(cuda_grid)
+    assert full[0].name.startswith("harness") and all(c.timeout_s >= chunks.FULL_MIN_TIMEOUT_S for c in full)
+    with pytest.raises(ValueError, match="valid choices"):
+        chunks.profile("medium", cuda_grid)
+
+
+FAKE_ASV = r"""#!/usr/bin/env python3
+# A stand-in for asv run: records what OUTDIR held when it started, then saves one result for its -b regex.
+import json, os, pathlib, sys, time
+args = sys.argv[1:]
+regex, machine = args[args.index("-b") + 1], args[args.index("--machine") + 1]
+out = pathlib.Path(os.environ["FAKE_OUT"])
+seen = sorted(p.name for p in out.glob("*/*.json"))
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps({"regex": regex, "outdir": seen}) + "\n")
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+if regex == os.environ.get("FAKE_HANG"):
+    time.sleep(60)
+folder = pathlib.Path("results") / machine
+folder.mkdir(parents=True, exist_ok=True)
+(folder / "machine.json").write_text("{}")
+path = folder / "abcdef12-existing-py_fake_python.json"
+data = json.loads(path.read_text()) if path.exists() else {
+    "commit_hash": "abcdef12" * 5, "env_name": "existing-py_fake_python", "python": "3.12", "params": {},
+    "result_columns": ["result", "params", "version"], "results": {}, "durations": {}, "version": 2}
+data["results"][f"bench.{regex}"] = [[1.0], [["'torch'"]], "1"]
+path.write_text(json.dumps(data))
+"""
+FAKE_SMI = """#!/bin/sh
+case "$1" in --query-gpu*) echo "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 345 MHz, 9.0";;
+*) echo "| Driver Version: 580.65.06   CUDA Version: 13.0 |";; esac
+"""
+
+
+def _gpu_script_copy(tmp_path: Path) -> tuple[Path, dict]:
+    """The scripts in a git repository of their own (results land there, not here), fake asv and nvidia-smi."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "scripts", repo / "scripts")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "s"], cwd=repo, check=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("asv", FAKE_ASV), ("nvidia-smi", FAKE_SMI)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
+           "TVT_PYTHON": sys.executable, "TVT_ASV": str(bin_dir / "asv"), "TVT_SETUP": "0", "TVT_CALIBRATE": "0",
+           "TVT_PEAKCHECK": "0", "FAKE_OUT": str(out), "FAKE_LOG": str(tmp_path / "asv.log")}
+    return repo, env
+
+
+def _run_gpu_script(repo: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(repo / "scripts" / "gpu_bench.sh"), env["FAKE_OUT"], *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_GPU_BENCHMARKS="alpha beta gamma", TVT_CHUNK_TIMEOUT_S="3", FAKE_HANG="beta")
+    run = _run_gpu_script(repo, env, "full")
+    assert run.returncode == 124, run.stdout[-2000:]
+    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    assert [c["regex"] for c in calls] == ["alpha", "beta", "gamma"]
+    scrubbed = "abcdef12-existing-venv.json"
+    assert calls[0]["outdir"] == [] and calls[1]["outdir"] == calls[2]["outdir"] == [scrubbed, "machine.json"]
+    saved = json.loads((tmp_path / "out" / "gpu-nvidia-h200" / scrubbed).read_text())
+    assert sorted(saved["results"]) == ["bench.alpha", "bench.gamma"]  # beta was killed: only it is lost
+    log = (tmp_path / "out" / "log.txt").read_text()
+    assert "chunk beta timed out after 3s" in log and "machine: gpu-nvidia-h200, profile: full" in log
+
+
+def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_GPU_BENCHMARKS="one two three", TVT_BUDGET_S="24", FAKE_SLEEP="5")
+    start = time.monotonic()
+    run = _run_gpu_script(repo, env, "quick")
+    assert time.monotonic() - start < 24 + 5
+    assert run.returncode == 0, run.stdout[-2000:]
+    started = [json.loads(line)["regex"] for line in (tmp_path / "asv.log").read_text().splitlines()]
+    assert started[0] == "one" and len(started) < 3
+    assert f"time budget reached: not run: {' '.join(['one', 'two', 'three'][len(started):])}" in run.stdout
+
+
+def test_gpu_script_refuses_a_machine_without_gpu(tmp_path: Path) -> None:
     script = ROOT / "scripts" / "gpu_bench.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: the refusal path does not apply")
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has nvidia-smi: the refusal path does not apply")
     run = subprocess.run(["bash", str(script), str(tmp_path / "out")], capture_output=True, text=True,
                          env={"PATH": "/nonexistent:/usr/bin:/bin"}, timeout=60)
     assert run.returncode == 1
@@ -40,9 +209,65 @@ def test_gpu_script_parses_and_refuses_a_machine_without_gpu(tmp_path: Path) -> 
     assert (tmp_path / "out" / "log.txt").read_text().count("no NVIDIA GPU found") == 1
 
 
+def test_jax_cuda_plugin_follows_torch_cuda() -> None:
+    jax_cuda = _load_script("jax_cuda")
+    assert jax_cuda.jax_cuda_requirement("13.0", "0.11.2") == "jax[cuda13]==0.11.2"
+    assert jax_cuda.jax_cuda_requirement("12.8", None) == "jax[cuda12]"
+    for bad in (None, "11.8"):
+        with pytest.raises(ValueError):
+            jax_cuda.jax_cuda_requirement(bad, "0.11.2")
+
+
+@pytest.mark.slow
+def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
+    """The GPU machine's python3 is itself a venv with torch and jax; no network. Here: venv A of the base
+    interpreter, the frameworks 'preinstalled' in A by a .pth to a folder of links into this test's own
+    site-packages (without setuptools, pip or this project), and the set-up run on a copy without .git."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(tmp_path / "A")], check=True)
+    links = tmp_path / "preinstalled"
+    links.mkdir()
+    [site] = [p for p in sys.path if p.endswith("site-packages") and Path(p, "torch").is_dir()]
+    skip = ("setuptools", "_distutils_hack", "distutils-precedence", "pip", "__editable__", "tape_vs_trace")
+    for entry in Path(site).iterdir():
+        if not entry.name.startswith(skip):
+            (links / entry.name).symlink_to(entry)
+    [a_site] = (tmp_path / "A" / "lib").glob("python3*/site-packages")
+    (a_site / "preinstalled.pth").write_text(f"{links}\n")
+    copy = tmp_path / "copy"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(tmp_path / "A" / "bin" / "python"),
+           "DEVICE": "cpu", "TVT_WHEELS": str(tmp_path / "no-wheels")}
+    setup = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
+                           env=env, timeout=120)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert (copy / ".venv" / ".installed-cpu").exists()
+    venv_python = copy / ".venv" / "bin" / "python"
+    probe = subprocess.run([str(venv_python), "-c", "import tape_vs_trace, importlib.util as u; "
+                            "print(tape_vs_trace.__file__, u.find_spec('setuptools'))"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, check=True)
+    assert probe.stdout.split() == [str(copy / "tape_vs_trace" / "__init__.py"), "None"]
+    assert subprocess.run(["git", "branch", "--list", "main"], cwd=copy, capture_output=True, text=True,
+                          check=True).stdout.strip().endswith("main")
+    name = subprocess.run([str(copy / ".venv" / "bin" / "tape-vs-trace"), "machine"], cwd=copy, env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert name.startswith("cpu-")
+    smoke = subprocess.run([str(copy / ".venv" / "bin" / "asv"), "run", "--quick", "--dry-run", "-E",
+                            f"existing:{venv_python}", "--machine", name, "-b", r"harness.*\('torch', 'raw'",
+                            "--launch-method", "spawn"], cwd=copy, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert smoke.returncode == 0, smoke.stdout[-2000:] + smoke.stderr[-2000:]
+    assert "harness.Overhead.time_step" in smoke.stdout and "failed" not in smoke.stdout
+
+
 @requires_cuda
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_cuda_peak_uses_the_allocator(framework: str) -> None:
     done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", framework, "mlp",
                            "64x256x1024", "--device", "cuda"], capture_output=True, text=True, check=True)
-    assert common.MEMORY_METHODS[(framework, "cuda")] in done.stdout
+    assert frameworks.memory_method(framework, "cuda") in done.stdout

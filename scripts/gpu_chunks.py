@@ -1,0 +1,166 @@
+"""The chunks of `scripts/gpu_bench.sh`: which benchmarks each asv run selects, in which order, under which timeout.
+
+asv saves a run's results only when the run ends, and `timeout` kills a chunk that overruns, losing that chunk:
+chunks are therefore small, the most cited first, and gpu_bench.sh copies the results out after every one.
+
+    python scripts/gpu_chunks.py quick     # one line per chunk: name <TAB> timeout seconds <TAB> asv -b regex
+    python scripts/gpu_chunks.py full
+    python scripts/gpu_chunks.py estimate  # processes and estimated seconds per chunk of both profiles
+
+asv matches a parametrised benchmark's `-b` regex against `module.Class.method(param, ...)`, each parameter as its
+repr (`'torch'`), so one chunk can pick a mode, a dtype or a precision. Plain Python: it imports the benchmark
+files (never a framework) to list the grid of a CUDA machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import itertools
+import os
+import pkgutil
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# One H200, everything included: set-up, calibration, the chunks, the copies.
+QUICK_BUDGET_S = 420
+# What every quick run spends outside the chunks: offline set-up, machine record, calibration (two framework
+# processes) and the results copies (see RESERVE in gpu_bench.sh).
+QUICK_RESERVE_S = 60
+
+# Per-process wall time on a GPU machine, ASSUMED (no GPU was available when this table was written; replace with
+# measured figures from a gpu_bench.sh log): interpreter start, framework import and CUDA initialisation; asv's
+# timing (Benchmark.repeat = (3, 10, 5.0): at most 5 s of samples); the compile of a compiled mode in setup.
+START_S = {"torch": 4.0, "jax": 5.0}
+TIMING_S = 2.0
+COMPILE_S = {("torch", "mlp"): 10.0, ("torch", "transformer"): 40.0, ("jax", "mlp"): 2.0, ("jax", "transformer"): 8.0}
+DISCOVERY_S = 4.0  # asv imports every benchmark file once per run, i.e. once per chunk
+
+# Float32 at full precision and at TF32, and bfloat16 (at "highest": bfloat16 with tf32 is the same arithmetic).
+_NOT_BF16_TF32 = r"(?!.*'bfloat16', 'tf32')"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    name: str
+    regex: str  # asv -b
+    timeout_s: int
+
+
+# In priority order: gpu_bench.sh starts no chunk after the quick budget is spent, so the last ones are the first
+# to go. Under the assumed costs above the whole list needs about 8 minutes: PyTorch's compiled steps (Inductor
+# compiles each process anew) come last and are the likeliest to be cut.
+QUICK: tuple[Chunk, ...] = (
+    Chunk("gradstep-eager", rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager'", 110),
+    Chunk("remat-transformer",
+          r"remat\.(RematStep_transformer\.time_step|RematCost_transformer\.track_peak_bytes)\(", 120),
+    Chunk("custom-swiglu", r"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', 'float32', 'highest'", 50),
+    Chunk("inference-transformer", r"inference\.\w+_transformer\.", 50),
+    Chunk("gradstep-compiled-jax",
+          rf"recording\.GradStep_(mlp|transformer)\.time_step\('jax'{_NOT_BF16_TF32}.*'compiled'", 100),
+    Chunk("gradstep-compiled-torch",
+          rf"recording\.GradStep_(mlp|transformer)\.time_step\('torch'{_NOT_BF16_TF32}.*'compiled'", 240),
+)
+
+# The full profile: one chunk per benchmark class, these first (most cited), then every other class discovered.
+FULL_FIRST = ("harness.", "recording.Roofline", "recording.GradStep_mlp", "recording.GradStep_transformer",
+              "remat.RematCost_transformer", "remat.RematStep_transformer", "custom_backward.CustomStep_swiglu",
+              "custom_backward.CustomMemory", "inference.")
+FULL_MIN_TIMEOUT_S = 600  # asv's own per-benchmark timeout (asv.conf.json): a chunk may always finish one
+
+
+def discover() -> list[str]:
+    """asv's names of every benchmark x parameter combination of this process's grid (TVT_DEVICE decides it)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:  # `python scripts/gpu_chunks.py` puts scripts/ on the path, not the repository
+        sys.path.insert(0, root)
+    import benchmarks
+
+    names = []
+    for info in pkgutil.iter_modules(benchmarks.__path__):
+        if info.name == "common":
+            continue
+        module = importlib.import_module(f"benchmarks.{info.name}")
+        for cls_name, cls in sorted(vars(module).items()):
+            if not inspect.isclass(cls) or cls_name.startswith("_") or cls.__module__ != module.__name__:
+                continue
+            for method in sorted(m for m in dir(cls) if m.startswith(("time_", "track_", "peakmem_", "mem_"))):
+                base = f"{info.name}.{cls_name}.{method}"
+                params = getattr(cls, "params", None) or []
+                if not params:
+                    names.append(base)
+                    continue
+                if not isinstance(params[0], list):  # asv allows one flat list for a single parameter
+                    params = [params]
+                rounds = int(getattr(cls, "rounds", 1))
+                for combo in itertools.product(*params):
+                    names.extend([f"{base}({', '.join(repr(p) for p in combo)})"] * rounds)
+    return names
+
+
+def select(chunk: Chunk, names: list[str]) -> list[str]:
+    """The processes asv starts for `chunk` (a combination with rounds = 2 appears twice)."""
+    pattern = re.compile(chunk.regex)
+    return [n for n in names if pattern.search(n)]
+
+
+def process_seconds(name: str) -> float:
+    """Estimated wall time of one benchmark process (see the ASSUMED constants)."""
+    framework = next((fw for fw in START_S if f"('{fw}'" in name), "torch")
+    workload = next((w for w in ("transformer", "mlp") if f"_{w}." in name), "")
+    compiled = "'compiled'" in name or "CompileSeconds" in name or "Roofline" in name
+    return START_S[framework] + TIMING_S + (COMPILE_S.get((framework, workload), 10.0) if compiled else 0.0)
+
+
+def estimate(chunk: Chunk, names: list[str]) -> float:
+    return DISCOVERY_S + sum(process_seconds(n) for n in select(chunk, names))
+
+
+def full(names: list[str]) -> list[Chunk]:
+    """One chunk per class, FULL_FIRST order first; each timeout twice its estimate, never under asv's own."""
+    classes = list(dict.fromkeys(n.split("(")[0].rsplit(".", 1)[0] for n in names))
+    first = [c for prefix in FULL_FIRST for c in classes if c.startswith(prefix)]
+    ordered = list(dict.fromkeys(first + classes))
+    chunks = []
+    for cls in ordered:
+        chunk = Chunk(cls, rf"^{re.escape(cls)}\.", 0)
+        chunks.append(Chunk(cls, chunk.regex, max(FULL_MIN_TIMEOUT_S, round(2 * estimate(chunk, names)))))
+    return chunks
+
+
+def profile(name: str, names: list[str] | None = None) -> list[Chunk]:
+    """The chunks of profile `name` ('quick' or 'full'); a ValueError names the valid profiles."""
+    if name == "quick":
+        return list(QUICK)
+    if name == "full":
+        return full(discover() if names is None else names)
+    raise ValueError(f"unknown profile {name!r}; valid choices: quick, full")
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("TVT_DEVICE", "cuda")
+    if argv[:1] == ["estimate"]:
+        names = discover()
+        for prof in ("quick", "full"):
+            chunks = profile(prof, names)
+            total = sum(estimate(c, names) for c in chunks)
+            processes = sum(len(select(c, names)) for c in chunks)
+            print(f"{prof}: {len(chunks)} chunks, {processes} processes, about {total / 60:.0f} min of benchmarks")
+            for c in chunks:
+                print(f"  {c.name:40} {len(select(c, names)):4} processes  ~{estimate(c, names):5.0f} s  "
+                      f"(timeout {c.timeout_s} s)")
+        return 0
+    try:
+        chunks = profile(argv[0] if argv else "full")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for c in chunks:
+        print(f"{c.name}\t{c.timeout_s}\t{c.regex}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

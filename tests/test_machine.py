@@ -1,0 +1,216 @@
+"""The machine record: a series key that names the CPU generation and leaves RAM out, the fingerprint, the
+same-host check, calibration-normalised times, and scrub-results run twice."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace import cli, machine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+AMD = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+stepping\t: 1
+cpu MHz\t\t: 2445.406
+cache size\t: 512 KB
+flags\t\t: fpu sse sse2 avx avx2 fma avx512f avx512_bf16 sha_ni
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+"""
+H200 = "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 345 MHz, 9.0"
+BANNER = "| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |"
+
+
+def fake_smi(cmd: list[str]) -> str:
+    return H200 + "\n" if any(a.startswith("--query-gpu") for a in cmd) else BANNER
+
+
+def test_cpuinfo_gives_family_model_stepping_and_the_flags_of_interest() -> None:
+    cpu = machine.parse_cpuinfo(AMD)
+    assert (cpu["vendor"], cpu["model_name"], cpu["family"], cpu["model"], cpu["stepping"]) == \
+        ("AuthenticAMD", "AMD EPYC", "25", "17", "1")
+    assert cpu["flags"] == ["avx", "avx2", "avx512_bf16", "avx512f", "fma"]  # sse, sha_ni are not of interest
+    assert cpu["mhz"] == "2445.406"
+
+
+def test_cpu_name_tells_generations_apart_and_the_key_has_no_ram(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TVT_DEVICE", raising=False)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    zen3 = machine.record(AMD, gpu={})
+    zen2 = machine.record(AMD.replace("model\t\t: 17", "model\t\t: 49").replace("family\t: 25", "family\t: 23"),
+                          gpu={})
+    assert zen3["machine"] == "cpu-amd-epyc-f25m17-2c"
+    assert zen2["machine"] == "cpu-amd-epyc-f23m49-2c"
+    assert zen3["cpu"] == "AMD EPYC (family 25, model 17, stepping 1)"
+    assert "ram" not in zen3
+    # RAM grows between runs on these VMs: the key must not move with it.
+    monkeypatch.setattr(machine.os, "sysconf", lambda name: 4096 if name == "SC_PAGE_SIZE" else 123456789)
+    assert machine.record(AMD, gpu={}) == zen3
+    intel = machine.cpu_slug({"model_name": "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz"})
+    assert intel == "intel-xeon-platinum-8480"
+
+
+def test_gpu_record_from_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TVT_DEVICE", raising=False)
+    gpu = machine.gpu_info(fake_smi)
+    assert gpu == {"gpu": "NVIDIA H200", "memory_total": "143771 MiB", "driver_version": "580.65.06",
+                   "clocks_max_sm": "1980 MHz", "clocks_sm": "345 MHz", "compute_cap": "9.0",
+                   "driver_max_cuda": "13.0"}
+    fields = machine.record(AMD, gpu=gpu)
+    assert (fields["machine"], fields["device"]) == ("gpu-nvidia-h200", "NVIDIA H200")
+    assert not {"driver", "driver_version", "clocks_sm", "memory_total"} & set(fields)  # not in the series key
+    monkeypatch.setenv("TVT_DEVICE", "cpu")  # the CPU suite on a GPU machine is named after the CPU
+    assert machine.record(AMD, gpu=gpu)["machine"].startswith("cpu-amd-epyc-f25m17-")
+    assert machine.gpu_info(lambda cmd: "") == {}
+
+
+def test_fingerprint_holds_what_the_key_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for index, (level, kind, size) in enumerate([("1", "Data", "48K"), ("2", "Unified", "2048K")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(value + "\n")
+    assert machine.cache_sizes(tmp_path) == {"L1d": "48K", "L2": "2048K"}
+    monkeypatch.setattr(machine, "cache_sizes", lambda: {"L1d": "48K", "L2": "2048K"})
+    fp = machine.fingerprint(AMD, gpu=machine.gpu_info(fake_smi), stack={"torch_cuda": "13.0"})
+    assert fp["cpu"]["flags"] == ["avx", "avx2", "avx512_bf16", "avx512f", "fma"]
+    assert fp["cpu"]["caches"] == {"L1d": "48K", "L2": "2048K"}
+    assert fp["gpu"]["driver_version"] == "580.65.06" and fp["cuda"] == {"torch_cuda": "13.0"}
+    assert fp["ram_bytes"] > 0 and fp["kernel"]
+    assert "gpu" not in machine.fingerprint(AMD, gpu={})
+
+
+CALIBRATION = {"matmul_flops_per_s": {"float32": 5.0e10}, "matmul_flops_per_s_jax": {"float32": 6.0e10},
+               "copy_bytes_per_s": 4.0e9, "dispatch_seconds_per_op": {"torch": 5e-6, "jax": 2e-5}}
+
+
+def _details(cpuinfo: str = AMD, **calibration: object) -> dict:
+    fp = machine.fingerprint(cpuinfo, gpu={})
+    return {"fingerprint": fp, "calibration": {**CALIBRATION, **calibration}}
+
+
+def test_same_host_flags_another_cpu_or_another_speed() -> None:
+    same, reason = machine.same_host(_details(), _details())
+    assert same, reason
+    other_stepping = _details(AMD.replace("stepping\t: 1", "stepping\t: 2"))
+    same, reason = machine.same_host(_details(), other_stepping)
+    assert not same and "stepping" in reason
+    no_avx512 = _details(AMD.replace(" avx512f avx512_bf16", ""))
+    assert not machine.same_host(_details(), no_avx512)[0]
+    # The issue: the same name and model string, 1.58x slower.
+    slower = _details(matmul_flops_per_s={"float32": 5.0e10 / 1.58})
+    same, reason = machine.same_host(_details(), slower)
+    assert not same and "float32 matmul rate (flop/s, torch) differs by 58%" in reason
+    within = _details(dispatch_seconds_per_op={"torch": 5.5e-6, "jax": 2e-5})  # 10 %: noise
+    assert machine.same_host(_details(), within)[0]
+    slower_dispatch = _details(dispatch_seconds_per_op={"torch": 5e-6, "jax": 2.4e-5})
+    assert "jax dispatch" in machine.same_host(_details(), slower_dispatch)[1]
+    same, reason = machine.same_host({"kernel": "x"}, _details())
+    assert not same and "no fingerprint" in reason
+
+
+def test_normalised_times_are_labelled_counts_of_host_work() -> None:
+    flops = machine.normalised(0.002, CALIBRATION, "matmul_float32")
+    assert flops.value == pytest.approx(0.002 * 5.0e10) and "calibrated" in flops.unit and "flops" in flops.unit
+    ops = machine.normalised(0.002, CALIBRATION, "dispatch_torch")
+    assert ops.value == pytest.approx(400.0) and "dispatches" in ops.unit
+    # Twice as fast a host, twice as fast a step: the normalised value stays.
+    fast = {**CALIBRATION, "matmul_flops_per_s": {"float32": 1.0e11}}
+    assert machine.normalised(0.001, fast, "matmul_float32").value == pytest.approx(flops.value)
+    with pytest.raises(ValueError, match="valid choices"):
+        machine.normalised(1.0, CALIBRATION, "seconds")
+    with pytest.raises(ValueError, match="bfloat16"):
+        machine.normalised(1.0, CALIBRATION, "matmul_bfloat16")
+
+
+def test_machine_command_writes_a_key_without_ram(tmp_path: Path) -> None:
+    done = subprocess.run(["python", "-m", "tape_vs_trace.cli", "machine"], cwd=ROOT, capture_output=True,
+                          text=True, env={"HOME": str(tmp_path), "PATH": _path(), "PYTHONPATH": str(ROOT),
+                                          "TVT_DEVICE": "cpu"}, check=True)
+    name = done.stdout.strip()
+    entry = json.loads((tmp_path / ".asv-machine.json").read_text())[name]
+    assert entry["machine"] == name and "ram" not in entry and entry["device"] == "cpu"
+
+
+def _path() -> str:
+    import os
+    import sys
+
+    return f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+
+
+COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a"]
+PARAMS = [["'torch'", "'jax'"]]
+
+
+def _result_file(folder: Path, commit: str, env: str, results: dict) -> Path:
+    path = folder / f"{commit[:8]}-{env}.json"
+    path.write_text(json.dumps({"commit_hash": commit, "env_name": env, "python": "/x/.venv/bin/python",
+                                "params": {"machine": "m"}, "result_columns": COLUMNS, "results": results,
+                                "durations": {}, "version": 2}))
+    return path
+
+
+def _entry(values: list, version: str = "2") -> list:
+    return [values, PARAMS, version, 1, 1.0, [v if v is None else v * 0.9 for v in values]]
+
+
+def test_scrub_results_twice_merges_and_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "results" / "m"
+    folder.mkdir(parents=True)
+    (folder / "machine.json").write_text("{}")
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps(CALIBRATION))
+    monkeypatch.setenv("TVT_CALIBRATION", str(calibration))
+    monkeypatch.setattr(cli, "_python_version", lambda value: "3.12")
+    commit = "a" * 40
+    _result_file(folder, commit, "existing-py_x_.venv_bin_python", {"p.A.time_x": _entry([1.0, 2.0]),
+                                                                     "p.B.time_y": _entry([3.0, 4.0])})
+    [first] = cli.scrub_results(tmp_path / "results")
+    data = json.loads(first.read_text())
+    assert first.name == f"{commit[:8]}-existing-venv.json" and data["python"] == "3.12"
+    assert data["tape_vs_trace"]["calibration"] == CALIBRATION
+    assert data["tape_vs_trace"]["fingerprint"]["cpu"]
+    assert cli.scrub_results(tmp_path / "results") == []  # nothing fresh: a second scrub changes nothing
+    assert json.loads(first.read_text()) == data
+
+    # A second run of the same commit: B again, its torch value failed (null); A not run. Another host's speed.
+    calibration.write_text(json.dumps({**CALIBRATION, "matmul_flops_per_s": {"float32": 2.0e10}}))
+    _result_file(folder, commit, "existing-py_x_.venv_bin_python", {"p.B.time_y": _entry([None, 5.0])})
+    [second] = cli.scrub_results(tmp_path / "results")
+    assert second == first and len(list(folder.glob("*.json"))) == 2
+    merged = json.loads(second.read_text())
+    assert merged["results"]["p.A.time_x"][0] == [1.0, 2.0], "a benchmark the second run skipped is kept"
+    assert merged["results"]["p.B.time_y"][0] == [3.0, 5.0], "new values replace, a failed one keeps the old"
+    assert merged["results"]["p.B.time_y"][5] == [2.7, 4.5]
+    assert merged["tape_vs_trace"]["calibration"]["matmul_flops_per_s"]["float32"] == 2.0e10
+    [earlier] = merged["tape_vs_trace"]["earlier_runs"]
+    assert earlier["benchmarks_kept"] == ["p.A.time_x", "p.B.time_y"]
+    assert earlier["calibration"] == CALIBRATION
+
+    # A changed grid or version: positions mean other things, the new entry replaces the old one whole.
+    _result_file(folder, commit, "existing-py_x_.venv_bin_python", {"p.B.time_y": _entry([None, 6.0], "3")})
+    cli.scrub_results(tmp_path / "results")
+    assert json.loads(second.read_text())["results"]["p.B.time_y"][0] == [None, 6.0]
+
+
+def test_make_bench_calibrates_first_and_hands_the_file_to_asv() -> None:
+    done = subprocess.run(["make", "-n", "bench", "DEVICE=cpu"], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    text = done.stdout
+    calibrate, run, scrub = (text.index(s) for s in ("calibrate --out", "asv run", "scrub-results"))
+    assert calibrate < run < scrub
+    path = str(ROOT / ".asv" / "calibration.json")
+    assert f"TVT_CALIBRATION={path} " in text[calibrate:run + 10] and f"TVT_CALIBRATION={path} " in text[run - 200:]
