@@ -51,10 +51,10 @@ bench: $(STAMP)
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
-		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --show-stderr $(ASV_ARGS) || status=$$?; } && \
+		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
-	$(VENV)/bin/asv publish && \
+	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \
 	exit $$status
 
