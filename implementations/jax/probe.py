@@ -209,11 +209,16 @@ def _eqn_flops(eqn: Any) -> int:
         (contracting, _), _ = eqn.params["dimension_numbers"]
         lhs_shape = eqn.invars[0].aval.shape
         return 2 * out_elements * int(np.prod([lhs_shape[d] for d in contracting], dtype=np.int64))
-    # conv_general_dilated: each output element is a dot over (input features per group) x kernel window, i.e. the
-    # kernel's size over its output-feature dimension, as FlopCounterMode's formula has it.
-    rhs_shape = eqn.invars[1].aval.shape
-    out_feature = eqn.params["dimension_numbers"].rhs_spec[0]
-    return 2 * out_elements * int(np.prod(rhs_shape, dtype=np.int64)) // rhs_shape[out_feature]
+    # conv_general_dilated: each output element is a dot over (input features per group) x kernel window, or each
+    # input element meets every tap of every output feature of its group; the fewer of the two. A gradient
+    # convolution with respect to the input pads its operand with zeros, which the second count leaves out, as
+    # FlopCounterMode's formula for a transposed convolution does.
+    lhs_shape, rhs_shape = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+    numbers, kernel = eqn.params["dimension_numbers"], int(np.prod(rhs_shape, dtype=np.int64))
+    by_output = out_elements * kernel // rhs_shape[numbers.rhs_spec[0]]
+    by_input = (int(np.prod(lhs_shape, dtype=np.int64)) * kernel // rhs_shape[numbers.rhs_spec[1]]
+                // eqn.params["feature_group_count"])
+    return 2 * min(by_output, by_input)
 
 
 def _matmul_flops(jaxpr: jex.Jaxpr) -> int:
@@ -291,9 +296,10 @@ def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -
     if cache not in ("cold", "warm"):
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     jax.clear_caches()
-    start = time.perf_counter()
-    _warm_up_compiler(_device(args))
-    startup = time.perf_counter() - start
+    with _persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
+        start = time.perf_counter()
+        _warm_up_compiler(_device(args))
+        startup = time.perf_counter() - start
     with contextlib.ExitStack() as stack:
         directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
         stack.enter_context(_persistent_cache(directory))
