@@ -147,7 +147,8 @@ def saved_breakdown(fn: Callable[..., Any], *args: Any) -> list[SavedTensor]:
       alive once the caller's output is dropped and only the graph holds on to memory.
 
     Bytes are whole storages. A storage that no op allocated during the call existed before it: an argument, a
-    parameter, or a tensor `fn` closes over (a loss's output cotangent); its op is "argument". The others name the
+    parameter, or a tensor `fn` closes over (a loss's output cotangent); its op is "argument" (a tensor made inside
+    `fn` without an aten op, by ``torch.from_numpy`` say, would be taken for one). The others name the
     aten op that allocated them (``aten.mm``); shape and dtype are those of that op's output, or of the argument.
     The graph is freed before returning: nothing is kept alive by the measurement.
     """
