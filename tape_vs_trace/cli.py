@@ -154,6 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     pub.add_argument("--config", type=Path, default=Path("asv.conf.json"), help="asv config (default: asv.conf.json)")
     pub.add_argument("--out", type=Path, help="dashboard folder, replaced if it holds an earlier dashboard "
                      "(default: the config's html_dir)")
+    saved = sub.add_parser("saved", help="bytes each framework keeps for the backward pass, by producing op",
+                           description="Run PyTorch and JAX, each in its own process, on the loss of one workload "
+                                       "and print what each keeps for the backward pass, grouped by the op that "
+                                       "produced it.")
+    saved.add_argument("workload")
+    saved.add_argument("--size", help="workload size (default: its test size)")
+    saved.add_argument("--variant", default="plain")
+    saved.add_argument("--dtype", default="float32")
+    saved.add_argument("--format", choices=("text", "csv"), default="text")
     args = parser.parse_args(argv)
     if args.command == "machine":
         fields = machine.record()
@@ -170,6 +179,20 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args.results, args.out, args.readme)
     elif args.command == "publish":
         return _publish(args.config, args.results, args.out)
+    elif args.command == "saved":
+        return _saved(args.workload, args.size, args.variant, args.dtype, args.format)
+    return 0
+
+
+def _saved(workload: str, size: str | None, variant: str, dtype: str, fmt: str) -> int:
+    """Bad input or a failed framework process gets one line on stderr and exit status 1, never a traceback."""
+    from tape_vs_trace import saved
+
+    try:
+        print(saved.run(workload, size, variant, dtype, fmt))
+    except saved.SavedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

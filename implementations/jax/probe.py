@@ -7,6 +7,8 @@ differences to PyTorch that a reader must know are spelled out there, not hidden
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,20 +16,33 @@ from typing import Any
 
 import jax
 import jax.extend.core as jex
+import jax.numpy as jnp
 import numpy as np
 
-# (device, buffer pointer) names one allocation; device is part of the key because pointers of different devices
-# live in different address spaces.
-_BufferKey = tuple[str, int]
+# Primitives whose one sub-jaxpr has their inputs and outputs in the same order (a scan's outputs are its carry and
+# its stacked per-iteration values): a residual they return is looked for inside.
+_CALLS = ("pjit", "jit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call",
+          "scan")
 
 
 @dataclass(frozen=True)
 class SavedBytes:
-    """What the backward pass keeps: distinct buffers, their bytes, and the bytes beyond the arguments."""
+    """What the backward pass keeps: distinct buffers, their bytes, and the bytes beyond what existed before."""
 
     count: int
     total_bytes: int
     extra_bytes: int
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One residual: the primitive that produced it ("argument" if it existed before the call), shape, dtype, bytes."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    is_argument: bool
 
 
 @dataclass(frozen=True)
@@ -38,37 +53,77 @@ class PeakBytes:
     method: str
 
 
-def _buffers(tree: Any) -> Iterator[tuple[_BufferKey, int]]:
-    """(key, bytes) of every device buffer under `tree`; a sharded array yields one per addressable shard."""
-    for leaf in jax.tree_util.tree_leaves(tree):
-        if isinstance(leaf, jax.Array):
-            for shard in leaf.addressable_shards:
-                if shard.data.nbytes:
-                    yield (str(shard.device), shard.data.unsafe_buffer_pointer()), shard.data.nbytes
-        elif isinstance(leaf, np.ndarray) and leaf.nbytes:
-            yield ("numpy", leaf.__array_interface__["data"][0]), leaf.nbytes
+def _call_body(eqn: Any) -> jex.Jaxpr | None:
+    if eqn.primitive.name not in _CALLS:
+        return None
+    bodies = list(jex.jaxprs_in_params(eqn.params))
+    return bodies[0] if len(bodies) == 1 and len(bodies[0].outvars) == len(eqn.outvars) else None
+
+
+def _producer(var: Any, jaxpr: jex.Jaxpr) -> str | None:
+    """The primitive that computes `var` in `jaxpr`, looking through calls; None if `var` is an input of `jaxpr`."""
+    for eqn in jaxpr.eqns:
+        if not any(out is var for out in eqn.outvars):
+            continue
+        if eqn.primitive.name == "reduce_precision":
+            # checkpoint's partial evaluation wraps saved values in a no-op reduce_precision; JAX's own
+            # saved_residuals looks through it as well.
+            return _producer(eqn.invars[0], jaxpr)
+        body = _call_body(eqn)
+        if body is None:
+            return eqn.primitive.name
+        inner = body.outvars[[out is var for out in eqn.outvars].index(True)]
+        if isinstance(inner, jex.Literal):
+            return "literal"
+        if any(inner is v for v in body.invars):
+            # Passed through: the value of an input (a scan's stacked slices of a parameter, say) returned anew.
+            outer = eqn.invars[[v is inner for v in body.invars].index(True)]
+            found = None if isinstance(outer, jex.Literal) else _producer(outer, jaxpr)
+        else:
+            found = _producer(inner, body)
+        return found or eqn.primitive.name
+    return None
+
+
+def saved_breakdown(fn: Callable[..., Any], *args: Any) -> list[SavedTensor]:
+    """One record per distinct residual of ``jax.vjp(fn, *args)``, with the primitive that produced it.
+
+    The residuals are the leaves of the VJP function, traced: ``jax.vjp`` under ``make_jaxpr`` returns them as
+    outputs of the jaxpr, and the forward equations in front of them say which primitive computed each (through
+    jit, checkpoint and custom-rule calls). A residual that is an input of the traced function (an argument) or one
+    of its closed-over constants (a parameter or the output cotangent a loss closes over) existed before the call:
+    its op is "argument". These are the lines ``jax.ad_checkpoint.print_saved_residuals`` prints, counted once each
+    (``x * x`` saves ``x`` twice).
+    """
+    closed = jax.make_jaxpr(lambda *a: jax.tree_util.tree_leaves(jax.vjp(fn, *a)[1]))(*args)
+    jaxpr = closed.jaxpr
+    records, seen = [], set()
+    for var in jaxpr.outvars:
+        if not isinstance(var, jex.Literal) and id(var) in seen:
+            continue
+        seen.add(id(var))
+        aval = var.aval
+        existed = not isinstance(var, jex.Literal) and any(var is v for v in (*jaxpr.invars, *jaxpr.constvars))
+        op = "argument" if existed else "literal" if isinstance(var, jex.Literal) else _producer(var, jaxpr)
+        nbytes = int(np.prod(aval.shape, dtype=np.int64)) * aval.dtype.itemsize
+        records.append(SavedTensor(op, tuple(aval.shape), str(aval.dtype), nbytes, existed))
+    return records
 
 
 def saved_bytes(fn: Callable[..., Any], *args: Any) -> SavedBytes:
-    """The residuals that ``jax.vjp(fn, *args)`` keeps for the backward pass, deduplicated by buffer.
+    """The residuals that ``jax.vjp(fn, *args)`` keeps for the backward pass (see ``saved_breakdown``).
 
-    The residuals are the leaves of the returned VJP function: concrete arrays, so they can be deduplicated by
-    buffer pointer (``x * x`` saves one buffer twice: counted once) and matched against the arguments' buffers,
-    which ``extra_bytes`` leaves out. They agree with ``jax.ad_checkpoint.print_saved_residuals`` (the tests
-    check it), but that public helper only prints, and the function behind it is private and sees traced values,
-    not buffers. Call it eagerly, not under ``jit``.
-    JAX has no notion of a parameter: an array that `fn` closes over is a constant, not an argument, and counts
-    as extra, so pass parameters as arguments (PyTorch's probe also leaves out captured leaves that get gradients).
+    ``extra_bytes`` leaves out the residuals that existed before the call: the arguments and the arrays `fn`
+    closes over (parameters, the output cotangent of a loss), as PyTorch's probe leaves out storages allocated
+    before the call.
 
-    This is JAX's plan before XLA, the counterpart of PyTorch's eager tape: the forward runs op by op, so a
-    transposed operand (``w.T``) is a materialised copy and counts as extra, where PyTorch saves a view.
-    Under ``jit`` XLA may fuse, rematerialise or CSE residuals; ``peak_bytes`` sees that, this does not.
+    This is JAX's plan before XLA, the counterpart of PyTorch's eager tape: a transposed operand (``w.T``) is a
+    value of its own and counts as extra, where PyTorch saves a view. Under ``jit`` XLA may fuse, rematerialise or
+    CSE residuals; ``peak_bytes`` sees that, this does not.
     """
-    _, vjp_fn = jax.vjp(fn, *args)
-    arguments = dict(_buffers(args))
-    kept = dict(_buffers(vjp_fn))
-    extra = sum(nbytes for key, nbytes in kept.items() if key not in arguments)
-    return SavedBytes(count=len(kept), total_bytes=sum(kept.values()), extra_bytes=extra)
+    records = saved_breakdown(fn, *args)
+    return SavedBytes(count=len(records), total_bytes=sum(r.nbytes for r in records),
+                      extra_bytes=sum(r.nbytes for r in records if not r.is_argument))
 
 
 def _device(args: Any) -> jax.Device:
@@ -78,41 +133,54 @@ def _device(args: Any) -> jax.Device:
     return jax.devices()[0]
 
 
+def _analysed_peak(compiled: Any, platform: str, why: str = "") -> PeakBytes:
+    analysis = compiled.memory_analysis()
+    if analysis is None:
+        raise RuntimeError(f"{platform}: neither an allocator peak nor memory_analysis() is available")
+    size = analysis.output_size_in_bytes + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes
+    return PeakBytes(int(size), "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)" + why)
+
+
+def _measured_peak(run: Callable[[], Any], device: Any, compiled: Any) -> PeakBytes:
+    """The allocator's peak of one `run`, if the allocator can show it; memory_analysis otherwise.
+
+    ``peak_bytes_in_use`` is a high-water mark of the process that cannot be reset, and compilation (XLA's
+    autotuner included) allocates from the same BFC allocator. So the step is run once first, and its outputs are
+    kept: the measured run starts from a baseline higher by their size, and its peak (baseline + the step's own
+    peak) can rise above the mark the warm-up set. Only if it does is the mark the step's: otherwise the step's
+    peak is hidden below an earlier one, and XLA's buffer assignment is reported, under its own method name.
+    """
+    if device.memory_stats() is None:
+        return _analysed_peak(compiled, device.platform)
+    held = jax.block_until_ready(run())
+    before = device.memory_stats()
+    jax.block_until_ready(run())
+    after = device.memory_stats()
+    del held
+    if after["peak_bytes_in_use"] > before["peak_bytes_in_use"]:
+        return PeakBytes(int(after["peak_bytes_in_use"] - before["bytes_in_use"]), "jax peak_bytes_in_use")
+    return _analysed_peak(compiled, device.platform, "; the allocator peak was hidden by an earlier one")
+
+
 def peak_bytes(step: Callable[..., Any], *args: Any) -> PeakBytes:
     """Peak bytes allocated during one call of ``jax.jit(step)(*args)`` above what was resident before it.
 
-    The outputs (and gradients) are live at the end, so they are part of the peak. The step is compiled before
-    the baseline is read, so compilation is not part of it.
+    The outputs (and gradients) are live at the end, so they are part of the peak. Compilation and a warm-up run
+    come before the baseline is read, so neither is part of it.
 
-    GPU: the BFC allocator's ``peak_bytes_in_use`` minus ``bytes_in_use`` before the call. That peak cannot be
-    reset (JAX 0.10/0.11), so a benchmark must call this once per fresh process, with preallocation off and
-    nothing but the step's inputs resident. If the step does not exceed the process's earlier peak, the value is
-    only an upper bound and the method string says so; a warm-up run is not done for the same reason.
-
-    CPU (no allocator statistics): XLA's buffer assignment, ``memory_analysis()``: output + temp - alias. The
-    arguments are the resident baseline, so they are left out; XLA:CPU allocates the temp buffer and the outputs
-    for the whole run, so this is what the run allocates, decided at compile time.
+    GPU: the BFC allocator's ``peak_bytes_in_use`` minus ``bytes_in_use`` before the measured run, when the run
+    set a new high-water mark; see ``_measured_peak`` for why that is checked and what is returned otherwise.
+    Preallocation must be off. CPU (no allocator statistics): XLA's buffer assignment, ``memory_analysis()``:
+    output + temp - alias. The arguments are the resident baseline, so they are left out; XLA:CPU allocates the
+    temp buffer and the outputs for the whole run, so this is what the run allocates, decided at compile time.
     """
     compiled = jax.jit(step).lower(*args).compile()
-    device = _device(args)
-    before = device.memory_stats()
-    if before is None:
-        analysis = compiled.memory_analysis()
-        if analysis is None:
-            raise RuntimeError(f"{device.platform}: neither memory_stats() nor memory_analysis() is available")
-        size = analysis.output_size_in_bytes + analysis.temp_size_in_bytes - analysis.alias_size_in_bytes
-        return PeakBytes(int(size), "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)")
-    jax.block_until_ready(compiled(*args))
-    after = device.memory_stats()
-    method = "jax peak_bytes_in_use"
-    if after["peak_bytes_in_use"] <= before["peak_bytes_in_use"]:
-        method += " (upper bound: the step did not exceed an earlier peak of this process)"
-    return PeakBytes(int(after["peak_bytes_in_use"] - before["bytes_in_use"]), method)
+    return _measured_peak(lambda: compiled(*args), _device(args), compiled)
 
 
 def _equations(jaxpr: jex.Jaxpr) -> int:
-    # Nested jaxprs (jit, checkpoint, custom_vjp, scan bodies) are counted once each, like cost_analysis counts a
-    # scan body once; counting only the top level would make a checkpointed function look like one equation.
+    # Nested jaxprs (jit, checkpoint, custom_vjp, scan bodies) are counted once each; counting only the top level
+    # would make a checkpointed function look like one equation.
     return len(jaxpr.eqns) + sum(_equations(sub) for sub in jex.subjaxprs(jaxpr))
 
 
@@ -132,56 +200,121 @@ def graph_size(fn: Callable[..., Any], *args: Any) -> int:
     return _equations(jax.make_jaxpr(forward_backward)(args, jax.eval_shape(fn, *args)).jaxpr)
 
 
-def flops(step: Callable[..., Any], *args: Any) -> float:
-    """Flops of ``jax.jit(step)`` as XLA's ``cost_analysis()`` of the compiled program counts them.
-
-    Elementwise ops count (PyTorch's FlopCounterMode counts only matmul-like ops), and a loop body (``lax.scan``)
-    is counted once, not once per iteration. XLA:CPU can CSE away the recompute of ``jax.checkpoint`` in
-    straight-line code, and then the flops show it.
-    """
-    cost = jax.jit(step).lower(*args).compile().cost_analysis()
-    # Older jaxlibs return a one-element list of dicts.
-    cost = cost[0] if isinstance(cost, list) else cost
-    return float(cost["flops"])
-
-
-def compile_seconds(step: Callable[..., Any], *args: Any) -> dict[str, float]:
-    """Seconds of ``jax.jit(step).trace``, ``.lower`` and ``.compile``, each timed alone, all caches cleared first.
-
-    The persistent compilation cache is only on when a cache directory is configured; a benchmark must not set one.
-    """
-    jax.clear_caches()
-    start = time.perf_counter()
-    traced = jax.jit(step).trace(*args)
-    traced_at = time.perf_counter()
-    lowered = traced.lower()
-    lowered_at = time.perf_counter()
-    lowered.compile()
-    compiled_at = time.perf_counter()
-    return {"trace": traced_at - start, "lower": lowered_at - traced_at, "compile": compiled_at - lowered_at}
+def _eqn_flops(eqn: Any) -> int:
+    """2 M N K of one matmul-like equation (with its batch dimensions), 0 for any other."""
+    if eqn.primitive.name not in ("dot_general", "conv_general_dilated"):
+        return 0
+    out_elements = int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64))
+    if eqn.primitive.name == "dot_general":
+        (contracting, _), _ = eqn.params["dimension_numbers"]
+        lhs_shape = eqn.invars[0].aval.shape
+        return 2 * out_elements * int(np.prod([lhs_shape[d] for d in contracting], dtype=np.int64))
+    # conv_general_dilated: each output element is a dot over (input features per group) x kernel window, or each
+    # input element meets every tap of every output feature of its group; the fewer of the two. A gradient
+    # convolution with respect to the input pads its operand with zeros, which the second count leaves out, as
+    # FlopCounterMode's formula for a transposed convolution does.
+    lhs_shape, rhs_shape = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+    numbers, kernel = eqn.params["dimension_numbers"], int(np.prod(rhs_shape, dtype=np.int64))
+    by_output = out_elements * kernel // rhs_shape[numbers.rhs_spec[0]]
+    by_input = (int(np.prod(lhs_shape, dtype=np.int64)) * kernel // rhs_shape[numbers.rhs_spec[1]]
+                // eqn.params["feature_group_count"])
+    return 2 * min(by_output, by_input)
 
 
 def _matmul_flops(jaxpr: jex.Jaxpr) -> int:
     total = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general":
-            (contracting, _), _ = eqn.params["dimension_numbers"]
-            lhs_shape = eqn.invars[0].aval.shape
-            total += 2 * int(np.prod(eqn.outvars[0].aval.shape)) * int(np.prod([lhs_shape[d] for d in contracting]))
-        # A scan body runs `length` times; other nested jaxprs (jit, checkpoint, custom_vjp) run once.
-        times = eqn.params["length"] if eqn.primitive.name == "scan" else 1
-        for sub in jex.jaxprs_in_params(eqn.params):
-            total += times * _matmul_flops(sub)
+        total += _eqn_flops(eqn)
+        subs = [_matmul_flops(sub) for sub in jex.jaxprs_in_params(eqn.params)]
+        if eqn.primitive.name == "scan":
+            total += eqn.params["length"] * sum(subs)
+        elif eqn.primitive.name == "cond":
+            # One branch runs; which one is data-dependent: the costliest is counted.
+            total += max(subs, default=0)
+        else:
+            # jit, checkpoint, custom rules run once; a while loop's trip count is not known: its body counts once.
+            total += sum(subs)
     return total
 
 
 def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
-    """Matmul flops of one call of ``step(*args)`` (2 M N K per dot_general): the numerator of the roofline.
+    """Matmul-like flops of one call of ``step(*args)``: 2 M N K per dot_general (batch dimensions multiplied in),
+    the same per convolution, every ``lax.scan`` iteration counted; elementwise ops count zero.
 
-    Counted from the traced jaxpr, so unlike ``cost_analysis`` a ``lax.scan`` body counts once per iteration and
-    checkpointed recompute counts as traced (XLA:CPU may still remove it when compiling straight-line code).
+    Counted from the jaxpr of `step` as traced, which for a gradient is the differentiated program: the forward
+    that a checkpointed block recomputes in the backward is in it and counts. This is PyTorch's
+    ``FlopCounterMode`` quantity (XLA's ``cost_analysis`` counts a scan body once and elementwise ops too).
+    XLA:CPU can still remove a recompute when it compiles straight-line code; this counts what was asked for.
     """
     return float(_matmul_flops(jax.make_jaxpr(step)(*args).jaxpr))
+
+
+def flops(step: Callable[..., Any], *args: Any) -> float:
+    """The flops of one call of ``step(*args)`` that both frameworks count alike: ``matmul_flops``."""
+    return matmul_flops(step, *args)
+
+
+def _warm_up_compiler(device: jax.Device) -> None:
+    """Pays the process's one-time compile set-up (backend, MLIR and LLVM initialisation) on an unrelated function,
+    as the PyTorch probe pays Inductor's."""
+    x = jax.device_put(np.ones(8, np.float32), device)
+    jax.jit(jax.value_and_grad(lambda t: (jnp.sin(t) * 2).sum())).lower(x).compile()
+
+
+_CACHE_FLAGS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
+                "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
+
+
+@contextlib.contextmanager
+def _persistent_cache(directory: str | None) -> Iterator[None]:
+    """The persistent compilation cache in `directory` (every entry written), or off if None; restored after."""
+    from jax._src import compilation_cache  # the cache is set up once per process: reset() re-reads the flags
+
+    saved = {flag: getattr(jax.config, flag) for flag in _CACHE_FLAGS}
+    wanted = (True, directory, 0.0, -1) if directory else (False, None, *list(saved.values())[2:])
+    try:
+        for flag, value in zip(_CACHE_FLAGS, wanted):
+            jax.config.update(flag, value)
+        compilation_cache.reset_cache()
+        yield
+    finally:
+        for flag, value in saved.items():
+            jax.config.update(flag, value)
+        compilation_cache.reset_cache()
+
+
+def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -> dict[str, float]:
+    """Seconds of ``jax.jit(step).trace``, ``.lower`` and ``.compile``, each timed alone in one call, and "total"
+    (their sum, the counterpart of PyTorch's one number); "startup" is the warm-up's own seconds.
+
+    The process's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the PyTorch
+    side, so neither framework's number carries it. `cache`: "cold" clears the in-memory caches and turns the
+    persistent cache off; "warm" compiles once into a persistent cache in a fresh temporary directory, clears the
+    in-memory caches and times the compile that the cache serves (PyTorch: Inductor's FX-graph and AOTAutograd
+    caches, likewise).
+    """
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
+    jax.clear_caches()
+    with _persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
+        start = time.perf_counter()
+        _warm_up_compiler(_device(args))
+        startup = time.perf_counter() - start
+    with contextlib.ExitStack() as stack:
+        directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
+        stack.enter_context(_persistent_cache(directory))
+        if directory is not None:
+            jax.jit(step).lower(*args).compile()
+        jax.clear_caches()
+        start = time.perf_counter()
+        traced = jax.jit(step).trace(*args)
+        traced_at = time.perf_counter()
+        lowered = traced.lower()
+        lowered_at = time.perf_counter()
+        lowered.compile()
+        compiled_at = time.perf_counter()
+    return {"trace": traced_at - start, "lower": lowered_at - traced_at, "compile": compiled_at - lowered_at,
+            "total": compiled_at - start, "startup": startup}
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:

@@ -7,7 +7,9 @@ differences to JAX that a reader must know are spelled out there, not hidden.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -31,6 +33,18 @@ class SavedBytes:
     count: int
     total_bytes: int
     extra_bytes: int
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One saved storage: the aten op that allocated it ("argument" if it existed before the call), shape, dtype,
+    bytes (of the whole storage)."""
+
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    is_argument: bool
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,10 @@ def _nbytes(tensor: torch.Tensor) -> int:
     return tensor.untyped_storage().nbytes()
 
 
+def _dtype(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
 def _graph_nodes(outputs: Any) -> list[Any]:
     """Every autograd node reachable from the grad_fn of the tensors in `outputs`, each once."""
     stack = [t.grad_fn for t in _tensors(outputs) if t.grad_fn is not None]
@@ -76,7 +94,8 @@ def _graph_nodes(outputs: Any) -> list[Any]:
 
 
 class _StorageTracker(TorchDispatchMode):
-    """Tracks the storages that ops allocate inside the mode: which are still alive, and the peak of their bytes.
+    """Tracks the storages that ops allocate inside the mode: which are still alive, which op and output made each,
+    and the peak of their bytes.
 
     An op's output storage counts as new unless one of its inputs has it (views, in-place and out= ops), so memory
     that existed before the mode (parameters, inputs) is never counted. Liveness comes from weakref finalizers on
@@ -87,6 +106,9 @@ class _StorageTracker(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.live: dict[_StorageKey, tuple[weakref.ref, int]] = {}
+        # Storages can be freed while the mode runs, and their address reused: the latest allocation wins, which is
+        # the one a tensor still alive refers to.
+        self.made: dict[_StorageKey, tuple[str, tuple[int, ...], str]] = {}
         self.live_bytes = 0
         self.peak_bytes = 0
 
@@ -106,52 +128,74 @@ class _StorageTracker(TorchDispatchMode):
             if nbytes == 0 or key in inputs or key in self.live:
                 continue
             self.live[key] = (weakref.ref(storage), nbytes)
+            self.made[key] = (str(func.overloadpacket), tuple(tensor.shape), _dtype(tensor))
             weakref.finalize(storage, self._release, key, nbytes)
             self.live_bytes += nbytes
             self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         return out
 
 
-def saved_bytes(fn: Callable[..., Any], *args: Any) -> SavedBytes:
-    """What the autograd graph of ``fn(*args)`` keeps for the backward pass, deduplicated by storage.
+def saved_breakdown(fn: Callable[..., Any], *args: Any) -> list[SavedTensor]:
+    """One record per distinct storage that the autograd graph of ``fn(*args)`` keeps for the backward pass.
 
     Two sources, because neither sees everything:
 
     * ``saved_tensors_hooks`` sees every tensor an op saves on the tape (``x * x`` packs one storage twice: it is
-      counted once). Non-reentrant checkpoint saves only its inputs here; its inner saves go to its own hooks.
+      one record). Non-reentrant checkpoint saves only its inputs here; its inner saves go to its own hooks.
     * Selective checkpointing (``context_fn``) keeps the outputs of the ops its policy saves in a cache outside the
       tape, which the hooks never see. They are found as the storages allocated during the forward that are still
       alive once the caller's output is dropped and only the graph holds on to memory.
 
-    Bytes are whole storages. ``extra_bytes`` leaves out storages of tensors in `args` (nested dicts and lists
-    searched) and of the leaves the graph accumulates gradients into (parameters, also when captured by a closure).
+    Bytes are whole storages. A storage that no op allocated during the call existed before it: an argument, a
+    parameter, or a tensor `fn` closes over (a loss's output cotangent); its op is "argument" (a tensor made inside
+    `fn` without an aten op, by ``torch.from_numpy`` say, would be taken for one). The others name the
+    aten op that allocated them (``aten.mm``); shape and dtype are those of that op's output, or of the argument.
     The graph is freed before returning: nothing is kept alive by the measurement.
     """
-    arguments = {_key(t) for t in _tensors(args)}
-    packed: dict[_StorageKey, int] = {}
+    arguments = {_key(t): t for t in _tensors(args)}
+    # Sizes, shapes and dtypes go to a side dict: holding the tensors would keep their memory alive.
+    packed: dict[_StorageKey, tuple[int, tuple[int, ...], str]] = {}
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
         if _nbytes(tensor):
-            packed[_key(tensor)] = _nbytes(tensor)
-        # Sizes go to a side dict and a detached alias is returned: a saved graph output would otherwise hold its
-        # own grad_fn, a reference cycle that keeps the graph alive if backward is never run.
+            packed.setdefault(_key(tensor), (_nbytes(tensor), tuple(tensor.shape), _dtype(tensor)))
+        # A detached alias is returned: a saved graph output would otherwise hold its own grad_fn, a reference
+        # cycle that keeps the graph alive if backward is never run.
         return tensor.detach()
 
     tracker = _StorageTracker()
     with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), tracker:
         out = fn(*args)
     nodes = _graph_nodes(out)
-    leaves = {_key(node.variable) for node in nodes if hasattr(node, "variable")}
     del out
     gc.collect()
     # What survives now is held by the graph (the tape or a selective-checkpoint cache), `nodes` being its only root.
-    survivors = {key: nbytes for key, (ref, nbytes) in tracker.live.items() if ref() is not None}
+    kept = {key: nbytes for key, (ref, nbytes) in tracker.live.items() if ref() is not None}
+    kept.update({key: nbytes for key, (nbytes, _, _) in packed.items()})
+    records = []
+    for key, nbytes in kept.items():
+        if key in tracker.made:
+            op, shape, dtype = tracker.made[key]
+        else:
+            tensor = arguments.get(key)
+            shape, dtype = (tuple(tensor.shape), _dtype(tensor)) if tensor is not None else packed[key][1:]
+            op = "argument"
+        records.append(SavedTensor(op, shape, dtype, nbytes, op == "argument"))
     del nodes
     gc.collect()
-    kept = {**packed, **survivors}
-    total = sum(kept.values())
-    extra = sum(nbytes for key, nbytes in kept.items() if key not in arguments and key not in leaves)
-    return SavedBytes(count=len(kept), total_bytes=total, extra_bytes=extra)
+    return records
+
+
+def saved_bytes(fn: Callable[..., Any], *args: Any) -> SavedBytes:
+    """What the autograd graph of ``fn(*args)`` keeps for the backward pass, deduplicated by storage (see
+    ``saved_breakdown``).
+
+    ``extra_bytes`` leaves out the storages that existed before the call: the arguments, the parameters (also when
+    captured by a closure) and any other tensor `fn` closes over, such as a loss's output cotangent.
+    """
+    records = saved_breakdown(fn, *args)
+    return SavedBytes(count=len(records), total_bytes=sum(r.nbytes for r in records),
+                      extra_bytes=sum(r.nbytes for r in records if not r.is_argument))
 
 
 def _device(args: Any) -> torch.device:
@@ -199,11 +243,13 @@ def graph_size(fn: Callable[..., Any], *args: Any) -> int:
     return len(_graph_nodes(out))
 
 
-def flops(step: Callable[..., Any], *args: Any) -> float:
-    """Flops of one call of ``step(*args)`` as ``FlopCounterMode`` counts them.
+def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
+    """Matmul-like flops of one call of ``step(*args)`` as ``FlopCounterMode`` counts them: 2 M N K per mm, bmm,
+    addmm (einsum runs as these), convolutions and attention; elementwise ops count zero. Every loop iteration
+    runs eagerly, so each is counted, and so is the forward that a checkpointed block recomputes in the backward.
 
-    It counts only ops with a registered formula (matmuls, convolutions, attention); elementwise ops count zero,
-    while XLA's ``cost_analysis`` on the JAX side counts them. Recomputation in a checkpointed backward is counted.
+    The JAX probe counts the same quantity from the jaxpr (XLA's ``cost_analysis`` would not: it counts a scan body
+    once and elementwise ops too).
     """
     counter = FlopCounterMode(display=False)
     with counter:
@@ -211,29 +257,65 @@ def flops(step: Callable[..., Any], *args: Any) -> float:
     return float(counter.get_total_flops())
 
 
-def compile_seconds(step: Callable[..., Any], *args: Any) -> dict[str, float]:
-    """Seconds ``torch.compile`` adds: the first call of the compiled step minus a steady call.
+def flops(step: Callable[..., Any], *args: Any) -> float:
+    """The flops of one call of ``step(*args)`` that both frameworks count alike: ``matmul_flops``."""
+    return matmul_flops(step, *args)
 
-    Dynamo's in-memory state is reset and Inductor's on-disk caches are off, so the number is a cold compile,
-    as JAX's is after ``jax.clear_caches()``. "steady_call" is the fastest of three calls after the first.
-    The first compile in a process also pays Inductor's one-time set-up (a tiny mlp step: 16 s the first time,
-    2.3 s the second, on 2 CPU cores). That set-up is paid first, on a tiny function compiled forward and backward,
-    and returned apart as "startup" (that warm-up's own seconds): "compile" is the step's own compile, as JAX's
-    is (its backend is initialised when the arguments are placed on the device). Graph breaks are allowed (a step
-    that calls ``torch.autograd.grad`` has one); their graphs compile within the first call.
+
+def _warm_up_compiler(device: torch.device) -> None:
+    """Pays Inductor's one-time set-up in the process (a tiny mlp step: 16 s the first time, 2.3 s the second, on
+    2 CPU cores) on an unrelated function compiled forward and backward, as the JAX probe pays XLA's."""
+    from torch import _dynamo
+
+    warm = torch.ones(8, device=device, requires_grad=True)
+    torch.autograd.grad(torch.compile(lambda t: (t.sin() * 2).sum())(warm), warm)
+    _dynamo.reset()
+
+
+@contextlib.contextmanager
+def _compile_caches(directory: str | None) -> Iterator[None]:
+    """Inductor's FX-graph and AOTAutograd caches on disk in `directory`, or every compile cache off if None."""
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+    if directory is None:
+        with inductor_config.patch(force_disable_caches=True):
+            yield
+        return
+    with temporary_cache_dir(directory), inductor_config.patch(force_disable_caches=False, fx_graph_cache=True), \
+            functorch_config.patch(enable_autograd_cache=True):
+        yield
+
+
+def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -> dict[str, float]:
+    """Seconds ``torch.compile`` adds, "total": the first call of the compiled step minus a steady call (the
+    fastest of three after it). torch.compile has no phases that can be timed apart; JAX's are reported apart.
+
+    Inductor's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), and its seconds are
+    returned apart as "startup", so "total" is the step's own compile, as JAX's is. `cache`: "cold" turns Inductor's
+    on-disk caches off and resets Dynamo's in-memory state; "warm" compiles once with the FX-graph and AOTAutograd
+    caches on in a fresh temporary directory, resets the in-memory state (``torch._dynamo.reset()``) and times the
+    compile that the caches serve (JAX: its persistent compilation cache, likewise). Graph breaks are allowed (a
+    step that calls ``torch.autograd.grad`` has one); their graphs compile within the first call.
     """
     # Imported here: loading Inductor takes seconds and only this function needs it.
     from torch import _dynamo
-    from torch._inductor import config as inductor_config
 
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     device = _device(args)
     _dynamo.reset()
-    with inductor_config.patch(force_disable_caches=True):
+    with _compile_caches(None):
         start = time.perf_counter()
-        warm = torch.ones(8, device=device, requires_grad=True)
-        torch.autograd.grad(torch.compile(lambda t: (t.sin() * 2).sum())(warm), warm)
+        _warm_up_compiler(device)
         startup = time.perf_counter() - start
-        _dynamo.reset()
+    with contextlib.ExitStack() as stack:
+        directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
+        stack.enter_context(_compile_caches(directory))
+        if directory is not None:
+            torch.compile(step)(*args)
+            _dynamo.reset()
         compiled = torch.compile(step)
         start = time.perf_counter()
         compiled(*args)
@@ -246,16 +328,7 @@ def compile_seconds(step: Callable[..., Any], *args: Any) -> dict[str, float]:
             _sync(device)
             steady.append(time.perf_counter() - start)
     _dynamo.reset()
-    return {"compile": first - min(steady), "first_call": first, "steady_call": min(steady), "startup": startup}
-
-
-def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
-    """Matmul flops of one call of ``step(*args)`` (2 M N K per product): the numerator of the roofline.
-
-    ``FlopCounterMode`` counts only matmul-like ops already, so this is ``flops``; the JAX side counts the same
-    products from its jaxpr, loop trip counts included.
-    """
-    return flops(step, *args)
+    return {"total": first - min(steady), "first_call": first, "steady_call": min(steady), "startup": startup}
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:
