@@ -139,6 +139,15 @@ def test_jax_scan_stacks_a_copy_of_the_input() -> None:
     assert scan == loop + inputs.data["x"].nbytes
 
 
+def test_jax_scan_groups_copy_the_parameters() -> None:
+    # Known difference of the grouped scan form, op by op: the [layers / k, k, ...] re-layout of the parameters is
+    # a copy the scan keeps, so its saved bytes count the parameters once more than the loop form's.
+    inputs = workloads.make_inputs("transformer", "L4-B4-S64-D128", "float32")
+    scan = _extra_bytes("jax", "transformer", inputs.size, "remat_every2")
+    loop = _extra_bytes("jax", "transformer", inputs.size, "remat_every2", "layers")
+    assert scan == loop + inputs.data["x"].nbytes + sum(a.nbytes for a in inputs.params.values())
+
+
 # --- the math does not change -------------------------------------------------------------------------------------
 
 
