@@ -173,7 +173,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         WorkloadSpec(
             "transformer",
             "pre-LayerNorm blocks: causal self-attention + SwiGLU MLP",
-            ("plain", "unrolled", "remat_full", "remat_dots"),
+            ("plain", "unrolled", "remat_full", "remat_dots", "remat_names", "remat_offload", "remat_every2"),
             {
                 "tiny": {"layers": 2, "batch": 2, "seq": 4, "width": 8, "heads": 2, "ffn": 16},
                 "L4-B4-S64-D128": {"layers": 4, "batch": 4, "seq": 64, "width": 128, "heads": 4, "ffn": 512},

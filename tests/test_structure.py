@@ -42,3 +42,25 @@ def test_inputs_are_deterministic() -> None:
         np.testing.assert_array_equal(first.params[name], second.params[name])
     other_seed = workloads.make_inputs("mlp", "64x256x1024", seed=1)
     assert not np.array_equal(first.params["w1"], other_seed.params["w1"])
+
+
+@pytest.mark.parametrize("layout", ["stacked", "layers"])
+def test_same_layout_on_both_sides(layout: str) -> None:
+    # The same layout gives the same structure: per-layer lists of the same shapes, or one stacked array.
+    inputs = workloads.make_inputs("transformer")
+    torch_params, _ = torch_common.prepare(inputs, layout=layout)
+    jax_params, _ = jax_common.prepare(inputs, layout=layout)
+
+    def shapes(value):
+        return [tuple(v.shape) for v in value] if isinstance(value, list) else tuple(value.shape)
+
+    assert {k: shapes(v) for k, v in torch_params.items()} == {k: shapes(v) for k, v in jax_params.items()}
+    layers = len(inputs.params["w_qkv"])
+    assert all(isinstance(v, list) and len(v) == layers for v in jax_params.values()) == (layout == "layers")
+
+
+def test_default_layouts() -> None:
+    # Each framework's natural holding: PyTorch per-layer leaves, JAX the stack lax.scan consumes, per-layer arrays
+    # for the Python loop of 'unrolled'.
+    assert torch_common.default_layout("plain") == torch_common.default_layout("unrolled") == "layers"
+    assert jax_common.default_layout("plain") == "stacked" and jax_common.default_layout("unrolled") == "layers"

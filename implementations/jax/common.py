@@ -1,4 +1,21 @@
-"""Conversion, gradient and remat helpers shared by the JAX workloads (mirror of implementations.torch.common)."""
+"""Conversion, gradient and remat helpers shared by the JAX workloads (mirror of implementations.torch.common).
+
+Remat policies, matched by variant name with implementations.torch.common (where the two differ, it is said):
+
+| variant | JAX | PyTorch | where they differ |
+|---|---|---|---|
+| plain | no checkpoint | no checkpoint | - |
+| remat_full | jax.checkpoint (nothing saveable) | checkpoint(use_reentrant=False) | - |
+| remat_dots | policy dots_saveable | selective checkpoint saving aten mm/addmm/bmm | - (both keep batched matmuls) |
+| remat_names | save_only_these_names(*SAVED_NAMES), named() | selective checkpoint of the ops inside named() | - |
+| remat_offload | offload_dot_with_no_batch_dims to pinned_host | save_on_cpu(pin_memory=True), no recompute | (1) |
+| remat_every<k> | jax.checkpoint around each group of k layers | checkpoint around each group of k layers | - |
+
+(1) JAX moves the unbatched matmul outputs to host memory and recomputes everything else; PyTorch moves every
+saved tensor to host memory and recomputes nothing. Neither library offers the other's policy. CUDA only.
+dots_with_no_batch_dims_saveable would keep only the projections and recompute q @ k^T and weights @ v, which
+PyTorch's policy saves (its bmm), so remat_dots uses dots_saveable.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +27,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 
 from implementations.workloads import Inputs, spec, validate
+
+LAYOUTS = ("stacked", "layers")
+# The activations that remat_names keeps (tagged with named() in the workload modules).
+SAVED_NAMES = ("attention", "mlp_hidden")
+# Variants that run on a CUDA device only: host offload needs a device to offload from.
+CUDA_ONLY_VARIANTS = ("remat_offload",)
 
 
 def load(workload: str) -> ModuleType:
@@ -20,13 +44,22 @@ def load(workload: str) -> ModuleType:
     return importlib.import_module(f"{__package__}.{workload}")
 
 
-def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
-    """Framework copies of the spec's arrays: (params, data), placed on `device`."""
+def prepare(inputs: Inputs, device: str = "cpu", layout: str = "stacked") -> tuple[dict, dict]:
+    """Framework copies of the spec's arrays: (params, data), placed on `device`.
+
+    layout "stacked" keeps layer-stacked parameters (the workload module's LAYER_STACKED) as one [layers, ...] array,
+    what lax.scan consumes; "layers" gives a list of per-layer arrays, what a Python loop over layers consumes (as
+    PyTorch's prepare does): indexing the stack per layer in op-by-op JAX was a fifth of the eager step.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; valid choices: {', '.join(LAYOUTS)}")
     if inputs.dtype == "float64" and not jax.config.jax_enable_x64:
         # Without x64, device_put turns float64 into float32 without a word: refuse instead.
         raise RuntimeError("float64 inputs need implementations.jax.configure(..., float64=True) first")
     target = jax.devices(device)[0]
-    params = {name: jax.device_put(array, target) for name, array in inputs.params.items()}
+    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ()) if layout == "layers" else ()
+    params = {name: [jax.device_put(layer, target) for layer in array] if name in stacked
+              else jax.device_put(array, target) for name, array in inputs.params.items()}
     data = {name: jax.device_put(array, target) for name, array in inputs.data.items()}
     return params, data
 
@@ -58,7 +91,8 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
     validate(inputs.workload, variant=variant)
     module = load(inputs.workload)
-    params, data = prepare(inputs, device)
+    # 'unrolled' gets per-layer arrays, as op-by-op JAX runs it; their gradients come back as per-layer lists.
+    params, data = prepare(inputs, device, layout=default_layout(variant))
     seed = cotangent(inputs, device)
 
     def run(params, data):
@@ -71,10 +105,38 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 
 
+def default_layout(variant: str) -> str:
+    """The parameter layout each variant runs on by default: the Python loop of 'unrolled' gets per-layer arrays."""
+    return "layers" if variant == "unrolled" else "stacked"
+
+
+def named(name: str, fn: Callable, *args: Any) -> jax.Array:
+    """fn(*args), tagged `name` for remat_names (a single op on the PyTorch side, so the same tensor is kept)."""
+    return checkpoint_name(fn(*args), name)
+
+
+def remat_group(variant: str) -> int:
+    """k of 'remat_every<k>' (layers per checkpointed group), 1 for every other variant."""
+    if variant.startswith("remat_every"):
+        k = variant.removeprefix("remat_every")
+        if not k.isdigit() or int(k) < 1:
+            raise ValueError(f"bad remat group in {variant!r}: expected remat_every<k> with k >= 1")
+        return int(k)
+    return 1
+
+
 def remat(fn: Callable, variant: str) -> Callable:
-    """`fn` as is ('plain'), recomputed in the backward ('remat_full'), or saving only matmul outputs ('remat_dots')."""
-    if variant == "remat_full":
+    """`fn` under the remat policy named `variant` (the table in this module's docstring); other variants: as is."""
+    if variant == "remat_full" or variant.startswith("remat_every"):
         return jax.checkpoint(fn)
     if variant == "remat_dots":
         return jax.checkpoint(fn, policy=jax.checkpoint_policies.dots_saveable)
+    if variant == "remat_names":
+        return jax.checkpoint(fn, policy=jax.checkpoint_policies.save_only_these_names(*SAVED_NAMES))
+    if variant == "remat_offload":
+        if jax.default_backend() != "gpu":
+            raise ValueError(f"remat_offload needs a CUDA device (host offload); this JAX runs on "
+                             f"{jax.default_backend()}")
+        policy = jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host")
+        return jax.checkpoint(fn, policy=policy)
     return fn

@@ -1,9 +1,15 @@
-"""Conversion, gradient and remat helpers shared by the PyTorch workloads (mirror of implementations.jax.common)."""
+"""Conversion, gradient and remat helpers shared by the PyTorch workloads (mirror of implementations.jax.common).
+
+The remat policies and how each matches its JAX counterpart: the table in implementations.jax.common's docstring.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 from collections.abc import Callable
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -12,6 +18,14 @@ import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from implementations.workloads import Inputs, spec, validate
+
+LAYOUTS = ("stacked", "layers")
+# The activations that remat_names keeps (tagged with named() in the workload modules).
+SAVED_NAMES = ("attention", "mlp_hidden")
+# Variants that run on a CUDA device only: host offload needs a device to offload from.
+CUDA_ONLY_VARIANTS = ("remat_offload",)
+# The name of the named() region running now, read by the remat_names policy.
+_ACTIVE_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar("active_name", default=None)
 
 # The ops whose outputs the "save matmul outputs" policy keeps, the counterpart of jax's dots_saveable.
 _MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
@@ -34,13 +48,16 @@ def _leaf(array: np.ndarray, device: str) -> torch.Tensor:
     return _tensor(array).to(device).requires_grad_(True)
 
 
-def prepare(inputs: Inputs, device: str = "cpu") -> tuple[dict, dict]:
+def prepare(inputs: Inputs, device: str = "cpu", layout: str = "layers") -> tuple[dict, dict]:
     """Framework copies of the spec's arrays: (params, data), every array a leaf tensor that requires grad.
 
-    Layer-stacked parameters (names in the workload module's LAYER_STACKED) become one leaf per layer, the way a
-    PyTorch model holds them; indexing one stacked leaf per layer would add a full-size select_backward per layer.
+    layout "layers" (the default) makes layer-stacked parameters (names in the workload module's LAYER_STACKED) one
+    leaf per layer, the way a PyTorch model holds them; "stacked" keeps one [layers, ...] leaf, which the modules
+    index per layer at the cost of a full-size select_backward per layer.
     """
-    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; valid choices: {', '.join(LAYOUTS)}")
+    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ()) if layout == "layers" else ()
     params: dict[str, Any] = {}
     for name, array in inputs.params.items():
         if name in stacked:
@@ -103,25 +120,79 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[n
     """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
     validate(inputs.workload, variant=variant)
     module = load(inputs.workload)
-    params, data = prepare(inputs, device)
+    params, data = prepare(inputs, device, layout=default_layout(variant))
     out = module.forward(params, data, inputs.static, variant)
     grads = torch.autograd.grad((out * cotangent(inputs, device)).sum(), leaves((params, data)))
     grad_params, grad_data = unflatten(list(grads), (params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 
 
+def default_layout(variant: str) -> str:
+    """The parameter layout each variant runs on by default: per-layer leaves, as a PyTorch model holds them."""
+    return "layers"
+
+
+@contextlib.contextmanager
+def _naming(name: str):
+    token = _ACTIVE_NAME.set(name)
+    try:
+        yield
+    finally:
+        _ACTIVE_NAME.reset(token)
+
+
+def named(name: str, fn: Callable, *args: Any) -> torch.Tensor:
+    """fn(*args), its ops tagged `name` for remat_names; pass a single op, so that only its output is kept."""
+    with _naming(name):
+        return fn(*args)
+
+
+def remat_group(variant: str) -> int:
+    """k of 'remat_every<k>' (layers per checkpointed group), 1 for every other variant."""
+    if variant.startswith("remat_every"):
+        k = variant.removeprefix("remat_every")
+        if not k.isdigit() or int(k) < 1:
+            raise ValueError(f"bad remat group in {variant!r}: expected remat_every<k> with k >= 1")
+        return int(k)
+    return 1
+
+
 def _save_matmuls(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
     return CheckpointPolicy.MUST_SAVE if op in _MATMUL_OPS else CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def _selective_contexts():
-    return create_selective_checkpoint_contexts(_save_matmuls)
+def _save_named(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+    # Called in the forward and again in the recompute; the named() region is active in both, so both agree. Views
+    # are left out: a cached view of aten.matmul's input would keep that input alive, which JAX does not save.
+    if _ACTIVE_NAME.get() in SAVED_NAMES and not op.is_view:
+        return CheckpointPolicy.MUST_SAVE
+    return CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def _on_cuda(args: Any) -> bool:
+    return any(t.device.type == "cuda" for t in leaves(list(args)) if isinstance(t, torch.Tensor))
+
+
+def _offloaded(fn: Callable) -> Callable:
+    def run(*args: Any) -> Any:
+        if not _on_cuda(args):
+            raise ValueError("remat_offload needs a CUDA device (host offload); the inputs are on the CPU")
+        with torch.autograd.graph.save_on_cpu(pin_memory=True):
+            return fn(*args)
+
+    return run
 
 
 def remat(fn: Callable, variant: str) -> Callable:
-    """`fn` as is ('plain'), recomputed in the backward ('remat_full'), or saving only matmul outputs ('remat_dots')."""
-    if variant == "remat_full":
+    """`fn` under the remat policy named `variant` (the table in implementations.jax.common); other variants: as is."""
+    if variant == "remat_full" or variant.startswith("remat_every"):
         return lambda *args: checkpoint(fn, *args, use_reentrant=False)
     if variant == "remat_dots":
-        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=_selective_contexts)
+        contexts = partial(create_selective_checkpoint_contexts, _save_matmuls)
+        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=contexts)
+    if variant == "remat_names":
+        contexts = partial(create_selective_checkpoint_contexts, _save_named)
+        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=contexts)
+    if variant == "remat_offload":
+        return _offloaded(fn)
     return fn
