@@ -15,23 +15,30 @@ SIZES = by_device(
 )
 STEP_SIZES = by_device(cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
                        cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"]})
-VARIANTS = ["plain", "remat_full", "remat_dots"]
+# Policies matched by name on both sides (implementations/jax/common.py has the table of what each saves).
+# Offloading to host memory exists on CUDA only; grouping layers (remat_every2) is costed, not timed.
+STEP_VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", *by_device([], ["remat_offload"])]
+VARIANTS = [*STEP_VARIANTS, "remat_every2"]
 
 
-def variants(workload: str) -> list[str]:
-    """The remat policies `workload` has (the LSTM has no matmuls to save)."""
-    return [v for v in VARIANTS if v in workloads.spec(workload).variants]
+def _policies(names: list[str]):
+    def variants(workload: str) -> list[str]:
+        """The remat policies `workload` has (the LSTM has no matmuls to save)."""
+        return [v for v in names if v in workloads.spec(workload).variants]
+
+    return variants
 
 # Workloads whose JAX remat runs inside lax.scan: op by op, JAX would compile the scan anew on every call.
 _SCAN_REMAT = ("transformer", "lstm")
 
 
 class _RematStep(Benchmark):
-    """One forward + backward without remat ('plain'), recomputing every block ('remat_full'), or saving only
-    matmul outputs ('remat_dots'). mode 'eager': PyTorch's tape with torch.utils.checkpoint / op-by-op JAX;
+    """One forward + backward without remat ('plain'), recomputing every block ('remat_full'), saving only matmul
+    outputs ('remat_dots') or named activations ('remat_names'), or offloading to host memory ('remat_offload',
+    CUDA). mode 'eager': PyTorch's tape with torch.utils.checkpoint / op-by-op JAX;
     'compiled': torch.compile of the same / jax.jit."""
 
-    axes = [("variant", variants), ("mode", ["eager", "compiled"])]
+    axes = [("variant", _policies(STEP_VARIANTS)), ("mode", ["eager", "compiled"])]
 
     def skip(self, case):
         if case.framework == "jax" and case.mode == "eager" and case.workload in _SCAN_REMAT:
@@ -50,7 +57,7 @@ class _RematStep(Benchmark):
 class _RematCost(SavedBytes, PeakBytes, Benchmark):
     """Peak bytes, saved bytes and matmul flops of one forward + backward per remat policy."""
 
-    axes = [("variant", variants)]
+    axes = [("variant", _policies(VARIANTS))]
     rounds = 1
 
     def build(self, case):

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from implementations import frameworks
-from implementations.jax.common import cotangent, load, prepare, sync
+from implementations.jax.common import cotangent, default_layout, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -31,7 +31,7 @@ def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable
     def fn(params: dict, data: dict) -> jax.Array:
         return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
-    return fn, prepare(inputs, device)
+    return fn, prepare(inputs, device, default_layout(variant))
 
 
 def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
@@ -60,7 +60,7 @@ def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> 
         kept = [r for r in jax.tree.leaves(vjp) if not any(r is a for a in arguments)]
         return out, kept
 
-    return (record if mode == "record" else forward), prepare(inputs, device)
+    return (record if mode == "record" else forward), prepare(inputs, device, default_layout(variant))
 
 
 def require_mode(mode: str, valid: tuple[str, ...]) -> None:
@@ -102,7 +102,7 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     """Forward only: 'record' is jax.vjp's forward (keeps the residuals), 'no_grad' an op-by-op call, 'compiled'
     jax.jit of the forward."""
     module = load(inputs.workload)
-    params, data = prepare(inputs, device)
+    params, data = prepare(inputs, device, default_layout(variant))
 
     def forward(params: dict, data: dict) -> jax.Array:
         return module.forward(params, data, inputs.static, variant)

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from implementations import frameworks
-from implementations.torch.common import cotangent, leaves, load, prepare, sync
+from implementations.torch.common import cotangent, default_layout, leaves, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -29,7 +29,7 @@ def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable
     def fn(params: dict, data: dict) -> torch.Tensor:
         return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
-    return fn, prepare(inputs, device)
+    return fn, prepare(inputs, device, default_layout(variant))
 
 
 def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
@@ -52,7 +52,7 @@ def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> 
         with torch.set_grad_enabled(mode == "record"):
             return module.forward(params, data, inputs.static, variant)
 
-    return fn, prepare(inputs, device)
+    return fn, prepare(inputs, device, default_layout(variant))
 
 
 def require_mode(mode: str, valid: tuple[str, ...]) -> None:
@@ -98,7 +98,7 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     """Forward only: 'record' builds the tape (grad enabled), 'no_grad' / 'inference_mode' do not, 'compiled' is
     torch.compile under inference_mode."""
     module = load(inputs.workload)
-    params, data = prepare(inputs, device)
+    params, data = prepare(inputs, device, default_layout(variant))
 
     def forward() -> torch.Tensor:
         return module.forward(params, data, inputs.static, variant)
