@@ -163,6 +163,22 @@ def main(argv: list[str] | None = None) -> int:
     saved.add_argument("--variant", default="plain")
     saved.add_argument("--dtype", default="float32")
     saved.add_argument("--format", choices=("text", "csv"), default="text")
+    cmp = sub.add_parser("compare", help="rerun check: two results folders of the same commit, row by row",
+                         description="For every row in both folders: both values with their intervals and whether "
+                                     "they agree; the direction of every JAX/PyTorch ratio that excludes 1; times of "
+                                     "different hosts under one machine name are flagged, not compared.")
+    cmp.add_argument("results_a", type=Path)
+    cmp.add_argument("results_b", type=Path)
+    cmp.add_argument("--normalise", choices=machine.NORMALISATION_KINDS,
+                     help="compare times of different hosts in this calibrated unit instead of not at all")
+    cmp.add_argument("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")
+    cite = sub.add_parser("cite", help="one citable block for a benchmark result, with its provenance",
+                          description="QUERY is a benchmark name or a unique part of one; key=value narrows its "
+                                      "parameters (commit=, machine= too). Latest commit per machine by default.")
+    cite.add_argument("query")
+    cite.add_argument("filters", nargs="*", metavar="key=value")
+    cite.add_argument("--results", type=Path, default=Path("results"), help="asv results folder (default: results)")
+    cite.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     args = parser.parse_args(argv)
     if args.command == "machine":
         fields = machine.record()
@@ -181,6 +197,39 @@ def main(argv: list[str] | None = None) -> int:
         return _publish(args.config, args.results, args.out)
     elif args.command == "saved":
         return _saved(args.workload, args.size, args.variant, args.dtype, args.format)
+    elif args.command == "compare":
+        return _compare(args.results_a, args.results_b, args.normalise, args.strict)
+    elif args.command == "cite":
+        return _cite(args.query, args.filters, args.results, args.format)
+    return 0
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _compare(results_a: Path, results_b: Path, normalise: str | None, strict: bool) -> int:
+    """Missing or corrupt folders get one line on stderr and exit status 1, never a traceback."""
+    from tape_vs_trace import compare
+    from tape_vs_trace.report import ReportError
+
+    try:
+        return compare.run(results_a, results_b, normalise, strict, _warn)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _cite(query: str, filters: list[str], results: Path, fmt: str) -> int:
+    """An ambiguous or empty query, or bad results, get one line on stderr and exit status 1."""
+    from tape_vs_trace import cite
+    from tape_vs_trace.report import ReportError
+
+    try:
+        print(cite.run(query, filters, results, fmt, _warn))
+    except (ReportError, cite.CiteError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

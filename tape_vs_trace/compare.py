@@ -1,0 +1,251 @@
+"""Rerun check: two asv results folders of the same commit, row by row.
+
+A row (machine, environment, commit, benchmark, parameters) present in both runs agrees when its two 95 %
+intervals overlap (timings) or its two values are equal (exact metrics: bytes, counts). Old results without
+samples have no between-process interval; there asv's own interquartile range stands in, and the line says so. Every
+JAX/PyTorch ratio that excludes 1 in either run must point the same way in the other. Absolute times of two runs
+are only compared when `machine.same_host` finds the same host; otherwise they are flagged, and offered in
+calibrated units (`machine.normalised`), never as seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from implementations import frameworks
+from tape_vs_trace import machine
+from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report.load import ReportError, Results, load_results
+
+AGREEMENT = 0.95  # --strict: the share of timing rows that must agree
+KEY = ("machine", "env", "commit", "benchmark", "params")
+BASE, OTHER = frameworks.NAMES[0], frameworks.NAMES[1]  # the report's ratio: OTHER / BASE (JAX / PyTorch)
+
+
+def load(folder: Path, warn: Callable[[str], None]) -> Results:
+    """A results folder, or ReportError: a file the report would skip (corrupt, not asv's) is fatal here, as a rerun
+    check that silently drops a file counts fewer rows than it claims."""
+    results = load_results(folder, warn=lambda m: _fatal(m) if m.startswith("skipped ") else warn(m))
+    return results
+
+
+def _fatal(message: str) -> None:
+    raise ReportError(message.removeprefix("skipped "))
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+    kind: str  # "exact", "95 % interval", "IQR", or "" (none)
+
+
+def interval(row: dict) -> Interval:
+    """The interval a row is judged by: the value itself (exact), the 95 % between-process interval, asv's
+    interquartile range where no samples were recorded (weaker: it holds half the samples, and they all come from
+    few processes), or none (one process)."""
+    if row["status"] != "ok":
+        return Interval(math.nan, math.nan, "")
+    if not row["sampled"]:
+        return Interval(row["value"], row["value"], "exact")
+    if math.isfinite(row["ci_low"]) and math.isfinite(row["ci_high"]):
+        return Interval(row["ci_low"], row["ci_high"], "95 % interval")
+    if str(row["basis"]).startswith("asv:") and math.isfinite(row["q25"]) and math.isfinite(row["q75"]):
+        return Interval(row["q25"], row["q75"], "IQR")
+    return Interval(math.nan, math.nan, "")
+
+
+@dataclass
+class RowCheck:
+    a: dict
+    b: dict
+    verdict: str  # "agree", "differ", "cannot tell", "different hosts"
+    why: str
+    normalised: str = ""  # the calibrated comparison offered for different hosts
+
+    @property
+    def timing(self) -> bool:
+        return bool(self.a["sampled"])
+
+
+def judge(a: dict, b: dict) -> tuple[str, str]:
+    """(verdict, why) for one row of two runs on the same host."""
+    if a["status"] != "ok" or b["status"] != "ok":
+        if a["status"] == b["status"]:
+            return "agree", f"{a['status']} in both runs"
+        return "differ", f"{a['status']} in run A, {b['status']} in run B"
+    if a["benchmark_version"] != b["benchmark_version"]:
+        return "differ", f"benchmark version {a['benchmark_version']} vs {b['benchmark_version']}"
+    ia, ib = interval(a), interval(b)
+    if ia.kind == "exact":
+        return ("agree", "equal") if a["value"] == b["value"] else ("differ", "exact values differ")
+    if not ia.kind or not ib.kind:
+        if a["value"] == b["value"]:  # the same measurement (a folder against its copy): nothing to disagree
+            return "agree", "identical values (no interval)"
+        return "cannot tell", "no interval in " + ("run A" if not ia.kind else "run B")
+    if ia.kind != ib.kind:  # a 95 % interval against an IQR: judged by the weaker, and said so
+        ia, ib = (Interval(r["q25"], r["q75"], "IQR") for r in (a, b))
+    kind = "95 % intervals" if ia.kind == "95 % interval" else "IQRs (no samples recorded)"
+    overlap = ia.low <= ib.high and ib.low <= ia.high
+    return ("agree", f"{kind} overlap") if overlap else ("differ", f"{kind} do not overlap")
+
+
+@dataclass
+class Hosts:
+    """Per (machine, commit): whether the two runs ran on one host, and the runs' calibrations."""
+
+    same: dict[tuple[str, str], tuple[bool | None, str]] = field(default_factory=dict)
+    calibrations: dict[tuple[str, str], tuple[dict, dict]] = field(default_factory=dict)
+
+
+def hosts(a: Results, b: Results, keys: set[tuple[str, str]]) -> Hosts:
+    out = Hosts()
+    for key in sorted(keys):
+        da, db = a.details.get(key) or {}, b.details.get(key) or {}
+        out.calibrations[key] = (da.get("calibration") or {}, db.get("calibration") or {})
+        if not da.get("fingerprint") or not db.get("fingerprint"):
+            out.same[key] = None, "no host fingerprint in " + ("either run" if not da.get("fingerprint")
+                                                              and not db.get("fingerprint") else "one run") + \
+                " (older results): times compared by machine name alone"
+        else:
+            out.same[key] = machine.same_host(da, db)
+    return out
+
+
+def _normalised(a: dict, b: dict, cal: tuple[dict, dict], kind: str) -> str:
+    """The two runs' intervals in calibrated units of each run's own host, and whether they overlap."""
+    ia, ib = interval(a), interval(b)
+    if not ia.kind or not ib.kind:
+        return "normalised: no interval"
+    try:
+        na = [machine.normalised(x, cal[0], kind) for x in (a["value"], ia.low, ia.high)]
+        nb = [machine.normalised(x, cal[1], kind) for x in (b["value"], ib.low, ib.high)]
+    except ValueError as exc:
+        return f"normalised: {exc}"
+    overlap = na[1].value <= nb[2].value and nb[1].value <= na[2].value
+    text = "; ".join(f"{run} {n[0].value:.4g} [{n[1].value:.4g}–{n[2].value:.4g}]" for run, n in (("A", na), ("B", nb)))
+    return f"normalised ({na[0].unit}): {text}: {'overlap' if overlap else 'do not overlap'}"
+
+
+def _rows(results: Results) -> dict[tuple, dict]:
+    return {tuple(r[k] for k in KEY): r for r in results.table.to_dict("records")}
+
+
+def _directions(rows: dict[tuple, dict]) -> dict[tuple, stats.Comparison]:
+    """Every JAX/PyTorch ratio of a run, by (machine, env, commit, benchmark, parameters but the framework)."""
+    cases: dict[tuple, dict[str, dict]] = {}
+    for r in rows.values():
+        params = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
+        key = (r["machine"], r["env"], r["commit"], r["benchmark"], json.dumps(params, sort_keys=True))
+        cases.setdefault(key, {})[r["framework"]] = r
+    return {k: stats.compare(c.get(BASE), c.get(OTHER)) for k, c in cases.items() if BASE in c and OTHER in c}
+
+
+def _params(params: str) -> str:
+    return " ".join(f"{k}={v}" for k, v in json.loads(params).items())
+
+
+def _value(row: dict, divisor: float, label: str) -> str:
+    if row["status"] != "ok":
+        return row["status"]
+    iv = interval(row)
+    text = f"{fmt.number(row['value'], divisor)} {label}".strip()
+    if iv.kind and iv.kind != "exact":
+        text += f" [{fmt.number(iv.low, divisor)}–{fmt.number(iv.high, divisor)}] ({iv.kind})"
+    return text
+
+
+def _ratio(c: stats.Comparison) -> str:
+    exact = c.low == c.high == c.ratio
+    return f"{c.ratio:.3g}× [{c.low:.3g}–{c.high:.3g}]" if c.differs is not None and not exact else fmt.ratio(c)
+
+
+@dataclass
+class Report:
+    lines: list[str]
+    agree: int
+    total: int
+    timing_agree: int
+    timing_total: int
+
+    @property
+    def timing_share(self) -> float:
+        return self.timing_agree / self.timing_total if self.timing_total else 0.0
+
+
+def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report:
+    """Row-by-row agreement of two runs, directions of their ratios, and the summary lines."""
+    rows_a, rows_b = _rows(a), _rows(b)
+    common = [k for k in rows_a if k in rows_b]
+    if not common:
+        raise ReportError("the two results folders have no row in common (same machine, commit, benchmark and "
+                          "parameters): compare runs of the same commit")
+    host = hosts(a, b, {(k[0], k[2]) for k in common})
+    lines: list[str] = []
+    for (name, commit), (same, why) in host.same.items():
+        label = f"{name} @ {commit[:8]}"
+        if same is None:
+            lines.append(f"note: {label}: {why}")
+        elif not same:
+            lines.append(f"different machines: {label} shares a name across the runs but not a host ({why}); its "
+                         "times are not compared" + (f", normalised by {normalise} below" if normalise else
+                                                      f" (--normalise {'|'.join(machine.NORMALISATION_KINDS)} "
+                                                      "compares them in calibrated units)"))
+    checks: list[RowCheck] = []
+    for key in common:
+        ra, rb = rows_a[key], rows_b[key]
+        same = host.same[(key[0], key[2])][0]
+        if ra["sampled"] and same is False:
+            note = _normalised(ra, rb, host.calibrations[(key[0], key[2])], normalise) if normalise else ""
+            checks.append(RowCheck(ra, rb, "different hosts", "not compared", note))
+        else:
+            checks.append(RowCheck(ra, rb, *judge(ra, rb)))
+    for c in checks:
+        divisor, label = fmt.scale(c.a["unit"], [c.a["value"], c.b["value"]])
+        label = "" if label == "count" else label
+        where = f"{c.a['benchmark']} {_params(c.a['params'])} [{c.a['machine']} @ {c.a['commit'][:8]}]"
+        lines.append(f"{c.verdict:<15} {where}: A {_value(c.a, divisor, label)} | B {_value(c.b, divisor, label)}; "
+                     f"{c.why}" + (f"; {c.normalised}" if c.normalised else ""))
+    dir_a, dir_b = _directions(rows_a), _directions(rows_b)
+    decided = [k for k in dir_a if k in dir_b and (dir_a[k].differs or dir_b[k].differs)]
+    same_way = 0
+    lines.append(f"{frameworks.label(OTHER)}/{frameworks.label(BASE)} ratios whose interval excludes 1 in either run:")
+    for k in decided:
+        ca, cb = dir_a[k], dir_b[k]
+        ok = bool(ca.differs and cb.differs and (ca.ratio > 1) == (cb.ratio > 1))
+        same_way += ok
+        lines.append(f"  {'same direction' if ok else 'direction differs':<17} {k[3]} "
+                     f"{_params(k[4])} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
+    compared = [c for c in checks if c.verdict != "different hosts"]
+    timing = [c for c in compared if c.timing]
+    agree = sum(c.verdict == "agree" for c in compared)
+    timing_agree = sum(c.verdict == "agree" for c in timing)
+    undecided = sum(c.verdict == "cannot tell" for c in compared)
+    flagged = len(checks) - len(compared)
+    if undecided:
+        lines.append(f"{undecided} row(s) could not be judged (no interval in one run): counted as not agreeing")
+    if flagged:
+        lines.append(f"{flagged} timing row(s) on different hosts not compared")
+        if normalise:
+            ok = sum(c.normalised.endswith(": overlap") for c in checks)
+            lines.append(f"{ok} of {flagged} timing rows on different hosts agree after normalisation by "
+                         f"{normalise} (calibrated units, not seconds)")
+    lines.append(f"{same_way} of {len(decided)} directions agree")
+    lines.append(f"{timing_agree} of {len(timing)} timing rows agree")
+    lines.append(f"{agree} of {len(compared)} rows agree")
+    return Report(lines, agree, len(compared), timing_agree, len(timing))
+
+
+def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None]) -> int:
+    """Print the report; exit status 1 only under --strict with too few timing rows agreeing (or none compared)."""
+    report = compare_runs(load(folder_a, warn), load(folder_b, warn), normalise)
+    print("\n".join(report.lines))
+    if strict and report.timing_share < AGREEMENT:
+        warn(f"--strict: {report.timing_agree} of {report.timing_total} timing rows agree, fewer than "
+             f"{AGREEMENT:.0%}")
+        return 1
+    return 0

@@ -1,0 +1,154 @@
+"""`tape-vs-trace compare`: the rerun check, against counts worked out by hand on the synthetic results of
+tests/test_report_stats.py (3 processes per timed combination, so a 95 % interval is [min, max] of the per-process
+medians; see that file's docstring).
+
+The folder has 21 rows: 11 timings (GradStep 4, RematStep 4, Forward 3 of which one failed and two ran in one
+process) and 10 exact values. JAX/PyTorch ratios whose interval excludes 1: GradStep eager (JAX 3.0-3.4 ms against
+PyTorch 1.15-2.15 ms: above 1), RematStep remat_full (2.1-2.5 against 3.0-3.3 ms: below 1) and saved bytes (1.5,
+exact); peak bytes are refused (different memory methods), graph size and the unknown metric count different things.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace import cli
+from tests.test_report_stats import chunk, write_results
+
+RESULT = Path("box") / "abc12300-existing-venv.json"
+SAMPLES = 11  # position of "samples" in the synthetic result_columns
+FP = {"cpu": {"vendor": "AuthenticAMD", "model_name": "AMD EPYC 9000", "family": "25", "model": "17",
+              "stepping": "1", "flags": ["avx2"], "caches": {"L2": "1024K"}}}
+CAL = {"matmul_flops_per_s": {"float32": 1e11}, "copy_bytes_per_s": 1e10,
+       "dispatch_seconds_per_op": {"torch": 5e-6, "jax": 2e-5}}
+
+
+def edit(root: Path, change) -> None:
+    path = root / RESULT
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, allow_nan=True))
+
+
+def run(capsys, *argv: str) -> tuple[int, list[str], str]:
+    rc = cli.main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return rc, out.splitlines(), err
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[Path, Path]:
+    a = write_results(tmp_path / "a")
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    return a, b
+
+
+def slow_torch_eager_and_bigger_peak(data: dict) -> None:
+    """Run B: PyTorch's eager GradStep at 5.0-5.4 ms (no overlap with 1.15-2.15 ms, and now faster in JAX), and
+    PyTorch's plain peak one MiB larger."""
+    grad = data["results"]["recording.GradStep_mlp.time_step"]
+    grad[SAMPLES][0] = [x for m in (5.0, 5.2, 5.4) for x in chunk(m)]
+    grad[0][0] = 5.2e-3
+    data["results"]["remat.RematCost_mlp.track_peak_bytes"][0][0] += 2 ** 20
+
+
+def test_a_copy_agrees_in_every_row(runs, capsys) -> None:
+    a, b = runs
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    assert out[-3:] == ["3 of 3 directions agree", "11 of 11 timing rows agree", "21 of 21 rows agree"]
+
+
+def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
+    a, b = runs
+    edit(b, slow_torch_eager_and_bigger_peak)
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0  # a report, not a gate
+    assert out[-3:] == ["2 of 3 directions agree", "10 of 11 timing rows agree", "19 of 21 rows agree"]
+    [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
+    assert line.startswith("differ") and "95 % intervals do not overlap" in line
+    assert "A 1.55 ms [1.15–2.15]" in line and "B 5.2 ms [5–5.4]" in line
+    [peak] = [x for x in out if "track_peak_bytes framework=torch" in x and "variant=plain" in x]
+    assert peak.startswith("differ") and "exact values differ" in peak
+    assert any(x.strip().startswith("direction differs") and "GradStep_mlp" in x for x in out)
+
+
+def test_strict_fails_below_95_percent_of_timing_rows(runs, capsys) -> None:
+    a, b = runs
+    assert run(capsys, str(a), str(b), "--strict")[0] == 0
+    edit(b, slow_torch_eager_and_bigger_peak)
+    rc, _, err = run(capsys, str(a), str(b), "--strict")
+    assert rc == 1 and "10 of 11 timing rows agree" in err
+
+
+def _hosts(a: Path, b: Path, faster: float) -> None:
+    """A on one host; B on another CPU model whose calibrated matmul rate is `faster` times A's and whose times
+    are divided by `faster` (every timed result and sample)."""
+    def host(fp: dict, cal: dict):
+        def change(data: dict) -> None:
+            data["tape_vs_trace"] = {"fingerprint": fp, "calibration": cal}
+        return change
+
+    edit(a, host(FP, CAL))
+    other = {"cpu": {**FP["cpu"], "model_name": "AMD EPYC 9999", "model": "160"}}
+    edit(b, host(other, {**CAL, "matmul_flops_per_s": {"float32": CAL["matmul_flops_per_s"]["float32"] * faster}}))
+
+    def scale(data: dict) -> None:
+        for name in ("recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step",
+                     "inference.Forward_mlp.time_forward"):
+            entry = data["results"][name]
+            entry[0] = [v if v is None else v / faster for v in entry[0]]
+            entry[SAMPLES] = [s if s is None else [x / faster for x in s] for s in entry[SAMPLES]]
+    edit(b, scale)
+
+
+def test_different_hosts_under_one_name_are_flagged_not_compared(runs, capsys) -> None:
+    a, b = runs
+    _hosts(a, b, 2.0)
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    [flag] = [x for x in out if x.startswith("different machines")]
+    assert "box" in flag and "model_name differs" in flag and "--normalise" in flag
+    assert sum(x.startswith("different hosts") for x in out) == 11
+    # exact values (bytes, counts) do not depend on the host's speed: still compared
+    assert out[-3:] == ["3 of 3 directions agree", "0 of 0 timing rows agree", "10 of 10 rows agree"]
+    assert "11 timing row(s) on different hosts not compared" in out
+
+
+def test_normalised_times_are_labelled_calibrated(runs, capsys) -> None:
+    a, b = runs
+    _hosts(a, b, 2.0)  # twice the matmul rate, half the time: the same work in calibrated units
+    rc, out, _ = run(capsys, str(a), str(b), "--normalise", "matmul_float32")
+    assert rc == 0
+    [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
+    # 1.55 ms x 1e11 flop/s = 1.55e8 float32 matmul flops, on both hosts
+    assert "normalised (float32 matmul flops of this host's torch (calibrated)): A 1.55e+08" in line
+    assert "B 1.55e+08" in line and line.endswith(": overlap")
+    assert " s " not in line.split("normalised", 1)[1]  # never seconds
+    # 8 timings with an interval agree; the two one-process rows and the failed one have no interval
+    assert ("8 of 11 timing rows on different hosts agree after normalisation by matmul_float32 "
+            "(calibrated units, not seconds)") in out
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt_file", "corrupt_benchmarks", "empty"])
+def test_bad_folders_get_one_line_and_exit_1(runs, capsys, tmp_path, damage) -> None:
+    a, b = runs
+    if damage == "missing":
+        b = tmp_path / "nowhere"
+    elif damage == "corrupt_file":
+        (b / RESULT).write_text('{"commit_hash": ')
+    elif damage == "corrupt_benchmarks":
+        (b / "benchmarks.json").write_text("[1, 2")
+    else:
+        b = tmp_path / "empty"
+        b.mkdir()
+    rc, out, err = run(capsys, str(a), str(b))
+    assert rc == 1 and out == []
+    # the synthetic folder's unknown metric is warned about; beyond that, one error line
+    lines = [x for x in err.splitlines() if not x.startswith("warning: metric track_mystery")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err
