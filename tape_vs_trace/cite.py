@@ -17,7 +17,7 @@ import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace.report import fmt, stats
-from tape_vs_trace.report.load import Results, _literal, load_results
+from tape_vs_trace.report.load import Results, literal, load_results
 from tape_vs_trace.report.select import display, latest
 
 SHOWN = 8  # candidates named in an ambiguity error
@@ -146,7 +146,7 @@ def anchor(results: Results, row: dict, with_framework: bool) -> str:
     for name, values in zip(meta.get("param_names", []), meta.get("params", [])):
         if name == "framework" and not with_framework:
             continue
-        stored = next((v for v in values if _literal(v) == params.get(name)), repr(params.get(name)))
+        stored = next((v for v in values if literal(v) == params.get(name)), repr(params.get(name)))
         parts.append(f"p-{enc(name)}={enc(stored)}")
     return f"#{row['benchmark']}?" + "&".join(parts)
 

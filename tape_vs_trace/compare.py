@@ -29,8 +29,7 @@ BASE, OTHER = frameworks.NAMES[0], frameworks.NAMES[1]  # the report's ratio: OT
 def load(folder: Path, warn: Callable[[str], None]) -> Results:
     """A results folder, or ReportError: a file the report would skip (corrupt, not asv's) is fatal here, as a rerun
     check that silently drops a file counts fewer rows than it claims."""
-    results = load_results(folder, warn=lambda m: _fatal(m) if m.startswith("skipped ") else warn(m))
-    return results
+    return load_results(folder, warn=lambda m: _fatal(m) if m.startswith("skipped ") else warn(m))
 
 
 def _fatal(message: str) -> None:

@@ -59,7 +59,7 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def _literal(text: str):
+def literal(text: str):
     """asv stores parameter values as their repr ("'torch'"); the report wants the value."""
     try:
         return ast.literal_eval(text)
@@ -191,7 +191,7 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
         sampled, comparable = meanings(metric, kind)
         split = stats.Split(meta.get("rounds") or 1, meta.get("repeat"))
         for combo, value, q25, q75, samples in zip(combos, values, q25s, q75s, all_samples):
-            p = {k: _literal(v) for k, v in zip(names, combo)}
+            p = {k: literal(v) for k, v in zip(names, combo)}
             framework = str(p.get("framework", ""))
             device_kind = str(p.get("device") or ("cpu" if device == "cpu" else "cuda"))
             row = {

@@ -1,0 +1,98 @@
+"""`tape-vs-trace cite`: one citable block, on the synthetic results of tests/test_report_stats.py (PyTorch's eager
+GradStep: per-process medians 1.15, 2.15, 1.55 ms, so 1.55 ms in [1.15, 2.15]; JAX's 3.0, 3.2, 3.4 ms, so a ratio
+of 3.2 / 1.55 in [3.0 / 2.15, 3.4 / 1.15] = [1.40, 2.96]) plus an older commit whose values differ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace import cli
+from tests.test_report_stats import write_results
+
+OLD = "def45600" + "0" * 32
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    root = write_results(tmp_path_factory.mktemp("cite") / "results")
+    data = json.loads((root / "box" / "abc12300-existing-venv.json").read_text())
+    # an earlier commit, run a day before, whose PyTorch plain peak was 8 MiB: only commit= may pick it
+    data["commit_hash"], data["date"] = OLD, data["date"] - 86_400_000
+    data["results"]["remat.RematCost_mlp.track_peak_bytes"][0][0] = 8 * 2 ** 20
+    (root / "box" / "def45600-existing-venv.json").write_text(json.dumps(data, allow_nan=True))
+    return root
+
+
+def cite(capsys, results: Path, *argv: str) -> tuple[int, str, str]:
+    rc = cli.main(["cite", *argv, "--results", str(results)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_text_block_carries_value_interval_method_and_provenance(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "framework=torch", "mode=eager")
+    assert rc == 0
+    assert "1.55 ms, 95 % interval 1.15 ms–2.15 ms" in out
+    assert "median of per-process medians (3 processes, 12 samples)" in out
+    assert ("recording.GradStep_mlp.time_step (framework=torch, workload=mlp, size=s, mode=eager, dtype=float32, "
+            "precision=highest, device=cpu), benchmark version 3") in out
+    assert "abc12300 (commit date 2023-11-14 22:13:20 UTC)" in out
+    assert "box, device cpu, CPU Test CPU 9000" in out
+    assert "torch 2.9, jax 0.10; float32, matmul precision highest" in out
+    # asv's graph fragment: the benchmark, then machine and each parameter as p-<name>=<stored repr>
+    assert ("#recording.GradStep_mlp.time_step?machine=box&p-framework='torch'&p-workload='mlp'&p-size='s'"
+            "&p-mode='eager'&p-dtype='float32'&p-precision='highest'&p-device='cpu'") in out
+
+
+def test_peak_names_its_memory_method_and_latest_commit_wins(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "RematCost_mlp.track_peak_bytes", "framework=torch", "variant=plain")
+    assert rc == 0 and "4 MiB (4,194,304 bytes), exact" in out and "abc12300" in out
+    assert "peak bytes measured by torch live-storage tracking" in out
+    rc, out, _ = cite(capsys, results, "RematCost_mlp.track_peak_bytes", "framework=torch", "variant=plain",
+                      "commit=def4")
+    assert rc == 0 and "8 MiB (8,388,608 bytes)" in out and "def45600" in out
+
+
+def test_json_has_the_citation_fields(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "framework=jax", "mode=eager", "--format", "json")
+    assert rc == 0
+    obj = json.loads(out)
+    assert obj["value"] == pytest.approx(3.2e-3) and obj["unit"] == "seconds"
+    assert obj["ci_low"] == pytest.approx(3.0e-3) and obj["ci_high"] == pytest.approx(3.4e-3)
+    assert obj["commit"] == "abc123" + "0" * 34 and obj["machine"] == "box"
+    assert (obj["torch_version"], obj["jax_version"], obj["processes"], obj["samples"]) == ("2.9", "0.10", 3, 12)
+
+
+def test_both_frameworks_print_the_ratio_with_its_interval(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager")
+    assert rc == 0 and "— PyTorch" in out and "— JAX" in out
+    assert "JAX/PyTorch: 2.06× [1.4–2.96]" in out
+    assert "?machine=box&p-workload='mlp'" in out  # the anchor that shows both lines
+    rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager", "--format", "json")
+    objs = json.loads(out)
+    assert [o["framework"] for o in objs] == ["torch", "jax"]
+    assert objs[0]["ratio"]["ratio"] == pytest.approx(3.2 / 1.55)
+    assert objs[0]["ratio"]["ci_low"] == pytest.approx(3.0 / 2.15)
+
+
+def test_both_frameworks_name_the_refusal(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "RematCost_mlp.track_peak_bytes", "variant=plain")
+    assert rc == 0 and "JAX/PyTorch: — (different memory methods)" in out
+
+
+@pytest.mark.parametrize(("argv", "names"), [
+    (["time_step"], ["recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step"]),
+    (["no_such_benchmark"], ["candidates:"]),
+    (["GradStep_mlp.time_step", "framework=torch"], ["mode takes compiled, eager"]),
+    (["GradStep_mlp.time_step", "size=XL"], ["size takes: s"]),
+    (["GradStep_mlp.time_step", "colour=red"], ["keys: framework"]),
+    (["GradStep_mlp.time_step", "mode=eager", "commit=ffff"], ["commit takes: abc12300"]),
+])
+def test_ambiguous_or_empty_queries_fail_with_one_line(results, capsys, argv, names) -> None:
+    rc, out, err = cite(capsys, results, *argv)
+    lines = [x for x in err.splitlines() if not x.startswith("warning: metric track_mystery")]
+    assert rc == 1 and out == "" and len(lines) == 1 and lines[0].startswith("error: ")
+    assert all(n in lines[0] for n in names) and "Traceback" not in err
