@@ -20,9 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # Every combination the suite skips on purpose, as (class-name prefix, {param: value}) rules written apart from the
-# code that skips them: a wrong skip (a whole pillar n/a, say) or a missing one turns test_skips_are_exactly_the_expected_ones red.
+# code that skips them: a wrong skip (a whole pillar n/a, say) or a missing one turns
+# test_skips_are_exactly_the_expected_ones red.
 SKIPS = [
-    ("GradStep_lstm", {"mode": "compiled", "formulation": "unrolled"}),  # compile of the unrolled loop: budget
+    # compiling the unrolled loop is outside the budget
+    ("GradStep_lstm", {"mode": "compiled", "formulation": "unrolled"}),
     ("GradStep_", {"framework": "torch", "formulation": "scan"}),  # PyTorch has no scan form
     ("GradStep_", {"framework": "jax", "mode": "eager", "formulation": "scan"}),  # op-by-op scan recompiles
     ("RematStep_transformer", {"framework": "jax", "mode": "eager"}),  # op-by-op scan recompiles
