@@ -44,7 +44,7 @@ class _ForwardMemory(PeakBytes, Benchmark):
         return case.fw.steps.forward_fn(case.inputs, "plain", case.mode, case.device)
 
 
-globals().update(by_workload(_Forward, by_device(cpu={"mlp": ["tiny", "64x256x1024", "512x1024x4096"]},
+globals().update(by_workload(_Forward, by_device(cpu={"mlp": ["tiny", "512x1024x4096"]},
                                                  cuda={"mlp": ["64x256x1024", "2048x4096x16384"]})))
 globals().update(by_workload(_ForwardMemory, by_device(
     cpu={"mlp": ["512x1024x4096"], "transformer": ["L4-B4-S64-D128"]},

@@ -10,7 +10,7 @@ from benchmarks.common import Benchmark, PeakBytes, SavedBytes, by_device, by_wo
 from implementations import workloads
 
 SIZES = by_device(
-    cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128", "L8-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
+    cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
     cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"], "lstm": ["l2-c128-b14"]},
 )
 STEP_SIZES = by_device(cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
