@@ -4,7 +4,7 @@ run the benchmarks' own step functions and map their results to the spec's layou
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,26 @@ def forward_result(framework: str, inputs: Inputs, variant: str, mode: str) -> S
         if framework == "jax" and mode == "record":
             out = out[0]  # (output, residuals)
     return StepResult(common.to_numpy(out), {}, {}, {"output": _dtype_name(out)})
+
+
+def forward_callable(framework: str, inputs: Inputs, variant: str) -> Any:
+    """numpy data dict -> numpy output through `framework`'s steps.forward_fn('no_grad'), built (and for JAX jitted,
+    as in forward_result) once, so that many calls with other data cost one compile."""
+    if framework == "torch":
+        from implementations.torch import common, steps
+    else:
+        from implementations.jax import common, steps
+    fn, (params, _) = steps.forward_fn(inputs, variant, "no_grad")
+    if framework == "jax" and variant != "unrolled":
+        import jax
+
+        fn = jax.jit(fn)
+
+    def run(data: dict[str, np.ndarray]) -> np.ndarray:
+        _, device_data = common.prepare(replace(inputs, data=data))
+        return common.to_numpy(fn(params, device_data))
+
+    return run
 
 
 @functools.cache

@@ -61,16 +61,13 @@ def _layer_norm(x, scale, bias, eps=1e-5):
 def _causal_attention(h, w_qkv, w_out, heads):
     batch, seq, width = h.shape
     dh = width // heads
-    q, k, v = np.split(h @ w_qkv, 3, axis=-1)
-    out = np.empty_like(h)
-    for b in range(batch):
-        for head in range(heads):
-            cols = slice(head * dh, (head + 1) * dh)
-            for t in range(seq):  # position t attends to positions 0..t only
-                scores = k[b, : t + 1, cols] @ q[b, t, cols] / math.sqrt(dh)
-                weights = np.exp(scores - scores.max())
-                out[b, t, cols] = (weights / weights.sum()) @ v[b, : t + 1, cols]
-    return out @ w_out
+    q, k, v = (a.reshape(batch, seq, heads, dh).transpose(0, 2, 1, 3) for a in np.split(h @ w_qkv, 3, axis=-1))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)  # [batch, heads, query t, key s]
+    future = np.arange(seq)[None, :] > np.arange(seq)[:, None]  # key s after query t: excluded
+    scores = np.where(future, -np.inf, scores)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return (weights @ v).transpose(0, 2, 1, 3).reshape(batch, seq, width) @ w_out
 
 
 def transformer(params: dict, data: dict, static: dict) -> np.ndarray:

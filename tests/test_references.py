@@ -12,7 +12,7 @@ import torch
 
 from implementations import workloads
 from tests import reference
-from tests.helpers import ADBENCH, assert_close, forward_result, read_gmm, read_lstm
+from tests.helpers import ADBENCH, assert_close, forward_callable, forward_result, read_gmm, read_lstm
 
 GMM_DIFF = ("alphas", "means", "icf")
 
@@ -70,7 +70,7 @@ def _framework_gmm(framework: str, arrays: dict, custom: bool) -> tuple[float, d
         return adbench.gmm_objective(*args, gamma=GAMMA, m=M, custom_logsumexp=custom)
 
     args = [jnp.asarray(arrays[k]) for k in ("alphas", "means", "icf", "x")]
-    value, grads = jax.value_and_grad(fn, argnums=(0, 1, 2, 3))(*args)
+    value, grads = jax.jit(jax.value_and_grad(fn, argnums=(0, 1, 2, 3)))(*args)
     return float(value), {k: np.asarray(g) for k, g in zip(("alphas", "means", "icf", "x"), grads)}
 
 
@@ -134,13 +134,13 @@ def test_transformer_is_causal(framework: str, variant: str) -> None:
     # The output at position t depends on inputs at positions <= t only: perturbing x[:, t+1:] leaves out[:, :t+1]
     # unchanged (bit for bit) and changes out[:, t+1:] (the perturbation reaches the output at all).
     inputs = workloads.make_inputs("transformer", "tiny", "float64")
-    base = forward_result(framework, inputs, variant, "no_grad").value
+    forward = forward_callable(framework, inputs, variant)
+    base = forward(inputs.data)
     seq = inputs.data["x"].shape[1]
     for t in range(seq - 1):
         x = inputs.data["x"].copy()
         x[:, t + 1:] += 1.0
-        moved = workloads.Inputs(**{**inputs.__dict__, "data": {"x": x}})
-        out = forward_result(framework, moved, variant, "no_grad").value
+        out = forward({"x": x})
         np.testing.assert_array_equal(out[:, : t + 1], base[:, : t + 1],
                                       err_msg=f"{framework} {variant}: positions <= {t} see inputs after {t}")
         assert np.all(out[:, t + 1:] != base[:, t + 1:])
