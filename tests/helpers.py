@@ -1,10 +1,16 @@
-"""Shared test helpers: tolerance-checked comparison that names the tensor, and ADBench file readers."""
+"""Shared test helpers: tolerance-checked comparison that names the tensor, ADBench file readers, and adapters that
+run the benchmarks' own step functions and map their results to the spec's layout."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from implementations.workloads import Inputs, make_inputs
 
 ADBENCH = Path(__file__).parent / "data" / "adbench"
 
@@ -52,3 +58,136 @@ def read_lstm(path: Path) -> dict:
         "state": matrix(blocks[3], 2 * layers, bits),
         "sequence": matrix(blocks[4], chars, bits),
     }
+
+
+# ---- The benchmarks' own step functions, mapped to the spec's layout ---------------------------------------------
+# Parity and reference tests run what is timed: implementations.<fw>.steps.grad_fn / forward_fn / grad_step /
+# forward_step, not a test-only helper. Both sides are mapped to one layout: numpy arrays (bfloat16 as float32),
+# layer-stacked parameters stacked again, plus the dtype each framework returned, before any conversion.
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One framework's step in the spec's layout; `dtypes` names each returned tensor's dtype ('loss', 'output',
+    'd/d <name>') as the framework produced it."""
+
+    value: np.ndarray  # the loss (grad steps) or the forward output (forward steps)
+    grad_params: dict[str, np.ndarray]
+    grad_data: dict[str, np.ndarray]
+    dtypes: dict[str, str]
+
+
+def _dtype_name(array: Any) -> str:
+    return str(array.dtype).removeprefix("torch.")
+
+
+def _torch_result(inputs: Inputs, value: Any, grads: tuple) -> StepResult:
+    from implementations.torch import common
+
+    params, data = common.prepare(inputs)  # only the structure: leaves((params, data)) is grad_fn's order
+    grad_params, grad_data = common.unflatten(list(grads), (params, data))
+    dtypes = {"loss": _dtype_name(value)}
+    for name, g in {**grad_params, **grad_data}.items():
+        dtypes[f"d/d {name}"] = ",".join(sorted({_dtype_name(t) for t in common.leaves(g)}))
+    return StepResult(common.to_numpy(value), common.to_numpy(grad_params), common.to_numpy(grad_data), dtypes)
+
+
+def _jax_result(value: Any, grads: tuple) -> StepResult:
+    from implementations.jax import common
+
+    grad_params, grad_data = grads
+    dtypes = {"loss": _dtype_name(value)}
+    dtypes.update({f"d/d {name}": _dtype_name(g) for name, g in {**grad_params, **grad_data}.items()})
+    return StepResult(common.to_numpy(value), common.to_numpy(grad_params), common.to_numpy(grad_data), dtypes)
+
+
+def grad_fn_result(framework: str, inputs: Inputs, variant: str) -> StepResult:
+    """Loss and gradients from `framework`'s steps.grad_fn, the function the grad benchmarks time.
+
+    JAX's is jitted (grad_step 'compiled') except for 'unrolled', which the benchmarks run op by op: jitting it
+    would cost XLA a compile that grows faster than linearly with the loop length.
+    """
+    if framework == "torch":
+        from implementations.torch import steps
+
+        fn, (params, data) = steps.grad_fn(inputs, variant)
+        return _torch_result(inputs, *fn(params, data))
+    import jax
+
+    from implementations.jax import steps
+
+    fn, (params, data) = steps.grad_fn(inputs, variant)
+    return _jax_result(*(fn if variant == "unrolled" else jax.jit(fn))(params, data))
+
+
+def grad_step_result(framework: str, inputs: Inputs, variant: str, mode: str) -> StepResult:
+    """Loss and gradients from one call of `framework`'s steps.grad_step (after its own warm-up)."""
+    if framework == "torch":
+        from implementations.torch import steps
+
+        return _torch_result(inputs, *steps.grad_step(inputs, variant, mode)())
+    from implementations.jax import steps
+
+    return _jax_result(*steps.grad_step(inputs, variant, mode)())
+
+
+def forward_result(framework: str, inputs: Inputs, variant: str, mode: str) -> StepResult:
+    """The forward output of `framework`'s steps.forward_fn ('record', 'no_grad') or forward_step ('compiled')."""
+    if framework == "torch":
+        from implementations.torch import common, steps
+    else:
+        from implementations.jax import common, steps
+    if mode == "compiled":
+        out = steps.forward_step(inputs, variant, mode)()
+    else:
+        fn, (params, data) = steps.forward_fn(inputs, variant, mode)
+        if framework == "jax" and mode == "no_grad" and variant != "unrolled":
+            import jax
+
+            fn = jax.jit(fn)  # as grad_fn_result: op by op, a lax.scan would be compiled again on every call
+        out = fn(params, data)
+        if framework == "jax" and mode == "record":
+            out = out[0]  # (output, residuals)
+    return StepResult(common.to_numpy(out), {}, {}, {"output": _dtype_name(out)})
+
+
+def forward_callable(framework: str, inputs: Inputs, variant: str) -> Any:
+    """numpy data dict -> numpy output through `framework`'s steps.forward_fn('no_grad'), built (and for JAX jitted,
+    as in forward_result) once, so that many calls with other data cost one compile."""
+    if framework == "torch":
+        from implementations.torch import common, steps
+    else:
+        from implementations.jax import common, steps
+    fn, (params, _) = steps.forward_fn(inputs, variant, "no_grad")
+    if framework == "jax" and variant != "unrolled":
+        import jax
+
+        fn = jax.jit(fn)
+
+    def run(data: dict[str, np.ndarray]) -> np.ndarray:
+        _, device_data = common.prepare(replace(inputs, data=data))
+        return common.to_numpy(fn(params, device_data))
+
+    return run
+
+
+@functools.cache
+def reference_result(workload: str, size: str, dtype: str) -> tuple[np.ndarray, StepResult]:
+    """(forward output, loss and gradients) of tests/reference.py in float64 on the spec's inputs cast to `dtype`
+    (the values the frameworks receive), gradients by central finite differences."""
+    from tests import reference
+
+    inputs = make_inputs(workload, size, dtype)
+    out, loss, gp, gd = reference.loss_and_grads(workload, inputs.params, inputs.data, inputs.static,
+                                                 inputs.cotangent)
+    return out, StepResult(np.asarray(loss), gp, gd, {})
+
+
+@functools.cache
+def reference_output(workload: str, size: str, dtype: str) -> np.ndarray:
+    """The forward output of tests/reference.py in float64 on the spec's inputs cast to `dtype` (no gradients: for
+    sizes where finite differences would take too long)."""
+    from tests import reference
+
+    inputs = make_inputs(workload, size, dtype)
+    return reference.FORWARD[workload](inputs.params, inputs.data, inputs.static)

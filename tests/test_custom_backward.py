@@ -11,12 +11,10 @@ import torch
 
 from implementations import workloads
 from implementations.jax import adbench as jax_adbench
-from implementations.jax import common as jax_common
 from implementations.jax import swiglu as jax_swiglu
 from implementations.torch import adbench as torch_adbench
-from implementations.torch import common as torch_common
 from implementations.torch import swiglu as torch_swiglu
-from tests.helpers import assert_close
+from tests.helpers import assert_close, grad_fn_result
 
 RNG = np.random.default_rng(7)
 GATE, UP = RNG.standard_normal((5, 7)) * 3, RNG.standard_normal((5, 7))
@@ -83,12 +81,49 @@ def test_jax_custom_ops_equal_autodiff(dtype: str) -> None:
 
 
 @pytest.mark.parametrize("workload", ["swiglu", "gmm"])
-@pytest.mark.parametrize("common", [torch_common, jax_common], ids=["torch", "jax"])
-def test_custom_variant_equals_plain_variant(workload: str, common) -> None:
-    # Whole workloads in float64: the custom backward changes nothing but the saved residuals.
-    inputs = workloads.make_inputs(workload, list(workloads.spec(workload).sizes)[1], "float64")
-    custom, plain = common.value_and_grad(inputs, "custom"), common.value_and_grad(inputs, "plain")
-    assert_close("output", custom[0], plain[0], 1e-12)
-    for part in (1, 2):
-        for name in custom[part]:
-            assert_close(f"d/d {name}", custom[part][name], plain[part][name], 1e-12)
+@pytest.mark.parametrize("framework", workloads.FRAMEWORKS)
+def test_custom_variant_equals_plain_variant(workload: str, framework: str) -> None:
+    # The benchmarks' own steps in float64: the custom backward changes nothing but the saved residuals.
+    inputs = workloads.make_inputs(workload, "tiny", "float64")
+    custom, plain = (grad_fn_result(framework, inputs, variant) for variant in ("custom", "plain"))
+    assert_close("loss", custom.value, plain.value, 1e-12)
+    for part in ("grad_params", "grad_data"):
+        for name, expected in getattr(plain, part).items():
+            assert_close(f"d/d {name}", getattr(custom, part)[name], expected, 1e-12)
+
+
+# What the custom backward is for: fewer saved bytes than autodiff of the same expression. probe.saved_bytes on the
+# benchmarks' steps.loss_fn, float32 at test size, extra_bytes (inputs and parameters left out).
+# swiglu tiny: x [4, 8], hidden 16, so gate = x @ w_gate, up = x @ w_up and act = silu(gate) * up are [4, 16] float32,
+#   256 B each; the loss multiplies the [4, 8] output by the cotangent, a constant: 128 B saved for the output's grad.
+#   custom: gate + up (the op's residuals) + act (saved by act @ w_down) + cotangent = 3 * 256 + 128 = 896 B on both
+#   sides. plain adds silu's intermediates: PyTorch silu(gate) (saved by the multiply) = 896 + 256 = 1,152 B; JAX's
+#   jax.nn.silu = gate * sigmoid(gate) keeps sigmoid(gate), silu(gate) and one more [4, 16] term of the sigmoid's
+#   derivative: 896 + 3 * 256 = 1,664 B. A custom op that also saved sigmoid(gate) would save 1,152 B.
+# gmm tiny (d 2, k 3, n 5): both logsumexps save their input beta [5, 3] and output [5] on PyTorch, custom or not
+#   (torch.logsumexp's backward also reuses its result): 440 B either way. JAX's jax.nn.logsumexp also keeps the masks
+#   and counts of its max shift, which the custom op does not: 629 B plain, 611 B custom (measured; the odd byte
+#   counts are the boolean masks). Saving exp(beta - shift) as well would add 60 B.
+SAVED_EXTRA_BYTES = {
+    ("swiglu", "torch"): {"plain": 1152, "custom": 896},
+    ("swiglu", "jax"): {"plain": 1664, "custom": 896},
+    ("gmm", "torch"): {"plain": 440, "custom": 440},
+    ("gmm", "jax"): {"plain": 629, "custom": 611},
+}
+
+
+@pytest.mark.parametrize(("workload", "framework"), list(SAVED_EXTRA_BYTES))
+def test_custom_backward_saves_less(workload: str, framework: str) -> None:
+    if framework == "torch":
+        from implementations.torch import probe, steps
+    else:
+        from implementations.jax import probe, steps
+    inputs = workloads.make_inputs(workload, "tiny", "float32")
+    saved = {}
+    for variant in ("plain", "custom"):
+        fn, args = steps.loss_fn(inputs, variant)
+        saved[variant] = probe.saved_bytes(fn, *args).extra_bytes
+    assert saved == SAVED_EXTRA_BYTES[workload, framework]
+    assert saved["custom"] <= saved["plain"]
+    if workload == "swiglu":
+        assert saved["custom"] < saved["plain"]

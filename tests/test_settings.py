@@ -1,4 +1,4 @@
-"""Fairness settings take effect in both frameworks: matmul precision, dtype and CPU threads."""
+"""Fairness settings take effect in both frameworks through frameworks.load: matmul precision, dtype, CPU threads."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import common
-from implementations import workloads
+from implementations import frameworks, workloads
 
 
 @pytest.fixture(autouse=True)
 def _restore_settings():
     torch_precision, jax_precision = torch.get_float32_matmul_precision(), jax.config.jax_default_matmul_precision
+    torch_threads = torch.get_num_threads()
     yield
+    torch.set_num_threads(torch_threads)
     torch.set_float32_matmul_precision(torch_precision)
     jax.config.update("jax_default_matmul_precision", jax_precision)
 
@@ -25,9 +26,10 @@ def _restore_settings():
 @pytest.mark.parametrize(("precision", "torch_value", "xla_precision"),
                          [("highest", "highest", "HIGHEST"), ("tf32", "high", "HIGH")])
 def test_precision_reaches_both_frameworks(precision: str, torch_value: str, xla_precision: str) -> None:
-    common.import_framework("torch", "float32", precision)
+    # float64=True: the test session keeps JAX's x64 on (tests/conftest.py).
+    frameworks.load("torch", precision, float64=True)
     assert torch.get_float32_matmul_precision() == torch_value
-    common.import_framework("jax", "float32", precision)
+    frameworks.load("jax", precision, float64=True)
     # What XLA is asked for, not just the config flag: the precision attribute of the lowered matmul.
     text = jax.jit(lambda a: a @ a).lower(jnp.ones((4, 4), jnp.float32)).as_text()
     assert f"precision = [{xla_precision}, {xla_precision}]" in text
@@ -35,12 +37,21 @@ def test_precision_reaches_both_frameworks(precision: str, torch_value: str, xla
 
 def test_unknown_precision_is_refused() -> None:
     with pytest.raises(ValueError, match="valid choices: highest, tf32"):
-        common.import_framework("torch", "float32", "fp8")
+        frameworks.load("torch", "fp8")
 
 
-def test_threads_are_matched() -> None:
-    common.import_framework("torch", "float32", "highest")
-    assert torch.get_num_threads() == common.THREADS == int(os.environ.get("TVT_THREADS", os.cpu_count()))
+def test_threads_are_every_core() -> None:
+    # XLA:CPU uses every core and cannot be told otherwise, so PyTorch is given the same count.
+    assert frameworks.threads() == os.cpu_count()
+
+
+def test_load_gives_torch_the_suite_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A count PyTorch would not pick by itself (its default is the physical cores), so the test fails unless
+    # load() applies frameworks.threads().
+    torch.set_num_threads(1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    frameworks.load("torch", "highest", float64=True)
+    assert torch.get_num_threads() == frameworks.threads() == 3
 
 
 @pytest.mark.parametrize("dtype", workloads.DTYPES)
