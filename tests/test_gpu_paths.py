@@ -218,7 +218,6 @@ def test_jax_cuda_plugin_follows_torch_cuda() -> None:
             jax_cuda.jax_cuda_requirement(bad, "0.11.2")
 
 
-@pytest.mark.slow
 def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
     """The GPU machine's python3 is itself a venv with torch and jax; no network. Here: venv A of the base
     interpreter, the frameworks 'preinstalled' in A by a .pth to a folder of links into this test's own
