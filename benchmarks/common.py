@@ -14,6 +14,7 @@ Rules for benchmark writers (numpy's asv README, adapted):
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -59,9 +60,23 @@ def memo(key: tuple, build: Callable[[], Any]) -> Any:
     return _MEMO[key]
 
 
-def per_call_timer(calls: int) -> Callable[[], float]:
-    """A timer for asv's `timer` attribute whose differences are per call of a body that loops `calls` times."""
-    return lambda: time.perf_counter() / calls
+# Steps shorter than MIN_SAMPLE_SECONDS are timed as a loop of `calls` calls and reported per call; the count is
+# chosen once per process in setup from a timed call and published here for the timer (one combination per process).
+MIN_SAMPLE_SECONDS = 2e-3
+_LOOP = {"calls": 1}
+
+
+def per_call_timer() -> float:
+    """asv's `timer`: a clock whose differences are per call of a body that loops `_LOOP['calls']` times."""
+    return time.perf_counter() / _LOOP["calls"]
+
+
+def calls_for(step: Callable[[], Any]) -> int:
+    """How many calls of `step` make a sample of at least MIN_SAMPLE_SECONDS (1 for steps at least that long)."""
+    start = time.perf_counter()
+    step()
+    seconds = time.perf_counter() - start
+    return max(1, min(10_000, math.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-7))))
 
 
 class Case:
@@ -105,6 +120,7 @@ class Benchmark:
     # 3: modes explicit in every pillar, per-layer leaves in eager JAX, matched layer norm, matmul-only flops with
     # scan iterations counted, saved bytes without the cotangent, timings from several processes.
     version = "3"
+    timer = staticmethod(per_call_timer)
     axes: list[tuple[str, list]] = []
     dtypes = DTYPES
     precisions = PRECISIONS
@@ -119,6 +135,7 @@ class Benchmark:
         if isinstance(state, Skip):
             raise state
         self.__dict__.update(state)
+        _LOOP["calls"] = state.get("calls", 1)
 
     def _prepare(self, params: dict[str, Any]) -> dict[str, Any] | Skip:
         case = Case(params)
@@ -130,9 +147,17 @@ class Benchmark:
                                lambda: workloads.make_inputs(case.workload, params["size"], case.dtype))
         case.fw = frameworks.load(case.framework, case.precision, float64=case.dtype == "float64")
         try:
-            return {"case": case, **self.build(case)}
+            state = {"case": case, **self.build(case)}
         except Skip as skip:  # found only once built (a missing calibration, say)
             return skip
+        if "step" in state:
+            state["calls"] = calls_for(state["step"])
+        return state
+
+    def run_step(self) -> None:
+        """The timed body of every time_ method: `calls` calls of the step (see per_call_timer)."""
+        for _ in range(self.calls):
+            self.step()
 
     def reason_to_skip(self, case: Case) -> str | None:
         """Why this combination is not run, or None. The generic rules, then the class's own `skip`."""
@@ -177,7 +202,7 @@ def unit(metric: str) -> str:
     return metrics.get(metric).unit
 
 
-class PeakBytes:
+class _PeakBytes:
     """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
 
     def track_peak_bytes(self, *params):
@@ -192,7 +217,7 @@ class PeakBytes:
     track_peak_bytes.unit = unit("track_peak_bytes")
 
 
-class SavedBytes:
+class _SavedBytes:
     """Mixin: `track_saved_bytes`, the bytes kept for the backward beyond inputs, parameters and the cotangent, of
     the loss the class's `saved_fn(case)` returns as (fn, args)."""
 

@@ -6,8 +6,8 @@ from benchmarks.common import (
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
-    PeakBytes,
-    SavedBytes,
+    _PeakBytes,
+    _SavedBytes,
     by_device,
     by_workload,
 )
@@ -29,10 +29,10 @@ class _CustomStep(Benchmark):
         return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
 
     def time_step(self, *params):
-        self.step()
+        self.run_step()
 
 
-class _CustomMemory(SavedBytes, PeakBytes, Benchmark):
+class _CustomMemory(_SavedBytes, _PeakBytes, Benchmark):
     """Bytes kept for the backward (beyond inputs, parameters and the cotangent) and the peak bytes of one step,
     autodiff ('plain') against the hand-written backward ('custom')."""
 

@@ -3,20 +3,16 @@ op-by-op and jitted forward, at an overhead-bound small size and a compute-bound
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, PeakBytes, by_device, by_workload, per_call_timer
-
-# Short steps are timed as a loop of CALLS calls, reported per call (the timer divides), so a microsecond step is
-# not measured at the resolution of one call plus the harness around it.
-CALLS = 20
+from benchmarks.common import Benchmark, _PeakBytes, by_device, by_workload
 
 
 class _Forward(Benchmark):
-    """One forward pass per mode, per call of a loop of 20. 'record' keeps what the backward needs (PyTorch
-    grad-enabled / jax.vjp), 'no_grad' does not (no_grad / a plain op-by-op call), 'inference_mode' is PyTorch's
-    alone (a plain JAX call already saves nothing), 'compiled' is torch.compile under inference_mode / jax.jit."""
+    """One forward pass per mode, short ones timed as a loop and reported per call. 'record' keeps what the
+    backward needs (PyTorch grad-enabled / jax.vjp), 'no_grad' does not (no_grad / a plain op-by-op call),
+    'inference_mode' is PyTorch's alone (a plain JAX call already saves nothing), 'compiled' is torch.compile under
+    inference_mode / jax.jit."""
 
     axes = [("mode", ["record", "no_grad", "inference_mode", "compiled"])]
-    timer = staticmethod(per_call_timer(CALLS))
 
     def skip(self, case):
         if case.framework == "jax" and case.mode == "inference_mode":
@@ -27,11 +23,10 @@ class _Forward(Benchmark):
         return {"step": case.fw.steps.forward_step(case.inputs, "plain", case.mode, case.device)}
 
     def time_forward(self, *params):
-        for _ in range(CALLS):
-            self.step()
+        self.run_step()
 
 
-class _ForwardMemory(PeakBytes, Benchmark):
+class _ForwardMemory(_PeakBytes, Benchmark):
     """Peak bytes of a forward that records for the backward against one that does not."""
 
     axes = [("mode", ["record", "no_grad"])]
@@ -44,7 +39,7 @@ class _ForwardMemory(PeakBytes, Benchmark):
         return case.fw.steps.forward_fn(case.inputs, "plain", case.mode, case.device)
 
 
-globals().update(by_workload(_Forward, by_device(cpu={"mlp": ["tiny", "512x1024x4096"]},
+globals().update(by_workload(_Forward, by_device(cpu={"mlp": ["tiny", "64x256x1024"]},
                                                  cuda={"mlp": ["64x256x1024", "2048x4096x16384"]})))
 globals().update(by_workload(_ForwardMemory, by_device(
     cpu={"mlp": ["512x1024x4096"], "transformer": ["L4-B4-S64-D128"]},
