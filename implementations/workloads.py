@@ -24,7 +24,6 @@ DTYPES: tuple[str, ...] = ("float32", "float64", "bfloat16")
 # 1023-step recurrence or a 100-link chain in 8 mantissa bits measures rounding, not autodiff.
 _MATMUL_DTYPES = DTYPES
 _NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": ml_dtypes.bfloat16}
-FRAMEWORKS: tuple[str, ...] = ("torch", "jax")
 
 
 @dataclass(frozen=True)

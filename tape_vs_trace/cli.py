@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from implementations.frameworks import DEVICES
 from tape_vs_trace import machine
 
 ENV_NAME = "existing-venv"
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "stores with every result and the roofline divides by.")
     cal.add_argument("--out", type=Path, default=Path(".asv/calibration.json"),
                      help="calibration file (default: .asv/calibration.json)")
-    cal.add_argument("--device", choices=("cpu", "cuda"), help="default: TVT_DEVICE, else cuda where nvidia-smi is")
+    cal.add_argument("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")
     rep = sub.add_parser("report", help="summary.csv, summary.md and figures from asv results",
                          description="Read every machine folder and commit of an asv results folder and write "
                                      "summary.csv, summary.md and PNG figures into --out (replaced only once the "

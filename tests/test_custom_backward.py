@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from implementations import workloads
+from implementations import frameworks, workloads
 from implementations.jax import adbench as jax_adbench
 from implementations.jax import swiglu as jax_swiglu
 from implementations.torch import adbench as torch_adbench
@@ -81,7 +81,7 @@ def test_jax_custom_ops_equal_autodiff(dtype: str) -> None:
 
 
 @pytest.mark.parametrize("workload", ["swiglu", "gmm"])
-@pytest.mark.parametrize("framework", workloads.FRAMEWORKS)
+@pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_custom_variant_equals_plain_variant(workload: str, framework: str) -> None:
     # The benchmarks' own steps in float64: the custom backward changes nothing but the saved residuals.
     inputs = workloads.make_inputs(workload, "tiny", "float64")

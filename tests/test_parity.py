@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from implementations import workloads
+from implementations import frameworks, workloads
 from tests.helpers import (
     StepResult,
     assert_close,
@@ -64,7 +64,7 @@ def assert_grads_close(label: str, actual: StepResult, expected: StepResult, tol
 def check(workload: str, size: str, variant: str, dtype: str, with_reference_grads: bool) -> None:
     inputs = workloads.make_inputs(workload, size, dtype)
     tol = tolerance(inputs)
-    grads = {fw: grad_fn_result(fw, inputs, variant) for fw in workloads.FRAMEWORKS}
+    grads = {fw: grad_fn_result(fw, inputs, variant) for fw in frameworks.NAMES}
     for fw, result in grads.items():
         assert_dtypes(f"{fw} grad_fn", result, dtype)
     assert_grads_close("torch vs jax", grads["torch"], grads["jax"], tol, tol)
@@ -78,7 +78,7 @@ def check(workload: str, size: str, variant: str, dtype: str, with_reference_gra
     # test size, where its eager JAX vjp over lax.scan costs a compile per call.
     modes = ("no_grad", "record") if with_reference_grads and dtype == "float32" else ("no_grad",)
     for mode in modes:
-        forward = {fw: forward_result(fw, inputs, variant, mode) for fw in workloads.FRAMEWORKS}
+        forward = {fw: forward_result(fw, inputs, variant, mode) for fw in frameworks.NAMES}
         for fw, result in forward.items():
             assert_dtypes(f"{fw} forward_fn {mode}", result, dtype)
             assert_close(f"{fw} forward {mode} vs reference", result.value, out, tol)
@@ -136,7 +136,7 @@ def test_parity_compiled_steps(workload: str, variant: str) -> None:
     inputs = workloads.make_inputs(workload, spec.test_size, "float32")
     tol = tolerance(inputs)
     out, ref = reference_result(workload, spec.test_size, "float32")
-    for fw in workloads.FRAMEWORKS:
+    for fw in frameworks.NAMES:
         grads = grad_step_result(fw, inputs, variant, "compiled")
         assert_dtypes(f"{fw} grad_step compiled", grads, "float32")
         assert_grads_close(f"{fw} grad_step compiled vs reference", grads, ref, tol, tol)

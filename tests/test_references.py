@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from implementations import workloads
+from implementations import frameworks, workloads
 from tests import reference
 from tests.helpers import ADBENCH, assert_close, forward_callable, forward_result, read_gmm, read_lstm
 
@@ -75,7 +75,7 @@ def _framework_gmm(framework: str, arrays: dict, custom: bool) -> tuple[float, d
 
 
 @pytest.mark.parametrize("custom", [False, True], ids=["plain", "custom"])
-@pytest.mark.parametrize("framework", workloads.FRAMEWORKS)
+@pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_gmm_objective_with_prior_terms(framework: str, custom: bool) -> None:
     arrays = _gmm_instance()
     params, data = {k: arrays[k] for k in GMM_DIFF}, {"x": arrays["x"]}
@@ -117,7 +117,7 @@ def _tail_bias(gelu_of_z) -> float:
     return float(np.mean((out[tail] - exact[tail]) / exact[tail]))
 
 
-@pytest.mark.parametrize("framework", workloads.FRAMEWORKS)
+@pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_exact_gelu_in_bfloat16_tail(framework: str) -> None:
     bias = _tail_bias(lambda inputs, z: forward_result(framework, inputs, "plain", "no_grad").value)
     assert abs(bias) <= TAIL_TOLERANCE, f"{framework}: mean relative error {bias:+.4f} in the GELU tail"
@@ -129,7 +129,7 @@ def test_tanh_gelu_fails_the_tail_check() -> None:
 
 
 @pytest.mark.parametrize("variant", workloads.spec("transformer").variants)
-@pytest.mark.parametrize("framework", workloads.FRAMEWORKS)
+@pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_transformer_is_causal(framework: str, variant: str) -> None:
     # The output at position t depends on inputs at positions <= t only: perturbing x[:, t+1:] leaves out[:, :t+1]
     # unchanged (bit for bit) and changes out[:, t+1:] (the perturbation reaches the output at all).

@@ -163,7 +163,7 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
     # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
     # machine record has those of .venv.
     requirements = data.get("requirements") or {}
-    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in ("torch", "jax")}
+    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
     rows, skips = [], []
     for name, entry in data["results"].items():
         meta = benchmarks.get(name)
