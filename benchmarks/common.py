@@ -116,7 +116,7 @@ class Benchmark:
     rounds = 3
     repeat = 5
     number = 1
-    warmup_time = 0.1
+    warmup_time = 0  # every step is run three times in setup already (two warm-up calls, one to size the loop)
     # 3: modes explicit in every pillar, per-layer leaves in eager JAX, matched layer norm, matmul-only flops with
     # scan iterations counted, saved bytes without the cotangent, timings from several processes.
     version = "3"
