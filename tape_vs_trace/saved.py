@@ -167,6 +167,7 @@ def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> None:
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+    from matplotlib.patches import Patch
 
     rows = list(rows)
     cases = list(dict.fromkeys(r.get("case", "") for r in rows))
@@ -175,7 +176,7 @@ def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> None:
     colors = {op: "#bbbbbb" if op in ("argument", "other ops") else plt.get_cmap("tab20")(i % 20)
               for i, op in enumerate(ops)}
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    ticks, labels = [], []
+    ticks, labels, drawn = [], [], set()
     for c, case in enumerate(cases):
         for f, name in enumerate(names):
             x = c * (len(names) + 1) + f
@@ -184,13 +185,14 @@ def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> None:
                 mib = sum(r["bytes"] for r in rows if r.get("case", "") == case and r["framework"] == name
                           and r["op"] == op) / MIB
                 if mib:
-                    ax.bar(x, mib, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color,
-                           label=op)
+                    ax.bar(x, mib, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color)
+                    drawn.add(op)
                     bottom += mib
             ticks.append(x)
             labels.append(f"{frameworks.label(name)}\n{case}".strip())
-    handles = {h.get_label(): h for h in ax.patches}
-    ax.legend(handles.values(), handles.keys(), fontsize=9, loc="upper left", bbox_to_anchor=(1, 1))
+    # One entry per op, in stacking order, without a framework's edge colour (the tick labels name the framework).
+    ax.legend(handles=[Patch(facecolor=colors[op], label=op) for op in ops if op in drawn], fontsize=9,
+              loc="upper left", bbox_to_anchor=(1, 1))
     ax.set_xticks(ticks, labels, fontsize=9)
     ax.tick_params(labelsize=9)
     ax.set_ylabel("saved for the backward pass (MiB)", fontsize=9)
