@@ -98,17 +98,20 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] = SUITE_CASES,
             workloads.validate(workload, size, dtype, variant)
         except ValueError as exc:
             raise SavedError(str(exc)) from None
+    try:  # before the framework processes run: a folder that cannot be made fails at once
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SavedError(f"cannot create {out}: {exc.strerror or exc}") from None
     commit = commit or _commit()
     machine_name = machine_name or machine.record()["machine"]
     rows = []
     for name in frameworks.NAMES:
-        for case, records in zip(cases, collect_all(name, cases)):
+        for case, records in zip(cases, collect_all(name, cases), strict=True):
             rows += [dict(zip(ALL_FIELDS[:4], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
                           tensor_dtype=r["dtype"], nbytes=r["nbytes"], is_argument=r["is_argument"], commit=commit)
                      for r in records]
     path = out / f"{machine_name}-{commit[:8]}.csv"
     try:
-        out.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         with tmp.open("w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=ALL_FIELDS, lineterminator="\n")

@@ -148,10 +148,20 @@ def test_report_builds_without_the_breakdown(results: Path, tmp_path: Path, caps
     assert "keeps +" not in (out / "summary.md").read_text()
 
 
+def test_a_machine_without_its_breakdown_is_named(results: Path, tmp_path: Path, capsys) -> None:
+    write_breakdown(results, HAND_MADE, name="another-machine-01234567.csv")
+    out, warnings = build(results, tmp_path, capsys)
+    assert [w for w in warnings if "saved-bytes" in w] == [
+        f"warning: no saved-bytes breakdown for machine {MACHINE} in {results / 'saved'} (`tape-vs-trace saved-all` "
+        "writes it): its saved-bytes findings name no ops"]
+    assert "keeps +" not in (out / "summary.md").read_text() and not list(out.glob("saved_*.png"))
+
+
 @pytest.mark.parametrize("content", ["not,a,breakdown\n1,2,3\n", "", "\x00\x01garbage"])
 def test_corrupt_breakdown_is_a_warning(results: Path, tmp_path: Path, capsys, content: str) -> None:
     path = write_breakdown(results, [])
     path.write_text(content)
     out, warnings = build(results, tmp_path, capsys)
     assert any("skipped the saved-bytes breakdown" in w and path.name in w for w in warnings)
+    assert any(f"no saved-bytes breakdown for machine {MACHINE}" in w for w in warnings)
     assert (out / "summary.md").is_file() and not list(out.glob("saved_*.png"))

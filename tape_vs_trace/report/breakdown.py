@@ -43,8 +43,9 @@ def _read(path: Path) -> pd.DataFrame:
 
 def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:
     """Per machine, its newest readable breakdown: the one of the commit the report shows for that machine if
-    there is one, else the one of the latest commit date in the asv results, else the latest written. A missing
-    folder is silent (the breakdown is optional); an unreadable file is skipped with a warning."""
+    there is one, else the one of the latest commit date in the asv results, else the latest written. An unreadable
+    file is skipped, and a machine without one named, with a warning; with no results/saved at all (results from
+    before `saved-all`) the report is silent about it and its findings name no ops."""
     folder = results / FOLDER
     if not folder.is_dir():
         return {}
@@ -68,6 +69,9 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
             warn(f"{path.name}: the saved-bytes breakdown is of commit {data.commit.iloc[0][:8]}, the results of "
                  f"{shown[machine][:8]}; its ops explain that commit's saved bytes")
         out[machine] = data
+    for machine in sorted(set(shown) - set(out)):
+        warn(f"no saved-bytes breakdown for machine {machine} in {folder} (`tape-vs-trace saved-all` writes it): "
+             "its saved-bytes findings name no ops")
     return out
 
 
