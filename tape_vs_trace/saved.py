@@ -106,7 +106,10 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] = SUITE_CASES,
     machine_name = machine_name or machine.record()["machine"]
     rows = []
     for name in frameworks.NAMES:
-        for case, records in zip(cases, collect_all(name, cases), strict=True):
+        answers = collect_all(name, cases)
+        if len(answers) != len(cases):
+            raise SavedError(f"{frameworks.label(name)} answered {len(answers)} of {len(cases)} cases")
+        for case, records in zip(cases, answers):
             rows += [dict(zip(ALL_FIELDS[:4], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
                           tensor_dtype=r["dtype"], nbytes=r["nbytes"], is_argument=r["is_argument"], commit=commit)
                      for r in records]
