@@ -120,11 +120,12 @@ def difference(label_a: str, a: pd.Series, label_b: str, b: pd.Series, top: int 
 
 
 def note(a: pd.Series, b: pd.Series, value_a: float, value_b: float, commit: str) -> str:
-    """Said where the breakdown's totals are not the asv values it explains."""
+    """Said where the breakdown's totals are not the asv values it explains; in bytes, since MiB at 4 digits can
+    print two different totals alike."""
     if a.sum() == value_a and b.sum() == value_b:
         return ""
-    return (f" (breakdown of commit {commit[:8]}: {fmt.value(a.sum(), 'bytes')} vs {fmt.value(b.sum(), 'bytes')}, "
-            "not the totals above)")
+    return (f" (the breakdown, of commit {commit[:8]}, totals {int(a.sum()):,} B and {int(b.sum()):,} B, not the "
+            f"{int(value_a):,} B and {int(value_b):,} B above)")
 
 
 def _figure_rows(breakdown: pd.DataFrame, workload: str) -> list[dict]:

@@ -195,7 +195,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         for pillar in pillars + sorted(set(rows.pillar) - set(metrics.PILLARS)):
             lines += [f"{h} {pillar}", ""]
             lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
-                      if FIGURE_PILLARS.get(Path(n).name) == pillar]
+                      if FIGURE_PILLARS.get(Path(n).name) == pillar
+                      or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
             sel = ordered(rows[rows.pillar == pillar])
             for metric in dict.fromkeys(sel.metric):
                 lines += metric_table(sel[sel.metric == metric], numerics) + [""]
