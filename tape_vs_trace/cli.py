@@ -164,6 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     saved.add_argument("--variant", default="plain")
     saved.add_argument("--dtype", default="float32")
     saved.add_argument("--format", choices=("text", "csv"), default="text")
+    all_saved = sub.add_parser("saved-all", help="the saved-bytes breakdown of every workload the suite costs, as CSV",
+                               description="PyTorch and JAX, one process each for the whole list, on the loss of "
+                                           "every workload whose saved bytes the suite reports; writes "
+                                           "OUT/<machine>-<commit8>.csv, which the report reads.")
+    all_saved.add_argument("--out", type=Path, default=Path("results/saved"),
+                           help="folder of the CSV (default: results/saved)")
     cmp = sub.add_parser("compare", help="rerun check: two results folders of the same commit, row by row",
                          description="For every row in both folders: both values with their intervals and whether "
                                      "they agree; the direction of every JAX/PyTorch ratio that excludes 1; times of "
@@ -198,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         return _publish(args.config, args.results, args.out)
     elif args.command == "saved":
         return _saved(args.workload, args.size, args.variant, args.dtype, args.format)
+    elif args.command == "saved-all":
+        return _saved_all(args.out)
     elif args.command == "compare":
         return _compare(args.results_a, args.results_b, args.normalise, args.strict)
     elif args.command == "cite":
@@ -243,6 +251,19 @@ def _saved(workload: str, size: str | None, variant: str, dtype: str, fmt: str) 
     except saved.SavedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _saved_all(out: Path) -> int:
+    """A failed framework process or an unwritable folder gets one line on stderr and exit status 1."""
+    from tape_vs_trace import saved
+
+    try:
+        path = saved.run_all(out)
+    except saved.SavedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
     return 0
 
 

@@ -1,5 +1,6 @@
 """`tape-vs-trace saved`: what each framework keeps for the backward pass of one workload, grouped by the op that
-produced it, PyTorch beside JAX; and ``saved_figure``, the same as stacked bars.
+produced it, PyTorch beside JAX; ``saved_figure``, the same as stacked bars; and `tape-vs-trace saved-all`, the
+records of every workload the suite costs, as data beside the asv results (results/saved/<machine>-<commit8>.csv).
 
 Each framework runs in its own subprocess (``python -m tape_vs_trace.saved FRAMEWORK ...`` prints its records as
 JSON), so torch and jax never share a process. The function measured is the benchmarks' loss,
@@ -20,7 +21,23 @@ from pathlib import Path
 from implementations import frameworks, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
+MIB = 2.0 ** 20  # the report's memory unit (tape_vs_trace.report.fmt.MIB), without importing pandas here
 FIELDS = ("framework", "op", "count", "bytes", "is_argument")
+# saved-all's columns: the case's dtype is "dtype", each record's own "tensor_dtype" (a CSV needs unique names).
+ALL_FIELDS = ("workload", "size", "variant", "dtype", "framework", "op", "shape", "tensor_dtype", "nbytes",
+              "is_argument", "commit")
+# The (workload, size, variant, dtype) cases whose saved bytes the asv suite reports on the CPU
+# (recording.SavedBytes and custom_backward): their breakdown is what the report explains those numbers with.
+SUITE_CASES: tuple[tuple[str, str, str, str], ...] = (
+    ("mlp", "64x256x1024", "plain", "float32"),
+    ("transformer", "L4-B4-S64-D128", "plain", "float32"),
+    ("lstm", "l2-c128-b14", "plain", "float32"),
+    ("chain", "d50-4x64", "plain", "float32"),
+    ("swiglu", "64x256x1024", "plain", "float32"),
+    ("swiglu", "64x256x1024", "custom", "float32"),
+    ("gmm", "d10-K25-n1000", "plain", "float32"),
+    ("gmm", "d10-K25-n1000", "custom", "float32"),
+)
 
 
 class SavedError(Exception):
@@ -29,22 +46,84 @@ class SavedError(Exception):
 
 def _records(framework: str, workload: str, size: str, variant: str, dtype: str) -> list[dict]:
     """saved_breakdown of the workload's loss in this process (the subprocess side)."""
-    fw = frameworks.load(framework, "highest", float64=dtype == "float64")
-    inputs = workloads.make_inputs(workload, size, dtype)
-    fn, args = fw.steps.loss_fn(inputs, variant, "cpu")
-    return [{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "nbytes": r.nbytes, "is_argument": r.is_argument}
-            for r in fw.probe.saved_breakdown(fn, *args)]
+    return _batch_records(framework, [[workload, size, variant, dtype]])[0]
+
+
+def _batch_records(framework: str, cases: list[list[str]]) -> list[list[dict]]:
+    """saved_breakdown of every case in this one process: the framework is imported and configured once."""
+    fw = frameworks.load(framework, "highest", float64=any(case[3] == "float64" for case in cases))
+    out = []
+    for workload, size, variant, dtype in cases:
+        fn, args = fw.steps.loss_fn(workloads.make_inputs(workload, size, dtype), variant, "cpu")
+        out.append([{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "nbytes": r.nbytes,
+                     "is_argument": r.is_argument} for r in fw.probe.saved_breakdown(fn, *args)])
+    return out
+
+
+def _subprocess(argv: list[str]) -> list:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.saved", *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SavedError(f"{frameworks.label(argv[0])} failed: {last}")
+    return json.loads(done.stdout)
 
 
 def collect(framework: str, workload: str, size: str, variant: str, dtype: str) -> list[dict]:
     """The records of one framework, from a fresh subprocess."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.saved", framework, workload, size, variant, dtype],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+    return _subprocess([framework, workload, size, variant, dtype])
+
+
+def collect_all(framework: str, cases: Iterable[tuple[str, str, str, str]]) -> list[list[dict]]:
+    """The records of every case for one framework, from one fresh subprocess (one import of the framework)."""
+    return _subprocess([framework, "--batch", json.dumps([list(c) for c in cases])])
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SavedError(f"{frameworks.label(framework)} failed: {last}")
-    return json.loads(done.stdout)
+        raise SavedError(f"cannot name the commit: git rev-parse HEAD failed in {ROOT}")
+    return done.stdout.strip()
+
+
+def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] = SUITE_CASES, machine_name: str | None = None,
+            commit: str | None = None) -> Path:
+    """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv (replaced whole); returns it."""
+    from tape_vs_trace import machine
+
+    cases = list(cases)
+    for workload, size, variant, dtype in cases:
+        try:
+            workloads.validate(workload, size, dtype, variant)
+        except ValueError as exc:
+            raise SavedError(str(exc)) from None
+    try:  # before the framework processes run: a folder that cannot be made fails at once
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SavedError(f"cannot create {out}: {exc.strerror or exc}") from None
+    commit = commit or _commit()
+    machine_name = machine_name or machine.record()["machine"]
+    rows = []
+    for name in frameworks.NAMES:
+        answers = collect_all(name, cases)
+        if len(answers) != len(cases):
+            raise SavedError(f"{frameworks.label(name)} answered {len(answers)} of {len(cases)} cases")
+        for case, records in zip(cases, answers):
+            rows += [dict(zip(ALL_FIELDS[:4], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
+                          tensor_dtype=r["dtype"], nbytes=r["nbytes"], is_argument=r["is_argument"], commit=commit)
+                     for r in records]
+    path = out / f"{machine_name}-{commit[:8]}.csv"
+    try:
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=ALL_FIELDS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise SavedError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
 
 
 def rows_by_op(framework: str, records: Iterable[Mapping]) -> list[dict]:
@@ -86,40 +165,48 @@ def format_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
-def saved_figure(rows: Iterable[Mapping], path: Path) -> None:
-    """Saved bytes stacked by producing op, one bar per framework, PyTorch beside JAX; rows as ``rows_by_op``
-    makes them, optionally with a "case" key (one pair of bars per case). Arguments are drawn grey."""
+def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> None:
+    """Saved MiB (binary, as every memory figure of the report) stacked by producing op, one bar per framework,
+    PyTorch beside JAX; rows as ``rows_by_op`` makes them, optionally with a "case" key (one pair of bars per case).
+    Arguments and 'other ops' are drawn grey. 7.5 inches wide with 9 pt text: readable at page width."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+    from matplotlib.patches import Patch
 
     rows = list(rows)
     cases = list(dict.fromkeys(r.get("case", "") for r in rows))
     names = [name for name in frameworks.NAMES if any(r["framework"] == name for r in rows)]
     ops = list(dict.fromkeys(r["op"] for r in sorted(rows, key=lambda r: (r["is_argument"], r["op"]))))
-    colors = {op: "#bbbbbb" if op == "argument" else plt.get_cmap("tab20")(i % 20) for i, op in enumerate(ops)}
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(cases) * len(names)), 4.5))
-    ticks, labels = [], []
+    colors = {op: "#bbbbbb" if op in ("argument", "other ops") else plt.get_cmap("tab20")(i % 20)
+              for i, op in enumerate(ops)}
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ticks, labels, drawn = [], [], set()
     for c, case in enumerate(cases):
         for f, name in enumerate(names):
             x = c * (len(names) + 1) + f
-            bottom = 0
+            bottom = 0.0
             for op in ops:
-                nbytes = sum(r["bytes"] for r in rows if r.get("case", "") == case and r["framework"] == name
-                             and r["op"] == op)
-                if nbytes:
-                    ax.bar(x, nbytes, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color,
-                           label=op)
-                    bottom += nbytes
+                mib = sum(r["bytes"] for r in rows if r.get("case", "") == case and r["framework"] == name
+                          and r["op"] == op) / MIB
+                if mib:
+                    ax.bar(x, mib, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color)
+                    drawn.add(op)
+                    bottom += mib
             ticks.append(x)
             labels.append(f"{frameworks.label(name)}\n{case}".strip())
-    handles = {h.get_label(): h for h in ax.patches}
-    ax.legend(handles.values(), handles.keys(), fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-    ax.set_xticks(ticks, labels, fontsize=8)
-    ax.set_ylabel("bytes saved for the backward pass")
+    # One entry per op, in stacking order, without a framework's edge colour (the tick labels name the framework).
+    ax.legend(handles=[Patch(facecolor=colors[op], label=op) for op in ops if op in drawn], fontsize=9,
+              loc="upper left", bbox_to_anchor=(1, 1))
+    ax.set_xticks(ticks, labels, fontsize=9)
+    ax.tick_params(labelsize=9)
+    ax.set_ylabel("saved for the backward pass (MiB)", fontsize=9)
+    ax.set_ylim(bottom=0)
+    if title:
+        ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=130)
     plt.close(fig)
 
 
@@ -140,4 +227,7 @@ def run(workload: str, size: str | None, variant: str, dtype: str, fmt: str) -> 
 
 
 if __name__ == "__main__":
-    json.dump(_records(*sys.argv[1:6]), sys.stdout)
+    if sys.argv[2:3] == ["--batch"]:
+        json.dump(_batch_records(sys.argv[1], json.loads(sys.argv[3])), sys.stdout)
+    else:
+        json.dump(_records(*sys.argv[1:6]), sys.stdout)

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from implementations import frameworks
-from tape_vs_trace.report import figures, markdown, readme
+from tape_vs_trace.report import breakdown, figures, markdown, readme
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
@@ -45,6 +45,7 @@ def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None 
     if readme_path is not None:
         readme.split(readme_path)  # refuse before building anything
     data = load_results(results, warn)
+    data.saved = breakdown.load(results, data.table, warn)
     present = set(data.table.framework)
     if not present >= set(frameworks.NAMES):
         have = ", ".join(frameworks.label(f) for f in sorted(present)) or "no framework"
@@ -65,6 +66,7 @@ def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None 
         for group, rows in groups.items():
             sub = "" if len(groups) == 1 else f"{group}/"
             names = figures.draw(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}), staging / sub)
+            names += breakdown.draw(data.saved.get(rows.machine.iloc[0]), staging / sub)
             drawn[group] = [sub + n for n in names]
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix()), encoding="utf-8")
         if readme_path is not None:

@@ -2,15 +2,18 @@
 
 A timing difference is stated as one only when the 95 % interval of its ratio (between processes) excludes 1;
 otherwise the case reads "no difference measurable on this machine", and without samples no difference is claimed.
-Exact values (bytes, counts) differ when they differ.
+Exact values (bytes, counts) differ when they differ. A rule with `ops` (saved bytes) also names, per case, the
+producing ops that make the difference, from the saved-bytes breakdown (report/breakdown.py) where there is one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
+
 from implementations import frameworks
-from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report import breakdown, fmt, stats
 from tape_vs_trace.report.select import Cells, display
 
 
@@ -23,6 +26,7 @@ class Change:
     base: str
     variant: str
     what: str
+    ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Across:
     metric: str
     variant: str
     what: str
+    ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
 
 
 @dataclass(frozen=True)
@@ -47,14 +52,15 @@ class Side:
 
 RULES: tuple[Change | Across | Side, ...] = (
     # recording: what the tape keeps against what tracing keeps, and what compiling buys
-    Across("recording", "track_saved_bytes", "", "JAX's jax.vjp residuals (before XLA) against PyTorch's tape"),
+    Across("recording", "track_saved_bytes", "", "JAX's jax.vjp residuals (before XLA) against PyTorch's tape",
+           ops=True),
     Side("recording", "track_graph_size", "", "PyTorch autograd nodes and JAX jaxpr equations (forward + backward)"),
     Across("recording", "time_step", "eager", "JAX op-by-op jax.value_and_grad against PyTorch's eager tape"),
     Across("recording", "time_step", "compiled", "jax.jit against torch.compile"),
     Change("recording", "time_step", "eager", "compiled", "compiling the step"),
     Change("recording", "time_forward", "no_grad", "record", "recording the forward for a backward"),
     # custom backward: the hand-written backward against plain autodiff of the same expression
-    Change("custom_backward", "track_saved_bytes", "plain", "custom", "the custom backward"),
+    Change("custom_backward", "track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
     Change("custom_backward", "track_peak_bytes", "plain", "custom", "the custom backward"),
     Change("custom_backward", "time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
     Change("custom_backward", "time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
@@ -91,7 +97,17 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
     return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)}; {span})"
 
 
-def _cases(rule, cells: Cells) -> list[str]:
+def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str, label_b: str) -> str:
+    """': B keeps +x of op, ...; A keeps ...' for rows a and b of one case, when the breakdown has both."""
+    sides = [(r["variant"].split("/")[0], r["dtype"], r["framework"]) for r in (a, b)]
+    if not all(breakdown.has(bd, w, s, *side) for side in sides):
+        return ""
+    ops_a, ops_b = (breakdown.by_op(bd, w, s, *side) for side in sides)
+    return (": " + breakdown.difference(label_b, ops_b, label_a, ops_a)
+            + breakdown.note(ops_a, ops_b, a["value"], b["value"], bd.commit.iloc[0]))
+
+
+def _cases(rule, cells: Cells, bd: pd.DataFrame | None = None) -> list[str]:
     out = []
     for w, s in cells.cases(rule.pillar, rule.metric):
         key = (rule.pillar, rule.metric, w, s)
@@ -100,7 +116,8 @@ def _cases(rule, cells: Cells) -> list[str]:
                 a, b = cells.get(*key, rule.base, fw), cells.get(*key, rule.variant, fw)
                 c = stats.change(a, b)
                 if c.formed:
-                    out.append(" ".join(v for v in (frameworks.label(fw), w, s, describe(c, a, b)) if v))
+                    ops = _ops(bd, w, s, a, b, rule.base, rule.variant) if rule.ops else ""
+                    out.append(" ".join(v for v in (frameworks.label(fw), w, s, describe(c, a, b)) if v) + ops)
             continue
         t, j = cells.get(*key, rule.variant, "torch"), cells.get(*key, rule.variant, "jax")
         if isinstance(rule, Side):
@@ -109,17 +126,19 @@ def _cases(rule, cells: Cells) -> list[str]:
             continue
         c = stats.compare(t, j)
         if c.formed:
-            out.append(" ".join(v for v in (w, s, describe(c, t, j)) if v))
+            ops = _ops(bd, w, s, t, j, "PyTorch", "JAX") if rule.ops else ""
+            out.append(" ".join(v for v in (w, s, describe(c, t, j)) if v) + ops)
         elif c.reason not in ("only one framework ran", "failed"):
             out.append(f"{w} {s}: no ratio ({c.reason})")
     return out
 
 
-def findings(cells: Cells) -> dict[str, list[str]]:
-    """Per pillar, one sentence per rule that has cases in the table."""
+def findings(cells: Cells, bd: pd.DataFrame | None = None) -> dict[str, list[str]]:
+    """Per pillar, one sentence per rule that has cases in the table; `bd` is the machine's saved-bytes breakdown.
+    A rule whose cases name ops lists them as a nested list (their text has semicolons of its own)."""
     out: dict[str, list[str]] = {}
     for rule in RULES:
-        cases = _cases(rule, cells)
+        cases = _cases(rule, cells, bd)
         if not cases:
             continue
         what = display(rule.metric)
@@ -129,5 +148,8 @@ def findings(cells: Cells) -> dict[str, list[str]]:
             head = f"**{what}, {rule.what}** (JAX/PyTorch, change from PyTorch to JAX)"
         else:
             head = f"**{what}**: {rule.what}; different things, so no ratio"
-        out.setdefault(rule.pillar, []).append(f"{head}: " + "; ".join(cases) + ".")
+        if getattr(rule, "ops", False) and bd is not None:
+            out.setdefault(rule.pillar, []).append(f"{head}:" + "".join(f"\n  - {case}." for case in cases))
+        else:
+            out.setdefault(rule.pillar, []).append(f"{head}: " + "; ".join(cases) + ".")
     return out

@@ -44,6 +44,7 @@ class Results:
     python: dict[tuple[str, str], str] = field(default_factory=dict)  # (machine, commit) -> interpreter
     skipped: pd.DataFrame = field(default_factory=pd.DataFrame)  # asv's NaN: combinations the benchmark skipped
     benchmarks: dict = field(default_factory=dict)  # benchmarks.json
+    saved: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> saved-bytes breakdown (results/saved)
     files: int = 0
 
 

@@ -18,6 +18,7 @@ from tape_vs_trace.report.select import Cells, base_numerics, display, latest, o
 FIGURE_PILLARS = {"recording.png": "recording", "custom_backward.png": "custom_backward", "remat.png": "remat",
                   "remat_tradeoff.png": "remat", "remat_scaling.png": "remat", "inference.png": "inference",
                   "engine.png": "engine", "harness.png": "harness"}
+SAVED_FIGURES = "saved_"  # report/breakdown.py's saved_<workload>.png: what the tape and the trace keep, by op
 HOST_KEYS = ("fingerprint", "calibration")
 
 
@@ -181,7 +182,7 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         lines += [f"## {group}", ""] if several else []
         lines += [f"{h} Provenance", "", *provenance(data, rows), ""]
         base = base_numerics(rows)
-        found = findings(Cells(base))
+        found = findings(Cells(base), data.saved.get(rows.machine.iloc[0]))
         numerics = len(set(zip(rows.dtype, rows.precision)) - {("", "")}) > 1
         if numerics:
             first = base[base.dtype != ""].iloc[0]
@@ -194,7 +195,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         for pillar in pillars + sorted(set(rows.pillar) - set(metrics.PILLARS)):
             lines += [f"{h} {pillar}", ""]
             lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
-                      if FIGURE_PILLARS.get(Path(n).name) == pillar]
+                      if FIGURE_PILLARS.get(Path(n).name) == pillar
+                      or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
             sel = ordered(rows[rows.pillar == pillar])
             for metric in dict.fromkeys(sel.metric):
                 lines += metric_table(sel[sel.metric == metric], numerics) + [""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implementations import metrics
+from tape_vs_trace.report import figures
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import ReportError, Results
 from tape_vs_trace.report.markdown import metric_table
@@ -30,11 +31,13 @@ def section(data: Results, drawn: dict[str, list[str]], out_label: str) -> str:
             lines += ["One forward + backward step (`recording.GradStep`): eager = PyTorch's tape / op-by-op "
                       "`jax.value_and_grad`, compiled = `torch.compile` / `jax.jit`.", ""]
             lines += metric_table(headline, numerics=numerics.count(" at ") > 1) + [""]
-        found = findings(Cells(base_numerics(rows)))
+        found = findings(Cells(base_numerics(rows)), data.saved.get(first.machine))
         for pillar in metrics.PILLARS:
             if found.get(pillar):
                 lines += [f"- {pillar}: " + found[pillar][0]]
-        lines += [""] + [f"![{Path(n).stem}]({out_label}/{n})" for n in drawn.get(group, [])] + [""]
+        # The per-workload saved-bytes figures stay in summary.md: the README shows the pillar figures.
+        lines += [""] + [f"![{Path(n).stem}]({out_label}/{n})" for n in drawn.get(group, [])
+                         if Path(n).name in figures.FIGURES] + [""]
     return "\n".join(lines + [END])
 
 

@@ -1,0 +1,157 @@
+"""The saved-bytes breakdown (`tape-vs-trace saved-all`, results/saved/<machine>-<commit8>.csv): which producing
+ops make the bytes each framework keeps for the backward pass. The report reads the newest file per machine, names
+in each saved-bytes finding the ops that make the difference, and draws one figure per workload.
+
+The asv value (`track_saved_bytes`) is what the findings quote; the breakdown only explains it. Both leave out
+arguments (inputs, parameters, the loss's cotangent), so the breakdown's non-argument total is the asv value when
+both come from the same code; a finding says so where they differ.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from implementations import frameworks
+from tape_vs_trace.report import fmt
+from tape_vs_trace.report.load import Warn
+from tape_vs_trace.saved import ALL_FIELDS, saved_figure
+
+FOLDER = "saved"
+TOP = 3  # ops named per side of a finding
+FIGURE_OPS = 9  # ops drawn by name in a figure; the rest are "other ops"
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in ALL_FIELDS if c not in table.columns]
+    if missing:
+        raise ValueError(f"no column {', '.join(missing)}")
+    if table.empty:
+        raise ValueError("no rows")
+    nbytes = pd.to_numeric(table.nbytes, errors="coerce")
+    if nbytes.isna().any() or (nbytes < 0).any() or (nbytes % 1 != 0).any():
+        raise ValueError("nbytes is not a byte count on every row")
+    if not table.is_argument.isin(["True", "False"]).all():
+        raise ValueError("is_argument is not True/False on every row")
+    if table.commit.nunique() != 1:
+        raise ValueError("rows of several commits")
+    return table.assign(nbytes=nbytes.astype("int64"), is_argument=table.is_argument == "True")
+
+
+def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:
+    """Per machine, its newest readable breakdown: the one of the commit the report shows for that machine if
+    there is one, else the one of the latest commit date in the asv results, else the latest written. An unreadable
+    file is skipped, and a machine without one named, with a warning; with no results/saved at all (results from
+    before `saved-all`) the report is silent about it and its findings name no ops."""
+    folder = results / FOLDER
+    if not folder.is_dir():
+        return {}
+    dates = dict(zip(table.commit, table.date))
+    shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
+    candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
+    for path in sorted(folder.glob("*.csv")):
+        machine = path.stem.rsplit("-", 1)[0]
+        try:
+            data = _read(path)
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            warn(f"skipped the saved-bytes breakdown {path}: {exc}")
+            continue
+        commit = data.commit.iloc[0]
+        key = (commit == shown.get(machine), dates.get(commit, ""), path.stat().st_mtime)
+        candidates.setdefault(machine, []).append((key, data, path))
+    out = {}
+    for machine, found in candidates.items():
+        _, data, path = max(found, key=lambda item: item[0])
+        if machine in shown and data.commit.iloc[0] != shown[machine]:
+            warn(f"{path.name}: the saved-bytes breakdown is of commit {data.commit.iloc[0][:8]}, the results of "
+                 f"{shown[machine][:8]}; its ops explain that commit's saved bytes")
+        out[machine] = data
+    for machine in sorted(set(shown) - set(out)):
+        warn(f"no saved-bytes breakdown for machine {machine} in {folder} (`tape-vs-trace saved-all` writes it): "
+             "its saved-bytes findings name no ops")
+    return out
+
+
+def _key(op: str) -> str:
+    """PyTorch names its ops "aten.mul", JAX "mul": the same name once the namespace is gone."""
+    return op.removeprefix("aten.")
+
+
+def by_op(breakdown: pd.DataFrame, workload: str, size: str, variant: str, dtype: str, framework: str) -> pd.Series:
+    """Saved bytes (arguments left out) per producing op of one case and framework; empty if not in the file."""
+    b = breakdown
+    sel = b[(b.workload == workload) & (b["size"] == size) & (b.variant == (variant or "plain")) & (b.dtype == dtype)
+            & (b.framework == framework) & ~b.is_argument]
+    return sel.groupby("op").nbytes.sum()
+
+
+def has(breakdown: pd.DataFrame | None, workload: str, size: str, variant: str, dtype: str, framework: str) -> bool:
+    if breakdown is None:
+        return False
+    b = breakdown
+    return bool(((b.workload == workload) & (b["size"] == size) & (b.variant == (variant or "plain"))
+                 & (b.dtype == dtype) & (b.framework == framework)).any())
+
+
+def _names(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Both sides regrouped by op, trivially equal names (aten.mul and mul) merged under the shorter one."""
+    both = {_key(op) for op in a.index} & {_key(op) for op in b.index}
+
+    def rename(s: pd.Series) -> pd.Series:
+        return s.groupby([_key(op) if _key(op) in both else op for op in s.index]).sum()
+
+    return rename(a), rename(b)
+
+
+def difference(label_a: str, a: pd.Series, label_b: str, b: pd.Series, top: int = TOP) -> str:
+    """'JAX keeps +1 MiB of mul, ...; PyTorch keeps +... of aten.silu': per side, the `top` ops by how many more
+    bytes that side keeps of them than the other."""
+    a, b = _names(a, b)
+    diff = a.reindex(a.index.union(b.index), fill_value=0) - b.reindex(a.index.union(b.index), fill_value=0)
+    parts = []
+    for label, side in ((label_a, diff[diff > 0]), (label_b, -diff[diff < 0])):
+        if len(side):
+            side = side.sort_index().sort_values(ascending=False, kind="stable").head(top)
+            parts.append(f"{label} keeps " + ", ".join(f"+{fmt.value(v, 'bytes')} of {op}" for op, v in side.items()))
+    return "; ".join(parts) or "the same bytes per op on both sides"
+
+
+def note(a: pd.Series, b: pd.Series, value_a: float, value_b: float, commit: str) -> str:
+    """Said where the breakdown's totals are not the asv values it explains; in bytes, since MiB at 4 digits can
+    print two different totals alike."""
+    if a.sum() == value_a and b.sum() == value_b:
+        return ""
+    return (f" (the breakdown, of commit {commit[:8]}, totals {int(a.sum()):,} B and {int(b.sum()):,} B, not the "
+            f"{int(value_a):,} B and {int(value_b):,} B above)")
+
+
+def _figure_rows(breakdown: pd.DataFrame, workload: str) -> list[dict]:
+    """Per (variant, framework): bytes per op, arguments left out, the FIGURE_OPS largest ops by name."""
+    sel = breakdown[(breakdown.workload == workload) & ~breakdown.is_argument]
+    shared = {k for k, n in sel.groupby(sel.op.map(_key)).framework.nunique().items() if n > 1}
+    sel = sel.assign(op=[_key(op) if _key(op) in shared else op for op in sel.op])
+    named = set(sel.groupby("op").nbytes.sum().sort_values(ascending=False).head(FIGURE_OPS).index)
+    sel = sel.assign(op=sel.op.where(sel.op.isin(named), "other ops"))
+    grouped = sel.groupby(["variant", "framework", "op"], sort=False).nbytes.sum()
+    return [{"case": variant, "framework": fw, "op": op, "bytes": int(v), "is_argument": op == "other ops"}
+            for (variant, fw, op), v in grouped.items() if fw in frameworks.NAMES]
+
+
+def draw(breakdown: pd.DataFrame | None, out: Path) -> list[str]:
+    """One figure per workload of the breakdown, saved_<workload>.png; returns their file names."""
+    if breakdown is None:
+        return []
+    names = []
+    for workload in dict.fromkeys(breakdown.workload):
+        rows = _figure_rows(breakdown, workload)
+        if not rows:
+            continue
+        sizes = ", ".join(dict.fromkeys(breakdown[breakdown.workload == workload]["size"]))
+        name = f"saved_{workload}.png"
+        saved_figure(rows, out / name, f"{workload} {sizes}: saved for the backward pass by producing op\n(inputs "
+                                       f"and parameters left out; commit {breakdown.commit.iloc[0][:8]}, on the CPU)")
+        names.append(name)
+    return names
