@@ -58,6 +58,7 @@ bench: $(STAMP)
 	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
+	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \
