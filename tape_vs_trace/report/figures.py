@@ -53,11 +53,12 @@ def _log(ax) -> None:
     """A log x axis whose tick labels read as plain numbers (2, 30, 400), not powers of ten."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    plain = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
     ax.set_xscale("log")
     ax.autoscale_view()
     low, high = ax.get_xlim()
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    # 1-2-5 ticks on up to three decades; beyond that, powers of ten only, or the labels run into each other
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if high < 1e3 * low else (1.0,)))
     ax.xaxis.set_major_formatter(plain)
     # on a narrow axis 1-2-5 may give one tick or none: label the minor ticks too
     ax.xaxis.set_minor_formatter(plain if high < 3 * low else NullFormatter())
