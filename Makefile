@@ -55,7 +55,7 @@ bench: $(STAMP)
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \

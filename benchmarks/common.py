@@ -15,6 +15,7 @@ Rules for benchmark writers (numpy's asv README, adapted):
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -144,7 +145,8 @@ class Benchmark:
             return Skip(reason)
         if case.workload is not None:
             case.inputs = memo(("inputs", case.workload, params["size"], case.dtype),
-                               lambda: workloads.make_inputs(case.workload, params["size"], case.dtype))
+                               lambda: workloads.make_inputs(case.workload, params["size"], case.dtype,
+                                                             cache_dir=os.environ.get("TVT_INPUT_CACHE")))
         case.fw = frameworks.load(case.framework, case.precision, float64=case.dtype == "float64")
         try:
             state = {"case": case, **self.build(case)}

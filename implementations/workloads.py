@@ -11,9 +11,12 @@ Every workload has a forward ``forward(params, data, variant)`` in ``implementat
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -263,11 +266,18 @@ def validate(workload: str, size: str | None = None, dtype: str | None = None, v
         raise _choices(f"variant for {workload}", variant, s.variants)
 
 
-def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", seed: int = 0) -> Inputs:
-    """Deterministic numpy inputs for (workload, size, dtype); generated in float64, then cast."""
+def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", seed: int = 0,
+                cache_dir: str | Path | None = None) -> Inputs:
+    """Deterministic numpy inputs for (workload, size, dtype); generated in float64, then cast.
+
+    With `cache_dir`, the arrays are read from (or written to) one .npz file per (workload, size, dtype, seed): the
+    GPU sizes take seconds to generate, and every benchmark process would otherwise generate them again.
+    """
     s = spec(workload)
     size = s.test_size if size is None else size
     validate(workload, size, dtype)
+    if cache_dir is not None:
+        return _cached_inputs(Path(cache_dir), workload, size, dtype, seed)
     dims = s.sizes[size]
     rng = np.random.default_rng([seed, sorted(WORKLOADS).index(workload)])
     params, data, static = s.generate(rng, dims)
@@ -283,6 +293,31 @@ def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", 
         static=static,
         cotangent=np.asarray(cotangent, dtype=np_dtype),
     )
+
+
+def _cached_inputs(folder: Path, workload: str, size: str, dtype: str, seed: int) -> Inputs:
+    """make_inputs through a file cache. The file name carries the dimensions, so a size whose dimensions change
+    (which the rule above forbids) cannot be served stale; bfloat16 is stored as its bits."""
+    dims = "-".join(f"{k}{v}" for k, v in sorted(WORKLOADS[workload].sizes[size].items()))
+    path = folder / f"{workload}-{dims}-{dtype}-seed{seed}.npz"
+    stored = {"float32": np.float32, "float64": np.float64, "bfloat16": np.uint16}[dtype]
+    try:
+        with np.load(path) as archive:
+            arrays = {k: archive[k].view(_NUMPY_DTYPES[dtype]) for k in archive.files if k != "static"}
+            static = json.loads(str(archive["static"]))
+        return Inputs(workload, size, dtype, params={k[2:]: v for k, v in arrays.items() if k.startswith("p:")},
+                      data={k[2:]: v for k, v in arrays.items() if k.startswith("d:")}, static=static,
+                      cotangent=arrays["cotangent"])
+    except (OSError, KeyError, ValueError):
+        pass  # absent or unreadable: generate and (re)write it
+    inputs = make_inputs(workload, size, dtype, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {**{f"p:{k}": v for k, v in inputs.params.items()}, **{f"d:{k}": v for k, v in inputs.data.items()},
+              "cotangent": inputs.cotangent}
+    partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez(partial, static=np.array(json.dumps(inputs.static)), **{k: v.view(stored) for k, v in arrays.items()})
+    partial.replace(path)  # atomic: a concurrent reader never sees half a file
+    return inputs
 
 
 def parameter_count(inputs: Inputs) -> int:

@@ -46,6 +46,7 @@ python_abs=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")  # the venv's own p
 machine=$("$py" -m tape_vs_trace.cli machine)
 echo "machine: $machine, profile: $profile, budget: ${budget}s (0: none)"
 export TVT_CALIBRATION=$PWD/.asv/calibration.json
+export TVT_INPUT_CACHE=$PWD/.asv/inputs  # the GPU sizes' inputs are generated once, not in every process
 if [ "${TVT_CALIBRATE:-1}" = 1 ]; then
     timeout 120 "$py" -m tape_vs_trace.cli calibrate --out "$TVT_CALIBRATION" ||
         echo "warning: calibration failed: results will carry no calibration"
@@ -76,7 +77,7 @@ while IFS=$'\t' read -r -u 3 name timeout_s regex; do
     echo "== chunk $name (timeout ${timeout_s}s): -b '$regex'"
     rc=0
     timeout "$timeout_s" "$asv" run --set-commit-hash "$(git rev-parse HEAD)" -b "$regex" -E "existing:$python_abs" \
-        --machine "$machine" --launch-method spawn --show-stderr || rc=$?
+        --machine "$machine" --launch-method spawn --record-samples --show-stderr || rc=$?
     if [ "$rc" -eq 124 ]; then
         echo "chunk $name timed out after ${timeout_s}s: its results are lost (asv saves when a run ends)"
     elif [ "$rc" -ne 0 ]; then

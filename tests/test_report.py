@@ -196,7 +196,7 @@ def test_findings_are_computed_from_the_table(built: Path) -> None:
             value("recording", "track_saved_bytes", workload, size, "", "torch") - 1
         assert sign == ("−" if change < 0 else "+") and abs(float(pct) - abs(change) * 100) <= 0.051
     # no samples in the fixture: timing findings claim no difference
-    [step] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, step time")]
+    [step] = [line for line in text.splitlines() if line.startswith("- **record** against no_grad, forward time")]
     assert "%" not in step and "no interval" in step
 
 

@@ -20,6 +20,7 @@ FIGURES = ["recording.png", "custom_backward.png", "remat.png", "remat_tradeoff.
            "inference.png", "engine.png", "harness.png"]
 WIDTH, FONT, DPI = 7.5, 9, 130
 POLICIES = ("remat_full", "remat_dots")
+MODES = ("eager", "compiled")  # the remat step's modes: the variant column reads "<policy>/<mode>"
 
 
 def _figure(heights: list[float], title: str, footer: str):
@@ -52,11 +53,12 @@ def _log(ax) -> None:
     """A log x axis whose tick labels read as plain numbers (2, 30, 400), not powers of ten."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    plain = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 100 else f"{v:.3g}")
     ax.set_xscale("log")
     ax.autoscale_view()
     low, high = ax.get_xlim()
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    # 1-2-5 ticks on up to three decades; beyond that, powers of ten only, or the labels run into each other
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if high < 1e3 * low else (1.0,)))
     ax.xaxis.set_major_formatter(plain)
     # on a narrow axis 1-2-5 may give one tick or none: label the minor ticks too
     ax.xaxis.set_minor_formatter(plain if high < 3 * low else NullFormatter())
@@ -193,23 +195,29 @@ def remat_tradeoff_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
     if not cases:
         _no_data(axes[0], "remat")
     for ax, (w, s) in zip(axes, cases):
-        times = [cells.get("remat", "time_step", w, s, p, fw) for p in ("plain", *POLICIES) for fw in frameworks.NAMES]
+        times = [cells.get("remat", "time_step", w, s, f"{p}/{mode}", fw) for p in ("plain", *POLICIES)
+                 for fw in frameworks.NAMES for mode in MODES]
         t_div, t_unit = fmt.scale("seconds", [t["value"] for t in times if t])  # one unit for both frameworks
         bars = any(t and math.isfinite(t["ci_low"]) for t in times)
         for fw in frameworks.NAMES:
-            points = [(p, cells.get("remat", "time_step", w, s, p, fw), cells.get("remat", "track_peak_bytes", w, s,
-                                                                                   p, fw))
-                      for p in ("plain", *POLICIES)]
-            points = [(p, t, m) for p, t, m in points if t and m and t["status"] == m["status"] == "ok"]
-            if not points:
-                continue
-            xs = [t["value"] / t_div for _, t, _ in points]
-            err = [[(t["value"] - t["ci_low"]) / t_div if math.isfinite(t["ci_low"]) else 0 for _, t, _ in points],
-                   [(t["ci_high"] - t["value"]) / t_div if math.isfinite(t["ci_high"]) else 0 for _, t, _ in points]]
-            ax.errorbar(xs, [m["value"] / fmt.MIB for _, _, m in points], xerr=err, marker="o", capsize=3,
-                        color=frameworks.FRAMEWORKS[fw].color, linestyle="")
-            for (p, _, m), x in zip(points, xs):
-                ax.annotate(p, (x, m["value"] / fmt.MIB), textcoords="offset points", xytext=(4, 4), fontsize=FONT)
+            for mode, marker in zip(MODES, ("o", "s")):
+                points = [(p, cells.get("remat", "time_step", w, s, f"{p}/{mode}", fw),
+                           cells.get("remat", "track_peak_bytes", w, s, p, fw)) for p in ("plain", *POLICIES)]
+                points = [(p, t, m) for p, t, m in points if t and m and t["status"] == m["status"] == "ok"]
+                if not points:
+                    continue
+                xs = [t["value"] / t_div for _, t, _ in points]
+                err = [[(t["value"] - t["ci_low"]) / t_div if math.isfinite(t["ci_low"]) else 0 for _, t, _ in points],
+                       [(t["ci_high"] - t["value"]) / t_div if math.isfinite(t["ci_high"]) else 0
+                        for _, t, _ in points]]
+                ax.errorbar(xs, [m["value"] / fmt.MIB for _, _, m in points], xerr=err, marker=marker, capsize=3,
+                            color=frameworks.FRAMEWORKS[fw].color, linestyle="",
+                            label=f"{frameworks.label(fw)} {mode}")
+                for (p, _, m), x in zip(points, xs):
+                    ax.annotate(p, (x, m["value"] / fmt.MIB), textcoords="offset points", xytext=(4, 4),
+                                fontsize=FONT)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=FONT)
         ax.set_xlabel(f"step time ({t_unit}, log scale{'; bars: 95 % interval' if bars else ', no interval'})",
                       fontsize=FONT)
         _log(ax)
@@ -265,7 +273,8 @@ def draw(rows: pd.DataFrame, machine_info: dict, out: Path) -> list[str]:
     for pillar in ("recording", "custom_backward", "engine", "inference"):
         pillar_figure(rows, pillar, f"{pillar}: PyTorch and JAX (lower is better)", foot, out / f"{pillar}.png")
     difference_figure(cells, [("remat", "track_peak_bytes", "plain", POLICIES, "peak memory change against plain"),
-                              ("remat", "time_step", "plain", POLICIES, "step time cost against plain")],
+                              *(("remat", "time_step", f"plain/{mode}", tuple(f"{p}/{mode}" for p in POLICIES),
+                                 f"step time cost against plain, {mode}") for mode in MODES)],
                       "remat: memory saved and time paid per policy", foot, out / "remat.png")
     difference_figure(cells, [("harness", "time_step", "raw", ("synchronized",),
                                "synchronised path against a direct call")],

@@ -55,9 +55,13 @@ RULES: tuple[Change | Across | Side, ...] = (
     Across("recording", "track_saved_bytes", "", "JAX's jax.vjp residuals (before XLA) against PyTorch's tape",
            ops=True),
     Side("recording", "track_graph_size", "", "PyTorch autograd nodes and JAX jaxpr equations (forward + backward)"),
-    Across("recording", "time_step", "eager", "JAX op-by-op jax.value_and_grad against PyTorch's eager tape"),
-    Across("recording", "time_step", "compiled", "jax.jit against torch.compile"),
-    Change("recording", "time_step", "eager", "compiled", "compiling the step"),
+    *(Across("recording", "time_step", f"eager{form}", "JAX op-by-op jax.value_and_grad against PyTorch's eager tape")
+      for form in ("", "/unrolled")),
+    *(Across("recording", "time_step", f"compiled{form}", "jax.jit against torch.compile")
+      for form in ("", "/unrolled")),
+    *(Change("recording", "time_step", f"eager{form}", f"compiled{form}", "compiling the step")
+      for form in ("", "/unrolled")),
+    Change("recording", "time_step", "compiled/unrolled", "compiled/scan", "lax.scan instead of a Python loop"),
     Change("recording", "time_forward", "no_grad", "record", "recording the forward for a backward"),
     # custom backward: the hand-written backward against plain autodiff of the same expression
     Change("custom_backward", "track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
@@ -65,15 +69,17 @@ RULES: tuple[Change | Across | Side, ...] = (
     Change("custom_backward", "time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
     Change("custom_backward", "time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
     # remat: memory saved against step time paid, per policy
-    *(Change("remat", metric, "plain", policy, policy)
-      for policy in ("remat_full", "remat_dots") for metric in ("track_peak_bytes", "time_step")),
+    *(Change("remat", "track_peak_bytes", "plain", policy, policy)
+      for policy in ("remat_full", "remat_dots", "remat_names", "remat_every2")),
+    *(Change("remat", "time_step", f"plain/{mode}", f"{policy}/{mode}", f"{policy}, {mode}")
+      for policy in ("remat_full", "remat_dots") for mode in ("eager", "compiled")),
     # inference: the cost of recording for a backward, and of the other forward modes
     *(Change("inference", "time_forward", "no_grad", mode, mode) for mode in ("record", "inference_mode", "compiled")),
     Change("inference", "track_peak_bytes", "no_grad", "record", "a recording forward"),
     # engine: each feature against its baseline
-    Change("engine", "time_step", "no_hooks", "hooks", "tensor hooks"),
-    Change("engine", "time_step", "zero_grad_none", "zero_grad_zeros", "zero_grad(set_to_none=False)"),
-    Change("engine", "time_step", "accumulate_tree_add", "accumulate_grad_attr", "accumulating into .grad"),
+    Change("engine", "time_step", "no_hooks/eager", "hooks/eager", "tensor hooks"),
+    Change("engine", "time_step", "zero_grad_none/eager", "zero_grad_zeros/eager", "zero_grad(set_to_none=False)"),
+    Change("engine", "time_step", "accumulate_tree_add/eager", "accumulate_grad_attr/eager", "accumulating into .grad"),
     # harness: the cost of the suite's own synchronised path
     Change("harness", "time_step", "raw", "synchronized", "the suite's synchronised path"),
 )

@@ -20,8 +20,10 @@ import pandas as pd
 from implementations import frameworks, metrics
 from tape_vs_trace.report import stats
 
-# The parameters that vary within a benchmark class; custom_backward has two (variant and mode): both are kept.
-VARIANT_PARAMS = ("variant", "mode", "phase", "path")
+# The parameters that vary within a benchmark class, joined with "/" in this order into the `variant` column
+# (custom_backward has two, variant and mode: "plain/eager"). A formulation of "plain" (a workload with one form)
+# adds nothing and is left out: "eager" for the mlp, "eager/unrolled" and "compiled/scan" for the transformer.
+VARIANT_PARAMS = ("variant", "feature", "mode", "formulation", "cache", "phase", "path")
 COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",
            "ci_low", "ci_high", "processes", "samples", "basis", "process_medians", "sampled", "comparable", "type",
            "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
@@ -199,7 +201,8 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
                 "pillar": pillar,
                 "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
                 "size": str(p.get("size", "")),
-                "variant": "/".join(str(p[k]) for k in VARIANT_PARAMS if k in p),
+                "variant": "/".join(str(p[k]) for k in VARIANT_PARAMS
+                                    if k in p and not (k == "formulation" and p[k] == "plain")),
                 "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
                 "sampled": sampled, "comparable": comparable, "type": kind,
                 "params": json.dumps(p, separators=(",", ":")), "benchmark": name,
