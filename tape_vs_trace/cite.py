@@ -124,7 +124,7 @@ def method(row: dict) -> str:
         how = display(row["metric"]) + ": a deterministic count, one measurement"
     elif basis == "processes":
         how = (f"median of per-process medians ({row['processes']} processes, {row['samples']} samples); 95 % "
-               "percentile-bootstrap interval of that median over processes")
+               "Student-t interval over processes (log scale)")
     elif basis == "one process":
         how = f"median of one process's {row['samples']} samples; no between-process interval"
     else:
@@ -234,7 +234,7 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
             both = anchor(results, rows[0], False)
             text = fmt.ratio(comparison)
             if comparison.formed and math.isfinite(comparison.low) and not (comparison.low == comparison.high):
-                text += " (95 % two-sample bootstrap interval over per-process medians)"
+                text += " (95 % Welch t interval over per-process medians, log scale)"
             block += [f"- {label}: {text}", f"- dashboard (both): `{both}`"] if form == "markdown" else \
                 [f"{label}: {text}", f"  dashboard (both) {both}"]
         blocks.append("\n".join(block).rstrip())

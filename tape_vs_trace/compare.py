@@ -85,6 +85,9 @@ def judge(a: dict, b: dict) -> tuple[str, str]:
     if not ia.kind or not ib.kind:
         if a["value"] == b["value"]:  # the same measurement (a folder against its copy): nothing to disagree
             return "agree", "identical values (no interval)"
+        if not ia.kind and not ib.kind and a["basis"] == b["basis"] == "one process":
+            # measured once per run by design (a compile time, the roofline): no interval to hold the other run
+            return "not judged", "one measurement per run"
         return "cannot tell", "no interval in " + ("run A" if not ia.kind else "run B")
     if ia.kind != ib.kind:  # a 95 % interval against an IQR: judged by the weaker, and said so
         ia, ib = (Interval(r["q25"], r["q75"], "IQR") for r in (a, b))
@@ -211,29 +214,41 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
                      f"{c.why}" + (f"; {c.normalised}" if c.normalised else ""))
     dir_a, dir_b = _directions(rows_a), _directions(rows_b)
     decided = [k for k in dir_a if k in dir_b and (dir_a[k].differs or dir_b[k].differs)]
-    same_way = 0
+    same_way = one_run = 0
     lines.append(f"{frameworks.label(OTHER)}/{frameworks.label(BASE)} ratios whose interval excludes 1 in either run:")
     for k in decided:
         ca, cb = dir_a[k], dir_b[k]
         ok = bool(ca.differs and cb.differs and (ca.ratio > 1) == (cb.ratio > 1))
+        # a difference in one run whose ratio lies on the same side in the other, where its interval holds 1: the
+        # verdict changed, the direction did not
+        single_run = not ok and not (ca.differs and cb.differs) and (ca.ratio > 1) == (cb.ratio > 1)
         same_way += ok
-        lines.append(f"  {'same direction' if ok else 'direction differs':<17} {k[3]} "
+        one_run += single_run
+        label = "same direction" if ok else ("in one run only" if single_run else "direction flipped")
+        lines.append(f"  {label:<17} {k[3]} "
                      f"{_params(k[4])} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
-    compared = [c for c in checks if c.verdict != "different hosts"]
+    single = [c for c in checks if c.verdict == "not judged"]
+    compared = [c for c in checks if c.verdict not in ("different hosts", "not judged")]
     timing = [c for c in compared if c.timing]
     agree = sum(c.verdict == "agree" for c in compared)
     timing_agree = sum(c.verdict == "agree" for c in timing)
     undecided = sum(c.verdict == "cannot tell" for c in compared)
-    flagged = len(checks) - len(compared)
+    flagged = len(checks) - len(compared) - len(single)
     if undecided:
         lines.append(f"{undecided} row(s) could not be judged (no interval in one run): counted as not agreeing")
+    if single:
+        lines.append(f"{len(single)} row(s) measured once per run by design (no interval in either): not judged, "
+                     "left out of the counts below")
     if flagged:
         lines.append(f"{flagged} timing row(s) on different hosts not compared")
         if normalise:
             ok = sum(c.normalised.endswith(": overlap") for c in checks)
             lines.append(f"{ok} of {flagged} timing rows on different hosts agree after normalisation by "
                          f"{normalise} (calibrated units, not seconds)")
-    lines.append(f"{same_way} of {len(decided)} directions agree")
+    if one_run:
+        lines.append(f"{one_run} ratio(s) a difference in one run only (same side of 1, interval holding 1 in the "
+                     "other): counted as not agreeing")
+    lines.append(f"{same_way} of {len(decided)} directions agree ({len(decided) - same_way - one_run} flipped)")
     lines.append(f"{timing_agree} of {len(timing)} timing rows agree")
     lines.append(f"{agree} of {len(compared)} rows agree")
     return Report(lines, agree, len(compared), timing_agree, len(timing))

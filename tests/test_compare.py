@@ -1,11 +1,12 @@
 """`tape-vs-trace compare`: the rerun check, against counts worked out by hand on the synthetic results of
-tests/test_report_stats.py (3 processes per timed combination, so a 95 % interval is [min, max] of the per-process
-medians; see that file's docstring).
+tests/test_report_stats.py (3 processes per timed combination; 95 % Student-t intervals on the logarithms of the
+per-process medians, see that file's docstring).
 
 The folder has 21 rows: 11 timings (GradStep 4, RematStep 4, Forward 3 of which one failed and two ran in one
-process) and 10 exact values. JAX/PyTorch ratios whose interval excludes 1: GradStep eager (JAX 3.0-3.4 ms against
-PyTorch 1.15-2.15 ms: above 1), RematStep remat_full (2.1-2.5 against 3.0-3.3 ms: below 1) and saved bytes (1.5,
-exact); peak bytes are refused (different memory methods), graph size and the unknown metric count different things.
+process) and 10 exact values. JAX/PyTorch ratios whose interval excludes 1: RematStep remat_full (2.1-2.5 against
+3.0-3.3 ms: below 1) and saved bytes (1.5, exact); GradStep eager (JAX 3.0-3.4 ms against PyTorch 1.15-2.15 ms)
+holds 1, so its direction is no finding; peak bytes are refused (different memory methods), graph size and the
+unknown metric count different things.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def test_a_copy_agrees_in_every_row(runs, capsys) -> None:
     a, b = runs
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0
-    assert out[-3:] == ["3 of 3 directions agree", "11 of 11 timing rows agree", "21 of 21 rows agree"]
+    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "11 of 11 timing rows agree", "21 of 21 rows agree"]
 
 
 def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
@@ -69,13 +70,15 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     edit(b, slow_torch_eager_and_bigger_peak)
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0  # a report, not a gate
-    assert out[-3:] == ["2 of 3 directions agree", "10 of 11 timing rows agree", "19 of 21 rows agree"]
+    assert out[-3:] == ["2 of 3 directions agree (1 flipped)", "10 of 11 timing rows agree", "19 of 21 rows agree"]
     [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
     assert line.startswith("differ") and "95 % intervals do not overlap" in line
-    assert "A 1.55 ms [1.15–2.15]" in line and "B 5.2 ms [5–5.4]" in line
+    # t intervals on the logs (see tests/test_report_stats.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
+    # half-width 4.3027 x 0.03846 / sqrt(3) = 0.09554, exp(ln 5.2 -+ 0.09554) = [4.724, 5.719] ms
+    assert "A 1.55 ms [0.7192–3.405]" in line and "B 5.2 ms [4.724–5.719]" in line
     [peak] = [x for x in out if "track_peak_bytes framework=torch" in x and "variant=plain" in x]
     assert peak.startswith("differ") and "exact values differ" in peak
-    assert any(x.strip().startswith("direction differs") and "GradStep_mlp" in x for x in out)
+    assert any(x.strip().startswith("direction flipped") and "GradStep_mlp" in x for x in out)
 
 
 def test_strict_fails_below_95_percent_of_timing_rows(runs, capsys) -> None:
@@ -116,7 +119,7 @@ def test_different_hosts_under_one_name_are_flagged_not_compared(runs, capsys) -
     assert "box" in flag and "model_name differs" in flag and "--normalise" in flag
     assert sum(x.startswith("different hosts") for x in out) == 11
     # exact values (bytes, counts) do not depend on the host's speed: still compared
-    assert out[-3:] == ["3 of 3 directions agree", "0 of 0 timing rows agree", "10 of 10 rows agree"]
+    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "0 of 0 timing rows agree", "10 of 10 rows agree"]
     assert "11 timing row(s) on different hosts not compared" in out
 
 

@@ -1,9 +1,9 @@
 """Between-process statistics and the ratio rule, against numbers worked out by hand from a small synthetic asv
 results folder (benchmarks.json, a machine folder, result files in asv's format 2 with --record-samples).
 
-With three processes, a 95 % percentile bootstrap of the median puts more than 2.5 % of its mass on the smallest
-and on the largest per-process median (P = 7/27 each), so the interval is exactly [min, max] of the per-process
-medians; for the ratio of two such medians it is [min(J) / max(T), max(J) / min(T)] (P = (7/27)^2 > 2.5 %)."""
+Intervals are Student-t intervals on the logarithms of the per-process medians (n - 1 degrees of freedom), and
+Welch's t interval on the difference of mean logarithms for a ratio; each expected value below shows its arithmetic
+(the t quantiles from any table: t(0.975, 2) = 4.3027)."""
 
 from __future__ import annotations
 
@@ -149,20 +149,25 @@ def test_value_iqr_and_interval_come_from_per_process_medians(built) -> None:
     assert math.isclose(float(r.value), 1.55 * MS) and int(r.processes) == 3 and int(r.samples) == 12
     assert math.isclose(float(r.q25), 1.35 * MS) and math.isclose(float(r.q75), 1.85 * MS)
     assert math.isclose(float(r.spread), 0.5 * MS)
-    assert math.isclose(float(r.ci_low), 1.15 * MS) and math.isclose(float(r.ci_high), 2.15 * MS)
+    # t interval on the logs: mean(ln) 0.44783, sd 0.31296, sem 0.18069, t(0.975, 2) = 4.3027, half-width 0.77744:
+    # exp(0.44783 -+ 0.77744) = [0.7192, 3.405] ms
+    assert math.isclose(float(r.ci_low), 0.7192 * MS, rel_tol=1e-4) and math.isclose(float(r.ci_high), 3.405 * MS,
+                                                                                          rel_tol=1e-4)
     assert r.benchmark_version == 3 or r.benchmark_version == "3"
     assert r.run_date.startswith("2023-11-14")
     cells = md_table(text, "time_step")["mlp s eager"]
-    assert cells[1] == "1.55 [1.15–2.15]" and cells[2] == "0.5"
+    assert cells[1] == "1.55 [0.7192–3.405]" and cells[2] == "0.5"
 
 
-def test_ratio_interval_is_a_two_sample_bootstrap(built) -> None:
+def test_ratio_interval_is_welch_t_on_logs(built) -> None:
     _, text, _ = built
     rows = md_table(text, "time_step")
-    # 3.2 / 1.55 = 2.065, interval [3.0 / 2.15, 3.4 / 1.15] = [1.395, 2.957]: excludes 1
-    assert rows["mlp s eager"][-1] == "2.06× [1.4–2.96]"
-    # 1.1 / 1.2 = 0.917, interval [0.9 / 1.4, 1.3 / 1.0] = [0.643, 1.3]: holds 1
-    assert rows["mlp s compiled"][-1] == "no difference measurable on this machine (0.917×, 95 % interval 0.643–1.3)"
+    # 3.2 / 1.55 = 2.065; logs: JAX mean 1.16215, var/n 0.0013, PyTorch mean 0.44783, var/n 0.032648; Welch dof
+    # 2.160, t = 4.0116, half-width 0.73684: exp(0.71432 -+ 0.73684) = [0.975, 4.28]: the noisy PyTorch processes
+    # leave 1 inside
+    assert rows["mlp s eager"][-1] == "no difference measurable on this machine (2.06×, 95 % interval 0.975–4.28)"
+    # 1.1 / 1.2 = 0.917; Welch dof 3.969, t = 2.7851: [0.613, 1.37]: holds 1
+    assert rows["mlp s compiled"][-1] == "no difference measurable on this machine (0.917×, 95 % interval 0.613–1.37)"
 
 
 def test_exact_metrics_are_their_own_interval(built) -> None:
@@ -197,10 +202,10 @@ def test_findings_state_differences_only_outside_the_interval(built) -> None:
     lines = text.splitlines()
     head = "- **remat_full, compiled** against plain/compiled, step time"
     [remat] = [line for line in lines if line.startswith(head)]
-    # PyTorch: 3.1 / 2.1 = 1.476, interval [3.0 / 2.2, 3.3 / 2.0] = [1.364, 1.65]: a cost of 47.6 %
-    assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.36–1.65×)" in remat
-    # JAX: 2.3 / 2.2, interval [2.1 / 2.4, 2.5 / 2.0] holds 1
-    assert "JAX mlp s no difference measurable on this machine (2.2 ms → 2.3 ms; ratio 95 % interval 0.875–1.25×)" \
+    # PyTorch: 3.1 / 2.1 = 1.476, Welch dof 3.999, t = 2.7767: [1.338, 1.664]: a cost of 47.6 %
+    assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.34–1.66×)" in remat
+    # JAX: 2.3 / 2.2, Welch dof 3.992, t = 2.7786: [0.854, 1.28] holds 1
+    assert "JAX mlp s no difference measurable on this machine (2.2 ms → 2.3 ms; ratio 95 % interval 0.854–1.28×)" \
         in remat
     [peak] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, peak memory")]
     assert "PyTorch mlp s −75.0 % (4 MiB → 1 MiB)" in peak and "JAX mlp s −50.0 % (6 MiB → 3 MiB)" in peak
@@ -228,7 +233,7 @@ def like(**change) -> tuple[dict, dict]:
     base = {"machine": "m", "commit": "c", "benchmark": "b", "benchmark_version": "1", "metric": "time_step",
             "status": "ok", "comparable": True, "sampled": True, "memory_method": "", "basis": "processes"}
     t = base | {"framework": "torch", "value": 2.0, "params": '{"framework":"torch","mode":"eager"}',
-                "process_medians": "[1.0, 2.0, 3.0]"}
+                "process_medians": "[1.9, 2.0, 2.1]"}
     j = base | {"framework": "jax", "value": 4.0, "params": '{"framework":"jax","mode":"eager"}',
                 "process_medians": "[4.0, 4.0, 4.0]"}
     return t, j | change
@@ -251,7 +256,10 @@ def test_ratio_rule_refuses_unlike_rows(change: dict, reason: str) -> None:
 
 def test_ratio_rule_on_like_rows() -> None:
     c = stats.compare(*like())
-    assert c.ratio == 2.0 and (c.low, c.high) == (4 / 3, 4.0) and c.differs is True
+    # logs: PyTorch mean 0.69231, var/n 0.000835; JAX ln 4 exactly (var 0); Welch dof 2, t = 4.3027, half-width
+    # 0.12434: exp(0.69398 -+ 0.12434) = [1.768, 2.267]
+    assert c.ratio == 2.0 and c.differs is True
+    assert math.isclose(c.low, 1.768, rel_tol=1e-3) and math.isclose(c.high, 2.267, rel_tol=1e-3)
     assert stats.compare(*like(process_medians="", basis="asv: no samples")).note == "no samples recorded"
 
 

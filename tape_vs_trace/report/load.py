@@ -218,6 +218,9 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
                 skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
                 continue
             row.update(stats.summarise(value, q25, q75, samples, sampled, split))
+            if sampled and kind != "time" and row["status"] == "ok":
+                # a track_ benchmark returns one number per process and asv runs it once: no spread to show
+                row.update(basis="one process", processes=1, samples=1)
             rows.append(row)
     return rows, skips
 

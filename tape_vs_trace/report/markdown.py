@@ -155,11 +155,12 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
                 f"{'' if m.comparable else ', no JAX/PyTorch ratio'}): {m.description}"
                 for m in metrics.METRICS.values() if m.name in set(rows.metric)],
               "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process "
-              "medians; [interval]: 95 % percentile bootstrap (seeded) of the median across processes. Results "
+              "medians; [interval]: 95 % Student-t interval across processes on the logarithms of the per-process "
+              "medians (n − 1 degrees of freedom). Results "
               "without samples give asv's median and quartiles and no interval.",
               "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
-              "metric counts the same thing and was measured the same way; its interval is a two-sample bootstrap "
-              f"of the ratio of per-process medians. An interval holding 1 reads '{fmt.NO_DIFFERENCE}'."]
+              "metric counts the same thing and was measured the same way; its interval is Welch's t interval on the "
+              f"difference of mean log per-process medians. An interval holding 1 reads '{fmt.NO_DIFFERENCE}'."]
     return lines
 
 
