@@ -255,6 +255,15 @@ def spec(workload: str) -> WorkloadSpec:
         raise _choices("workload", workload, WORKLOADS) from None
 
 
+# Variants that only a CUDA device can run (offloading saved activations to host memory).
+CUDA_ONLY_VARIANTS: tuple[str, ...] = ("remat_offload",)
+
+
+def variants(workload: str, device: str = "cpu") -> tuple[str, ...]:
+    """The variants of `workload` that `device` can run."""
+    return tuple(v for v in spec(workload).variants if device == "cuda" or v not in CUDA_ONLY_VARIANTS)
+
+
 def validate(workload: str, size: str | None = None, dtype: str | None = None, variant: str | None = None) -> None:
     """Raise a ValueError that lists the valid choices for the first argument that is not one."""
     s = spec(workload)

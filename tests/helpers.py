@@ -97,8 +97,14 @@ def _jax_result(value: Any, grads: tuple) -> StepResult:
 
     grad_params, grad_data = grads
     dtypes = {"loss": _dtype_name(value)}
-    dtypes.update({f"d/d {name}": _dtype_name(g) for name, g in {**grad_params, **grad_data}.items()})
-    return StepResult(common.to_numpy(value), common.to_numpy(grad_params), common.to_numpy(grad_data), dtypes)
+    for name, g in {**grad_params, **grad_data}.items():  # the loop form gets per-layer leaves: a list per name
+        dtypes[f"d/d {name}"] = ",".join(sorted({_dtype_name(t) for t in (g if isinstance(g, list) else [g])}))
+
+    def stacked(tree: dict) -> dict:
+        return {k: np.stack(common.to_numpy(v)) if isinstance(v, list) else common.to_numpy(v)
+                for k, v in tree.items()}
+
+    return StepResult(common.to_numpy(value), stacked(grad_params), stacked(grad_data), dtypes)
 
 
 def grad_fn_result(framework: str, inputs: Inputs, variant: str) -> StepResult:

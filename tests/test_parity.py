@@ -89,7 +89,7 @@ def _test_size_cases() -> list:
     return [
         pytest.param(name, spec.test_size, variant, dtype, id=f"{name}-{variant}-{dtype}")
         for name, spec in workloads.WORKLOADS.items()
-        for variant in spec.variants
+        for variant in workloads.variants(name)
         for dtype in spec.dtypes
     ]
 
@@ -126,7 +126,7 @@ def _compiled_cases() -> list:
         pytest.param(name, variant, id=f"{name}-{variant}",
                      marks=() if name in fast and variant == "plain" else pytest.mark.slow)
         for name, spec in workloads.WORKLOADS.items()
-        for variant in spec.variants
+        for variant in workloads.variants(name)
     ]
 
 

@@ -19,7 +19,7 @@ from implementations.torch import steps as torch_steps
 from tape_vs_trace import cli, saved
 
 SIDES = {"torch": (torch_steps, torch_probe), "jax": (jax_steps, jax_probe)}
-CASES = [(w, v) for w, spec in workloads.WORKLOADS.items() for v in spec.variants]
+CASES = [(w, v) for w in workloads.WORKLOADS for v in workloads.variants(w)]
 
 
 @pytest.mark.parametrize("framework", SIDES)

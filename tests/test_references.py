@@ -128,7 +128,7 @@ def test_tanh_gelu_fails_the_tail_check() -> None:
     assert abs(_tail_bias(lambda inputs, z: reference.gelu_tanh(z))) > 5 * TAIL_TOLERANCE
 
 
-@pytest.mark.parametrize("variant", workloads.spec("transformer").variants)
+@pytest.mark.parametrize("variant", workloads.variants("transformer"))
 @pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_transformer_is_causal(framework: str, variant: str) -> None:
     # The output at position t depends on inputs at positions <= t only: perturbing x[:, t+1:] leaves out[:, :t+1]

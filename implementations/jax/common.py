@@ -35,7 +35,6 @@ LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
 # Variants that run on a CUDA device only: host offload needs a device to offload from.
-CUDA_ONLY_VARIANTS = ("remat_offload",)
 
 
 def load(workload: str) -> ModuleType:

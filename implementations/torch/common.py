@@ -23,7 +23,6 @@ LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
 # Variants that run on a CUDA device only: host offload needs a device to offload from.
-CUDA_ONLY_VARIANTS = ("remat_offload",)
 # The name of the named() region running now, read by the remat_names policy.
 _ACTIVE_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar("active_name", default=None)
 
