@@ -110,11 +110,6 @@ def sync(result: Any, device: str = "cpu") -> Any:
     return result
 
 
-def loss(module: ModuleType, params: dict, data: dict, inputs: Inputs, variant: str, cotangent: torch.Tensor):
-    """sum(forward * cotangent): a scalar whose gradient is the VJP of the forward with a fixed cotangent."""
-    return (module.forward(params, data, inputs.static, variant) * cotangent).sum()
-
-
 def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[np.ndarray, dict, dict]:
     """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
     validate(inputs.workload, variant=variant)
