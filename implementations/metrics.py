@@ -47,6 +47,21 @@ METRICS: dict[str, Metric] = {
 }
 
 
+# Benchmarks whose two frameworks run different formulations of the same workload, so no JAX/PyTorch ratio is
+# formed from them (benchmark name prefix -> the reason the report prints). JAX's remat of the layer stacks runs
+# inside lax.scan (where XLA keeps the recompute), PyTorch's checkpointing a Python loop over layers.
+UNLIKE_FORMULATIONS: dict[str, str] = {
+    "remat.RematStep_transformer": "scan against loop",
+    "remat.RematCost_transformer": "scan against loop",
+    "remat.RematCost_lstm": "scan against loop",
+}
+
+
+def unlike_formulations(benchmark: str) -> str:
+    """Why the two frameworks' rows of `benchmark` may not be divided, or '' where they may."""
+    return next((why for prefix, why in UNLIKE_FORMULATIONS.items() if benchmark.startswith(prefix)), "")
+
+
 def get(name: str) -> Metric:
     """The metric of an asv method name; a ValueError lists the known ones."""
     try:

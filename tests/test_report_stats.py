@@ -254,6 +254,14 @@ def test_ratio_rule_refuses_unlike_rows(change: dict, reason: str) -> None:
     assert stats.compare(t, None).reason == "only one framework ran"
 
 
+def test_no_ratio_between_unlike_formulations() -> None:
+    """JAX's remat of the layer stacks runs in lax.scan, PyTorch's in a Python loop: no ratio, and the reason."""
+    t, j = like(benchmark="remat.RematStep_transformer.time_step")
+    t["benchmark"] = j["benchmark"]
+    assert stats.compare(t, j).reason == "scan against loop"
+    assert stats.compare(*like(benchmark="remat.RematStep_mlp.time_step")).reason == "not like rows"
+
+
 def test_ratio_rule_on_like_rows() -> None:
     c = stats.compare(*like())
     # logs: PyTorch mean 0.69231, var/n 0.000835; JAX ln 4 exactly (var 0); Welch dof 2, t = 4.3027, half-width

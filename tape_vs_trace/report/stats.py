@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from implementations import metrics
+
 CONFIDENCE = 0.95
 
 
@@ -154,6 +156,9 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
         return Comparison(reason="not like rows")
     if not (a["comparable"] and b["comparable"]):
         return Comparison(reason="counts different things")
+    unlike = metrics.unlike_formulations(a["benchmark"])
+    if unlike:
+        return Comparison(reason=unlike)
     if a["memory_method"] != b["memory_method"]:
         return Comparison(reason="different memory methods")
     if not a["value"]:
