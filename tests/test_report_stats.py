@@ -220,13 +220,26 @@ def test_provenance_prints_fingerprint_calibration_and_samples(built) -> None:
 
 
 def test_different_fingerprints_say_different_hosts(tmp_path: Path, capsys) -> None:
+    """Two runs under one machine name on different CPUs: flagged, and their step times shown in calibrated units
+    (float32 matmul flops of each host's own rate), never divided as seconds."""
     root = write_results(tmp_path / "results")
-    other = json.loads((root / "box" / "abc12300-existing-venv.json").read_text())
+    mine_path = root / "box" / "abc12300-existing-venv.json"
+    mine = json.loads(mine_path.read_text())
+    mine["tape_vs_trace"].update(fingerprint={"cpu": {"model_name": "Test CPU 9000"}},
+                                 calibration={"matmul_flops_per_s": {"float32": 1e11}})
+    mine_path.write_text(json.dumps(mine))
+    other = json.loads(json.dumps(mine))
     other["commit_hash"], other["date"] = "def456" + "0" * 34, 1600000000000
-    other["tape_vs_trace"]["fingerprint"] = {"cpu_model": "Another CPU"}
+    other["tape_vs_trace"].update(fingerprint={"cpu": {"model_name": "Another CPU"}},
+                                  calibration={"matmul_flops_per_s": {"float32": 2e11}})
     (root / "box" / "def45600-existing-venv.json").write_text(json.dumps(other))
     assert cli.main(["report", "--results", str(root), "--out", str(tmp_path / "out")]) == 0
-    assert "come from different hosts" in (tmp_path / "out" / "summary.md").read_text()
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "Commit `def45600` of machine box ran on a different host" in text and "model_name" in text
+    # PyTorch eager 1.55 ms in both files: 1.55e-3 s x 1e11 flop/s here, x 2e11 flop/s on the other host
+    [line] = [x for x in text.splitlines() if "GradStep_mlp.time_step" in x and "framework=torch" in x
+              and "mode=eager" in x and x.count("|") == 5]
+    assert line.endswith("| 1.55e+08 | 3.1e+08 |")
 
 
 def like(**change) -> tuple[dict, dict]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics
-from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report import fmt, hosts, stats
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
@@ -136,11 +136,7 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
     for key in HOST_KEYS:
         if isinstance(details.get(key), dict):
             lines += _kv(f"Host {key}", details[key])
-    prints = {json.dumps(d.get("fingerprint"), sort_keys=True) for (m, _), d in data.details.items()
-              if m == machine and isinstance(d.get("fingerprint"), dict)}
-    if len(prints) > 1:
-        lines += [f"Result files of machine {machine} come from different hosts (their fingerprints differ): their "
-                  "times are not compared; only this commit's are shown.", ""]
+    lines += hosts.section(data, machine, commit)
     lines += ["Comparisons are made within this one result file only: one commit and, per benchmark, one benchmark "
               "version (column `benchmark_version` of summary.csv).", ""]
     lines += ["Samples and processes per timed benchmark (the interval comes from per-process medians):", "",
