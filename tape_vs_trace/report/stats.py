@@ -156,11 +156,11 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
         return Comparison(reason="not like rows")
     if not (a["comparable"] and b["comparable"]):
         return Comparison(reason="counts different things")
+    if a["memory_method"] != b["memory_method"]:
+        return Comparison(reason="different memory methods")
     unlike = metrics.unlike_formulations(a["benchmark"])
     if unlike:
         return Comparison(reason=unlike)
-    if a["memory_method"] != b["memory_method"]:
-        return Comparison(reason="different memory methods")
     if not a["value"]:
         return Comparison(reason="divisor is zero")
     return _interval(a, b, b["value"] / a["value"])
