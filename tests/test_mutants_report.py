@@ -19,6 +19,7 @@ from tape_vs_trace.report.stats import Comparison
     ([-2.0], (1.0, "s")),  # magnitudes: a negative difference keeps its unit
     ([1e-12], (1e-9, "ns")),  # below every step: the smallest
     ([0.0, None, math.nan, math.inf, 2e-6], (1e-6, "µs")),  # zero, missing and non-finite values do not vote
+    ([math.inf, math.inf, 2e-6], (1e-6, "µs")),
     ([], (1.0, "s")),
 ])
 def test_time_scale_follows_the_middle_value(values: list, expected: tuple) -> None:
@@ -45,6 +46,10 @@ def test_other_units_have_one_fixed_scale() -> None:
 ])
 def test_number(value, divisor: float, text: str) -> None:
     assert fmt.number(value, divisor) == text
+
+
+def test_number_is_unscaled_by_default() -> None:
+    assert fmt.number(999_999) == "999,999" and fmt.number(3.0) == "3"
 
 
 def test_value_carries_its_unit_except_counts() -> None:
