@@ -12,7 +12,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(DEVICE)
 
-.PHONY: setup test test-all lint bench report preview
+.PHONY: setup test test-all lint bench report preview mutate
 
 setup: $(STAMP)
 
@@ -71,3 +71,13 @@ report: $(STAMP)
 # Serve the dashboard built by `make bench` (asv publish) at http://127.0.0.1:8080.
 preview: $(STAMP)
 	$(VENV)/bin/asv preview
+
+# Mutation testing (not in CI; configured in pyproject.toml [tool.mutmut]): mutates the probes, steps, commons,
+# workload specs and the report package under mutants/ and runs the covering fast tests against each mutant.
+# MUTATE_PATHS runs one group at a time and re-tests it, e.g. `make mutate MUTATE_PATHS='tape_vs_trace/report/*.py'`
+# (paths become mutmut's mutant-name globs: tape_vs_trace.report.*.*). Then `mutmut results`, `mutmut show NAME`.
+MUTATE_PATHS ?=
+MUTATE_CHILDREN ?= 2
+mutate: $(STAMP)
+	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) \
+		$(foreach p,$(MUTATE_PATHS),'$(subst /,.,$(basename $(p))).*')

@@ -1,0 +1,97 @@
+"""The report's small rules, one case per boundary: found by mutation testing (`make mutate`), where changing a
+comparison, a divisor or a label in these functions left every end-to-end report test green."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report.stats import Comparison
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ([0.0005, 0.002, 0.003], (1e-3, "ms")),  # the middle value picks the unit, not the smallest or the largest
+    ([1e-6, 2e-3], (1e-3, "ms")),  # even count: the upper middle
+    ([1e-3], (1e-3, "ms")),  # a value exactly at a step takes that step
+    ([1.0], (1.0, "s")),
+    ([-2.0], (1.0, "s")),  # magnitudes: a negative difference keeps its unit
+    ([1e-12], (1e-9, "ns")),  # below every step: the smallest
+    ([0.0, None, math.nan, math.inf, 2e-6], (1e-6, "µs")),  # zero, missing and non-finite values do not vote
+    ([math.inf, math.inf, 2e-6], (1e-6, "µs")),
+    ([], (1.0, "s")),
+])
+def test_time_scale_follows_the_middle_value(values: list, expected: tuple) -> None:
+    assert fmt.scale("seconds", values) == expected
+
+
+def test_other_units_have_one_fixed_scale() -> None:
+    assert fmt.scale("bytes", [1.0]) == (1048576.0, "MiB")
+    assert fmt.scale("flops", [1.0]) == (1e9, "GFLOP")
+    assert fmt.scale("count", [5.0]) == (1.0, "count")
+
+
+@pytest.mark.parametrize(("value", "divisor", "text"), [
+    (None, 1.0, "n/a"),
+    (math.nan, 1.0, "n/a"),
+    (math.inf, 1.0, "n/a"),
+    (999_999, 1.0, "999,999"),  # integers below 10^6 in full
+    (1_000_000, 1.0, "1e+06"),
+    (-5, 1.0, "-5"),
+    (2.5, 1.0, "2.5"),
+    (1234.5678, 1.0, "1235"),  # 4 significant digits
+    (2048, 1024.0, "2"),  # a scaled value is never printed as a grouped integer
+    (3_000_000, 1024.0, "2930"),
+])
+def test_number(value, divisor: float, text: str) -> None:
+    assert fmt.number(value, divisor) == text
+
+
+def test_number_is_unscaled_by_default() -> None:
+    assert fmt.number(999_999) == "999,999" and fmt.number(3.0) == "3"
+
+
+def test_value_carries_its_unit_except_counts() -> None:
+    assert fmt.value(0.0015, "seconds") == "1.5 ms"
+    assert fmt.value(2 ** 21, "bytes") == "2 MiB"
+    assert fmt.value(3, "count") == "3"
+    assert fmt.value(7, "") == "7"
+
+
+def test_pct_is_a_magnitude_with_one_decimal() -> None:
+    assert fmt.pct(-0.1234) == "12.3 %"
+    assert fmt.pct(0.5) == "50.0 %"
+
+
+@pytest.mark.parametrize(("c", "text"), [
+    (Comparison(reason="failed"), "— (failed)"),
+    (Comparison(2.0, note="one process"), "2× (no interval: one process)"),
+    (Comparison(2.0, 2.0, 2.0), "2× (exact)"),
+    (Comparison(2.0, 1.5, 2.5), "2× [1.5–2.5]"),
+    (Comparison(1.1, 0.9, 1.3), "no difference measurable on this machine (1.1×, 95 % interval 0.9–1.3)"),
+])
+def test_ratio_cell(c: Comparison, text: str) -> None:
+    assert fmt.ratio(c) == text
+
+
+@pytest.mark.parametrize(("low", "high", "differs"), [
+    (0.9, 1.0, False),  # an interval that ends at 1 holds 1
+    (1.0, 1.2, False),
+    (1.01, 1.2, True),
+    (0.5, 0.99, True),
+    (math.nan, 1.2, None),
+    (0.9, math.inf, None),
+])
+def test_differs_is_whether_the_interval_excludes_one(low: float, high: float, differs) -> None:
+    assert Comparison(1.1, low, high).differs is differs
+    assert Comparison(reason="failed", low=low, high=high).differs is None
+
+
+def test_split_by_fixed_count_and_single_round() -> None:
+    assert stats.Split(3, 2).chunks([1, 2, 3, 4, 5, 6]) == ([[1, 2], [3, 4], [5, 6]], "")
+    assert stats.Split(2, 4).chunks([1, 2, 3, 4, 5, 6]) == (None, "6 samples do not split into processes of 4")
+    # One process: all samples are its own whatever asv's repeat says (True is a bool, not a count).
+    assert stats.Split(1, True).chunks([1, 2, 3]) == ([[1, 2, 3]], "")
+    assert stats.Split(1, (1, 10, 5.0)).chunks([1, 2]) == ([[1, 2]], "")
+    assert stats.Split(2, -3).chunks([1, 2, 3])[0] is None

@@ -1,0 +1,90 @@
+"""The workload specs' contract, pinned: found by mutation testing (`make mutate`), where changing a generator's
+scale, the GMM constant or the cache's file name left every parity test green (both frameworks get the same wrong
+arrays, so they still agree)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.special import multigammaln
+
+from implementations import workloads
+
+# sha256 (first 16 hex digits) of each workload's tiny float64 inputs at seed 0, taken from the generators when this
+# test was written. workloads.py says a (workload, size) must never generate different arrays, or published numbers
+# stop being comparable across commits: a changed digest is that break (or a numpy that changed its random streams).
+DIGESTS = {
+    "mlp": "c4a57cf30110d440",
+    "linear_gelu": "13285bd9a8c4acdb",
+    "swiglu": "585684a27903026f",
+    "transformer": "eee8be1f032860ed",
+    "chain": "b1f56aad48ce5a20",
+    "fanout": "2e43ebe29b95e6ef",
+    "gmm": "b38ee516d5c02cd8",
+    "lstm": "87298c0e3970ed8a",
+}
+
+
+def _digest(inputs: workloads.Inputs) -> str:
+    h = hashlib.sha256()
+    for group in (inputs.params, inputs.data):
+        for name in sorted(group):
+            h.update(name.encode())
+            h.update(str(group[name].shape).encode())
+            h.update(group[name].tobytes())
+    h.update(inputs.cotangent.tobytes())
+    h.update(json.dumps(inputs.static, sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def test_every_workload_is_pinned() -> None:
+    assert set(DIGESTS) == set(workloads.WORKLOADS)
+
+
+@pytest.mark.parametrize("workload", list(DIGESTS))
+def test_generators_never_change(workload: str) -> None:
+    inputs = workloads.make_inputs(workload, "tiny", "float64")
+    assert _digest(inputs) == DIGESTS[workload]
+    assert _digest(workloads.make_inputs(workload, "tiny", "float64", seed=1)) != DIGESTS[workload]
+
+
+def test_default_size_is_the_test_size_and_scalar_outputs_get_a_unit_cotangent() -> None:
+    assert workloads.make_inputs("gmm").size == "tiny"
+    assert workloads.make_inputs("gmm").cotangent.shape == () and workloads.make_inputs("gmm").cotangent == 1.0
+    assert workloads.make_inputs("mlp").cotangent.shape == (4, 8)
+
+
+def test_unhashable_workload_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown workload \[\]; valid choices: mlp, linear_gelu"):
+        workloads.spec([])
+
+
+def test_gmm_constant_against_scipy_multigammaln() -> None:
+    d, k, n, gamma, m = 3, 4, 7, 0.5, 2
+    p = d + m + 1
+    prior = p * d * math.log(gamma / math.sqrt(2)) - multigammaln(p / 2, d)
+    expected = -n * d / 2 * math.log(2 * math.pi) - k * prior
+    assert workloads.gmm_constant(d, k, n, gamma, m) == pytest.approx(expected, rel=1e-12)
+
+
+def test_lower_triangle_is_column_by_column() -> None:
+    rows, cols = workloads.lower_triangle_indices(4)
+    assert list(zip(rows.tolist(), cols.tolist())) == [(1, 0), (2, 0), (3, 0), (2, 1), (3, 1), (3, 2)]
+    assert rows.dtype == cols.dtype == np.int64
+    assert workloads.lower_triangle_indices(1)[0].size == 0
+
+
+def test_parameter_count() -> None:
+    assert workloads.parameter_count(workloads.make_inputs("mlp", "tiny")) == 8 * 16 + 16 * 8
+
+
+def test_cache_file_names_the_dimensions_and_seed_in_a_new_folder(tmp_path) -> None:
+    folder = tmp_path / "a" / "b"  # created with its parents
+    workloads.make_inputs("mlp", "tiny", "float32", seed=3, cache_dir=folder)
+    assert [p.name for p in folder.iterdir()] == ["mlp-batch4-hidden16-width8-float32-seed3.npz"]
+    cached = workloads.make_inputs("mlp", "tiny", "float32", seed=3, cache_dir=folder)
+    assert _digest(cached) == _digest(workloads.make_inputs("mlp", "tiny", "float32", seed=3))
