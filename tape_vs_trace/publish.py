@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tape_vs_trace import history
+
 ASSETS = Path(__file__).with_name("dashboard_assets")
 ASSET_DIR = "offline-assets"  # the vendored copies' folder inside the published site
 # Config keys naming paths: asv reads them relative to the config file's folder (it chdirs there), so the scratch
@@ -53,6 +55,11 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None) 
         scratch_config.write_text(json.dumps(conf, indent=2))
         _run_asv(scratch_config)
         shutil.copytree(ASSETS, site / ASSET_DIR)
+        (site / "history.html").write_text(history.page(results, f"{ASSET_DIR}/bootstrap/css/bootstrap.min.css"),
+                                           encoding="utf-8")
+        index = site / "index.html"
+        if index.is_file():
+            index.write_text(history.link(index.read_text(encoding="utf-8")), encoding="utf-8")
         pages = sorted(site.rglob("*.html"))
         for page in pages:
             page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")

@@ -148,3 +148,31 @@ def test_replaces_an_earlier_dashboard_only(tmp_path: Path, capsys: pytest.Captu
     assert _run(capsys, "--results", str(FIXTURE), "--out", str(out))[0] == 0
     assert (out / "index.html").is_file() and not (out / "stale.txt").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["html"], "scratch folder left behind"
+
+
+def test_history_page_marks_where_a_benchmark_version_changes(tmp_path: Path) -> None:
+    """asv drops results of older benchmark versions from its graphs without a word; the published history page
+    says where that happened, and the dashboard's navigation bar links it."""
+    import shutil
+
+    from tape_vs_trace import history
+
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    (older,) = [p for p in results.glob("*/*.json") if p.name != "machine.json"]
+    data = json.loads(older.read_text())
+    at = data["result_columns"].index("version")
+    newer = json.loads(json.dumps(data))
+    newer["commit_hash"], newer["date"] = "f" * 40, data["date"] + 1000
+    name = next(iter(newer["results"]))
+    newer["results"][name][at] = "99"
+    (older.parent / "ffffffff-existing-venv.json").write_text(json.dumps(newer))
+    page = history.page(results, "style.css")
+    assert "1 break(s) of history" in page
+    assert f"version {data['results'][name][at]} &rarr; 99" in page and "<code>ffffffff</code>" in page
+    assert "No break of history" in history.page(FIXTURE, "style.css")
+    assert '<li><a href="history.html">History</a></li>' in history.link((ASV_INDEX).read_text())
+
+
+def test_published_site_has_the_history_page(site: Path) -> None:
+    assert (site / "history.html").is_file() and 'href="history.html"' in (site / "index.html").read_text()
