@@ -204,6 +204,16 @@ def unit(metric: str) -> str:
     return metrics.get(metric).unit
 
 
+class _GradStepTime:
+    """Mixin: `time_step`, one forward + backward (`steps.grad_step`) of the case's variant in the case's mode."""
+
+    def build(self, case):
+        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
+
+    def time_step(self, *params):
+        self.run_step()
+
+
 class _PeakBytes:
     """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
 

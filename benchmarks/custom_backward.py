@@ -7,6 +7,7 @@ from benchmarks.common import (
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
+    _GradStepTime,
     _PeakBytes,
     _SavedBytes,
     by_device,
@@ -17,7 +18,7 @@ SIZES = by_device(cpu={"swiglu": ["64x256x1024"], "gmm": ["d10-K25-n1000"]},
                   cuda={"swiglu": ["2048x1024x4096"], "gmm": ["d64-K100-n10000"]})
 
 
-class _CustomStep(Benchmark):
+class _CustomStep(_GradStepTime, Benchmark):
     """One forward + backward with the autodiff op ('plain') or the hand-written backward ('custom':
     torch.autograd.Function / jax.custom_vjp). mode 'eager': PyTorch's tape / op-by-op jax.value_and_grad;
     'compiled': torch.compile / jax.jit."""
@@ -31,11 +32,6 @@ class _CustomStep(Benchmark):
             return "torch.compile of the GMM objective is outside the CPU budget"
         return None
 
-    def build(self, case):
-        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
-
-    def time_step(self, *params):
-        self.run_step()
 
 
 class _CustomMemory(_SavedBytes, _PeakBytes, Benchmark):

@@ -10,6 +10,7 @@ from benchmarks.common import (
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
+    _GradStepTime,
     _SavedBytes,
     by_device,
     by_workload,
@@ -38,7 +39,7 @@ def _skip_formulation(case) -> str | None:
     return None
 
 
-class _GradStep(Benchmark):
+class _GradStep(_GradStepTime, Benchmark):
     """One forward + backward step (loss and the gradients of every input), device synchronised.
 
     mode 'eager': PyTorch records its autograd tape on every call; JAX runs jax.value_and_grad op by op (traced on
@@ -58,11 +59,6 @@ class _GradStep(Benchmark):
             return "compiling the unrolled 127-step LSTM is outside the CPU budget"
         return _skip_formulation(case)
 
-    def build(self, case):
-        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
-
-    def time_step(self, *params):
-        self.run_step()
 
 
 class _ForwardRecording(Benchmark):

@@ -6,7 +6,7 @@ The JAX transformer and LSTM put jax.checkpoint inside lax.scan.
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _PeakBytes, _SavedBytes, by_device, by_workload, unit
+from benchmarks.common import Benchmark, _GradStepTime, _PeakBytes, _SavedBytes, by_device, by_workload, unit
 from implementations import workloads
 
 SIZES = by_device(
@@ -34,7 +34,7 @@ def _policies(names: list[str]):
 _SCAN_REMAT = ("transformer", "lstm")
 
 
-class _RematStep(Benchmark):
+class _RematStep(_GradStepTime, Benchmark):
     """One forward + backward without remat ('plain'), recomputing every block ('remat_full'), saving only matmul
     outputs ('remat_dots') or named activations ('remat_names'), or offloading to host memory ('remat_offload',
     CUDA). mode 'eager': PyTorch's tape with torch.utils.checkpoint / op-by-op JAX;
@@ -45,15 +45,8 @@ class _RematStep(Benchmark):
     def skip(self, case):
         if case.framework == "jax" and case.mode == "eager" and case.workload in _SCAN_REMAT:
             return "op-by-op JAX recompiles the lax.scan that carries jax.checkpoint on every call"
-        if case.framework == "torch" and case.mode == "compiled" and case.workload == "lstm":
-            return "torch.compile of the unrolled 127-step LSTM is outside the CPU budget"
         return None
 
-    def build(self, case):
-        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
-
-    def time_step(self, *params):
-        self.run_step()
 
 
 class _RematCost(_SavedBytes, _PeakBytes, Benchmark):
