@@ -107,6 +107,42 @@ def isolate_allocators() -> None:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
+# CUDA graphs are a setting on both sides, so a fair comparison states the pair it ran. The default pairing is each
+# framework's own default: torch.compile's "default" mode (no CUDA graphs) against XLA's command buffers on (CUDA
+# graphs for the captured kernels). TVT_TORCH_COMPILE_MODE=reduce-overhead turns CUDA graphs on in PyTorch;
+# XLA_FLAGS=--xla_gpu_enable_command_buffer= turns them off in XLA.
+TORCH_COMPILE_MODES = ("default", "reduce-overhead")
+_COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
+
+
+def torch_compile_mode() -> str:
+    """The `mode` every torch.compile of a benchmarked step gets: TVT_TORCH_COMPILE_MODE, "default" if unset; a
+    ValueError lists the valid modes."""
+    mode = os.environ.get("TVT_TORCH_COMPILE_MODE") or "default"
+    if mode not in TORCH_COMPILE_MODES:
+        raise _choices("TVT_TORCH_COMPILE_MODE", mode, TORCH_COMPILE_MODES)
+    return mode
+
+
+def xla_command_buffers(xla_flags: str | None = None) -> str:
+    """XLA's command buffers (CUDA graphs) as XLA_FLAGS sets them: "on (XLA default)" without the flag, "off" when
+    it is set empty, else the command types it lists. The last occurrence wins, as in XLA's flag parser."""
+    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    value = None
+    for flag in flags.split():
+        name, _, rest = flag.partition("=")
+        if name == _COMMAND_BUFFER_FLAG:
+            value = rest
+    if value is None:
+        return "on (XLA default)"
+    return value or "off"
+
+
+def graph_settings() -> dict[str, str]:
+    """The CUDA-graph settings this process runs with: torch.compile's mode and XLA's command buffers."""
+    return {"torch_compile_mode": torch_compile_mode(), "xla_command_buffers": xla_command_buffers()}
+
+
 @dataclass(frozen=True)
 class Loaded:
     """One framework's modules, imported and configured: `fw.steps`, `fw.probe`, `fw.common`."""

@@ -43,8 +43,10 @@ PY
 fi
 export TVT_DEVICE=cuda
 python_abs=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")  # the venv's own path, not its symlink's target
-machine=$("$py" -m tape_vs_trace.cli machine)
+machine=$("$py" -m tape_vs_trace.cli machine)  # fails on a bad TVT_TORCH_COMPILE_MODE
 echo "machine: $machine, profile: $profile, budget: ${budget}s (0: none)"
+"$py" -c 'from implementations import frameworks as f
+print("CUDA graphs:", ", ".join(f"{k} {v}" for k, v in f.graph_settings().items()))'
 export TVT_CALIBRATION=$PWD/.asv/calibration.json
 export TVT_INPUT_CACHE=$PWD/.asv/inputs  # the GPU sizes' inputs are generated once, not in every process
 if [ "${TVT_CALIBRATE:-1}" = 1 ]; then

@@ -188,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     cite.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     args = parser.parse_args(argv)
     if args.command == "machine":
-        fields = machine.record()
+        try:
+            fields = machine.record()
+        except ValueError as exc:  # a bad TVT_TORCH_COMPILE_MODE
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         machine.write_asv_machine_file(fields)
         print(fields["machine"])
     elif args.command == "scrub-results":

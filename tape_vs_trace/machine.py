@@ -26,6 +26,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from implementations import frameworks
+
 # Instruction sets that change which kernels oneDNN, MKL and XLA:CPU pick: a host with avx512 or AMX runs other
 # matmul code than one with avx2 only, under the same model string.
 FLAGS_OF_INTEREST = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
@@ -38,6 +40,7 @@ _CPUINFO_KEYS = {"vendor_id": "vendor", "cpu family": "family", "model": "model"
                  "stepping": "stepping", "microcode": "microcode", "cpu MHz": "mhz", "cache size": "cache_size"}
 # What the series key may take from the fingerprint, and what `same_host` compares.
 _CPU_IDENTITY = ("vendor", "model_name", "family", "model", "stepping")
+_XLA_DEFAULT = frameworks.xla_command_buffers("")
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
@@ -169,7 +172,9 @@ def cpu_description(cpu: dict[str, Any]) -> str:
 def record(cpuinfo: str | None = None, gpu: dict[str, str] | None = None) -> dict[str, str]:
     """asv machine fields for this machine, named after its device (GPU model, else CPU model and cores).
 
-    Only what changes performance and survives a reboot: no RAM, kernel, clock or driver (see `fingerprint`)."""
+    Only what changes performance and survives a reboot: no RAM, kernel, clock or driver (see `fingerprint`). On GPU
+    machines also the CUDA-graph settings (`torch_compile_mode`, `xla_command_buffers`); on CPU a non-default
+    `torch_compile_mode` only. A ValueError names a bad TVT_TORCH_COMPILE_MODE."""
     cpu = parse_cpuinfo(_read_cpuinfo() if cpuinfo is None else cpuinfo)
     cores = os.cpu_count() or 1
     # TVT_DEVICE=cpu (make bench DEVICE=cpu) on a GPU machine runs the CPU suite: name the machine after its CPU.
@@ -179,7 +184,7 @@ def record(cpuinfo: str | None = None, gpu: dict[str, str] | None = None) -> dic
         gpu = gpu_info()
     device = gpu.get("gpu", "cpu")
     name = f"gpu-{_slug(device)}" if gpu else f"cpu-{cpu_slug(cpu)}-{cores}c"
-    return {
+    fields = {
         "machine": name,
         "os": platform.system(),
         "arch": platform.machine(),
@@ -189,6 +194,20 @@ def record(cpuinfo: str | None = None, gpu: dict[str, str] | None = None) -> dic
         "torch": _version("torch") or "absent",
         "jax": _version("jax") or "absent",
     }
+    # CUDA graphs on or off changes step times, so the pairing is part of the series key on GPU machines, and a
+    # pairing other than the default also names the machine: asv keeps one result file per machine name and
+    # commit, which a run of the other pairing would overwrite. On CPU (no CUDA graphs; XLA:CPU has no command
+    # buffers) only a torch.compile mode other than the default is recorded, so the CPU series keep their key.
+    settings = frameworks.graph_settings()
+    if gpu:
+        fields.update(settings)
+    elif settings["torch_compile_mode"] != "default":
+        fields["torch_compile_mode"] = settings["torch_compile_mode"]
+    if fields.get("torch_compile_mode", "default") != "default":
+        fields["machine"] += f"-torch-{_slug(fields['torch_compile_mode'])}"
+    if fields.get("xla_command_buffers", _XLA_DEFAULT) != _XLA_DEFAULT:
+        fields["machine"] += f"-xla-command-buffers-{_slug(fields['xla_command_buffers'])}"
+    return fields
 
 
 def fingerprint(cpuinfo: str | None = None, gpu: dict[str, str] | None = None,
@@ -213,14 +232,15 @@ def fingerprint(cpuinfo: str | None = None, gpu: dict[str, str] | None = None,
 
 def details() -> dict[str, Any]:
     """The "tape_vs_trace" entry of a fresh result file: this host's fingerprint (the flat keys kernel, threads,
-    driver are kept for readers of older files)."""
+    driver are kept for readers of older files) and the CUDA-graph settings of the run (torch.compile's mode, XLA's
+    command buffers: `implementations.frameworks.graph_settings`), on every device."""
     fp = fingerprint()
     flat: dict[str, Any] = {"kernel": fp["kernel"], "threads": str(fp["threads"])}
     if "gpu" in fp:
         flat["driver"] = fp["gpu"].get("driver_version", "")
         if "driver_max_cuda" in fp["gpu"]:
             flat["driver_max_cuda"] = fp["gpu"]["driver_max_cuda"]
-    return {**flat, "fingerprint": fp}
+    return {**flat, "fingerprint": fp, "graph_settings": frameworks.graph_settings()}
 
 
 def _relative_gap(a: float, b: float) -> float:

@@ -61,6 +61,7 @@ def test_peak_check_measures_on_cpu(framework: str) -> None:
     assert row["returned_bytes"] == row["resident_bytes"] + 4
     assert row["saved_bytes"] > 0
     assert row["lower_bytes"] == row["resident_bytes"] + max(row["saved_bytes"], row["returned_bytes"])
+    assert row["workspace_bytes"] == 0  # CPU GEMMs take no library workspace from either allocator
     assert row["upper_bytes"] == row["resident_bytes"] + row["saved_bytes"] + row["returned_bytes"]
     assert row["verdict"] == "ok", row
 
@@ -183,11 +184,14 @@ def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_
     assert sorted(saved["results"]) == ["bench.alpha", "bench.gamma"]  # beta was killed: only it is lost
     log = (tmp_path / "out" / "log.txt").read_text()
     assert "chunk beta timed out after 3s" in log and "machine: gpu-nvidia-h200, profile: full" in log
+    assert "CUDA graphs: torch_compile_mode default, xla_command_buffers on (XLA default)" in log
+    assert saved["tape_vs_trace"]["graph_settings"]["torch_compile_mode"] == "default"
 
 
 def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_GPU_BENCHMARKS="one two three", TVT_BUDGET_S="24", FAKE_SLEEP="5")
+    env.update(TVT_GPU_BENCHMARKS="one two three", TVT_BUDGET_S="24", FAKE_SLEEP="5",
+               TVT_TORCH_COMPILE_MODE="reduce-overhead")
     start = time.monotonic()
     run = _run_gpu_script(repo, env, "quick")
     assert time.monotonic() - start < 24 + 5
@@ -195,6 +199,9 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     started = [json.loads(line)["regex"] for line in (tmp_path / "asv.log").read_text().splitlines()]
     assert started[0] == "one" and len(started) < 3
     assert f"time budget reached: not run: {' '.join(['one', 'two', 'three'][len(started):])}" in run.stdout
+    # The CUDA-graph pairing reaches the log and the machine name the results are saved under.
+    assert "CUDA graphs: torch_compile_mode reduce-overhead, xla_command_buffers on (XLA default)" in run.stdout
+    assert (tmp_path / "out" / "gpu-nvidia-h200-torch-reduce-overhead").is_dir()
 
 
 def test_gpu_script_refuses_a_machine_without_gpu(tmp_path: Path) -> None:
@@ -270,3 +277,137 @@ def test_cuda_peak_uses_the_allocator(framework: str) -> None:
     done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", framework, "mlp",
                            "64x256x1024", "--device", "cuda"], capture_output=True, text=True, check=True)
     assert frameworks.memory_method(framework, "cuda") in done.stdout
+
+
+# --- workspaces: counted inside the peak on both sides ---------------------------------------------------------------
+
+
+class _FakeCachingAllocator:
+    """torch.cuda's counters for a step that takes a 32-byte cuBLAS workspace at its first GEMM (kept until
+    cleared, as cuBLAS keeps it per handle) and 100 bytes of temporaries."""
+
+    def __init__(self) -> None:
+        self.allocated = self.peak = 0
+        self.workspace = False
+
+    def alloc(self, nbytes: int) -> None:
+        self.allocated += nbytes
+        self.peak = max(self.peak, self.allocated)
+
+    def step(self) -> None:
+        if not self.workspace:
+            self.workspace = True
+            self.alloc(32)
+        self.alloc(100)
+        self.allocated -= 100
+
+    def clear(self) -> None:
+        if self.workspace:
+            self.workspace = False
+            self.allocated -= 32
+
+    def reset(self, device: object = None) -> None:
+        self.peak = self.allocated
+
+
+def test_torch_cuda_peak_counts_the_cublas_workspace_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+    from implementations.torch import probe
+
+    fake = _FakeCachingAllocator()
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: fake.allocated)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: fake.peak)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", fake.reset)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(probe, "_clear_gemm_workspaces", fake.clear)
+    peak = probe._allocator_peak(fake.step, (), torch.device("cuda"))
+    # The warm-up cached the workspace; it is freed before the baseline, so the measured call allocates it again.
+    assert peak == probe.PeakBytes(132, "torch.cuda.max_memory_allocated", workspace_bytes=32)
+
+
+HLO_WITH_WORKSPACES = """\
+ENTRY %main.42 (p0: f32[64,256], p1: f32[256,1024]) -> (f32[64,1024], f32[]) {
+  %custom-call.1 = (f32[64,1024]{1,0}, s8[4194304]{0}) custom-call(%p0, %p1), custom_call_target="__cublas$gemm"
+  %lt.2 = (f32[64,1024], f32[64,1024], s8[33554432]{0}) custom-call(%p0, %p1), custom_call_target="__cublas$lt$matmul"
+  %cudnn.3 = (f32[64,1024]{1,0}, s8[1048576]{0}) custom-call(f32[64,1024]{1,0} %x), custom_call_target="__cudnn$fusion"
+  %sort.4 = (f32[64]{0}, s8[999999999]{0}) custom-call(f32[64]{0} %y), custom_call_target="__cub$DeviceRadixSort"
+  %bitcast.5 = s8[777777777]{0} bitcast(f32[64,1024]{1,0} %custom-call.1)
+}
+"""
+
+
+def test_jax_gemm_workspace_is_read_from_the_compiled_hlo(monkeypatch: pytest.MonkeyPatch) -> None:
+    import jax.numpy as jnp
+
+    from implementations.jax import probe
+
+    # The cuBLASLt call's workspace (last in its tuple, after an aux output) is the largest of the library calls';
+    # a sort's scratch and a plain s8 array are no GEMM workspace.
+    assert probe._gemm_workspace_bytes(HLO_WITH_WORKSPACES) == 33554432
+    assert probe._gemm_workspace_bytes("") == 0
+    x = jnp.ones((8, 8), dtype=jnp.float32)
+    assert probe.peak_bytes(lambda a: a @ a, x).workspace_bytes == 0  # XLA:CPU takes no library workspace
+    monkeypatch.setattr(probe, "_gemm_workspace_bytes", lambda text: 7 if "dot" in text else -1)
+    assert probe.peak_bytes(lambda a: a @ a, x).workspace_bytes == 7  # read from this step's compiled program
+
+
+def test_the_upper_bound_makes_room_for_the_counted_workspace() -> None:
+    expected = gpucheck.bounds(resident=50, saved=1000, returned=100, workspace=32)
+    assert (expected.lower, expected.upper) == (1050, 1182)
+    assert gpucheck.verdict(1180, expected, "jax peak_bytes_in_use") == "ok"
+
+
+# --- CUDA graphs: torch.compile's mode and XLA's command buffers, recorded and applied ------------------------------
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    ("", "on (XLA default)"),
+    ("--xla_gpu_autotune_level=0", "on (XLA default)"),
+    ("--xla_gpu_enable_command_buffer=", "off"),
+    ("--xla_gpu_enable_command_buffer=FUSION,CUBLAS --xla_gpu_autotune_level=0", "FUSION,CUBLAS"),
+    ("--xla_gpu_enable_command_buffer=FUSION --xla_gpu_enable_command_buffer=", "off"),
+    ("--xla_gpu_enable_command_buffer_min_size=2", "on (XLA default)"),
+])
+def test_xla_command_buffers_follow_xla_flags(flags: str, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    assert frameworks.xla_command_buffers() == expected
+    assert frameworks.graph_settings()["xla_command_buffers"] == expected
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_the_torch_compile_mode_reaches_every_torch_compile(mode: str | None,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from implementations import workloads
+    from implementations.torch import probe, steps
+
+    if mode is None:
+        monkeypatch.delenv("TVT_TORCH_COMPILE_MODE", raising=False)
+    else:
+        monkeypatch.setenv("TVT_TORCH_COMPILE_MODE", mode)
+    seen = []
+
+    def fake_compile(fn, mode=None, **kwargs):
+        seen.append(mode)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    inputs = workloads.make_inputs("mlp", "tiny", "float32")
+    steps.grad_step(inputs, "plain", "compiled")
+    steps.forward_step(inputs, "plain", "compiled")
+    fn, args = steps.grad_fn(inputs, "plain", "cpu")
+    probe.compile_seconds(fn, *args)
+    wanted = mode or "default"
+    # compile_seconds's first compile is the unrelated warm-up function (any mode); the step's own gets the knob.
+    assert seen[:2] == [wanted, wanted] and seen[3:] == [wanted] and len(seen) == 4
+    assert frameworks.graph_settings()["torch_compile_mode"] == wanted
+
+
+def test_a_bad_torch_compile_mode_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TVT_TORCH_COMPILE_MODE", "max-speed")
+        with pytest.raises(ValueError, match="valid choices: default, reduce-overhead"):
+            frameworks.torch_compile_mode()
+    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.cli", "machine"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "HOME": str(tmp_path), "TVT_TORCH_COMPILE_MODE": "max-speed"})
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: unknown TVT_TORCH_COMPILE_MODE 'max-speed'")
+    assert not (tmp_path / ".asv-machine.json").exists()

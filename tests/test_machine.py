@@ -214,3 +214,28 @@ def test_make_bench_calibrates_first_and_hands_the_file_to_asv() -> None:
     assert calibrate < run < scrub
     path = str(ROOT / ".asv" / "calibration.json")
     assert f"TVT_CALIBRATION={path} " in text[calibrate:run + 10] and f"TVT_CALIBRATION={path} " in text[run - 200:]
+
+
+def test_the_record_follows_the_cuda_graph_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TVT_DEVICE", "TVT_TORCH_COMPILE_MODE", "XLA_FLAGS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    h200 = {"gpu": "NVIDIA H200"}
+    default = machine.record(AMD, gpu=h200)
+    assert default["machine"] == "gpu-nvidia-h200"
+    assert (default["torch_compile_mode"], default["xla_command_buffers"]) == ("default", "on (XLA default)")
+    assert machine.details()["graph_settings"] == {"torch_compile_mode": "default",
+                                                   "xla_command_buffers": "on (XLA default)"}
+    cpu = machine.record(AMD, gpu={})
+    assert "torch_compile_mode" not in cpu and "xla_command_buffers" not in cpu  # the CPU series keep their key
+    monkeypatch.setenv("TVT_TORCH_COMPILE_MODE", "reduce-overhead")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_enable_command_buffer=")
+    graphs = machine.record(AMD, gpu=h200)
+    assert (graphs["torch_compile_mode"], graphs["xla_command_buffers"]) == ("reduce-overhead", "off")
+    # Another pairing is another machine name: asv keeps one result file per machine and commit.
+    assert graphs["machine"] == "gpu-nvidia-h200-torch-reduce-overhead-xla-command-buffers-off"
+    assert machine.details()["graph_settings"] == {"torch_compile_mode": "reduce-overhead",
+                                                   "xla_command_buffers": "off"}
+    cpu = machine.record(AMD, gpu={})
+    assert cpu["torch_compile_mode"] == "reduce-overhead" and "xla_command_buffers" not in cpu
+    assert cpu["machine"] == "cpu-amd-epyc-f25m17-2c-torch-reduce-overhead"

@@ -8,10 +8,11 @@ differences to PyTorch that a reader must know are spelled out there, not hidden
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
@@ -47,10 +48,14 @@ class SavedTensor:
 
 @dataclass(frozen=True)
 class PeakBytes:
-    """Peak bytes of one step above the memory resident before it, and the method that measured them."""
+    """Peak bytes of one step above the memory resident before it, and the method that measured them.
+
+    `workspace_bytes` is the part of `bytes` that is GEMM-library workspace (cuBLAS, cuBLASLt, cuDNN): both probes
+    count the workspace a step uses inside its peak, and say how much of it that is; 0 where there is none (CPU)."""
 
     bytes: int
     method: str
+    workspace_bytes: int = 0
 
 
 def _call_body(eqn: Any) -> jex.Jaxpr | None:
@@ -162,6 +167,30 @@ def _measured_peak(run: Callable[[], Any], device: Any, compiled: Any) -> PeakBy
     return _analysed_peak(compiled, device.platform, "; the allocator peak was hidden by an earlier one")
 
 
+# XLA:GPU's library calls that take a workspace: the GEMM rewriter and the cuDNN passes give each such custom call
+# the result shape (outputs..., s8[workspace bytes]), the workspace last.
+_WORKSPACE_TARGET = re.compile(r'custom_call_target="__(cublas|cudnn)\$[^"]*"')
+_WORKSPACE_SHAPE = re.compile(r"\bs8\[(\d+)\]")
+
+
+def _gemm_workspace_bytes(hlo_text: str) -> int:
+    """The largest GEMM-library workspace in compiled HLO text (``compiled.as_text()``): the trailing ``s8[N]`` of
+    each cuBLAS, cuBLASLt or cuDNN custom call's result tuple; 0 without such calls (XLA:CPU).
+
+    The largest, not the sum: buffer assignment may give several calls one workspace buffer, so only the largest
+    is known to be in the temp buffer, and PyTorch's cuBLAS keeps one workspace per handle and stream likewise.
+    """
+    largest = 0
+    for line in hlo_text.splitlines():
+        if "custom-call(" not in line or "=" not in line or not _WORKSPACE_TARGET.search(line):
+            continue
+        shape = line.split("=", 1)[1].split("custom-call(", 1)[0].strip()
+        sizes = _WORKSPACE_SHAPE.findall(shape) if shape.startswith("(") else []
+        if sizes:
+            largest = max(largest, int(sizes[-1]))
+    return largest
+
+
 def peak_bytes(step: Callable[..., Any], *args: Any) -> PeakBytes:
     """Peak bytes allocated during one call of ``jax.jit(step)(*args)`` above what was resident before it.
 
@@ -173,9 +202,14 @@ def peak_bytes(step: Callable[..., Any], *args: Any) -> PeakBytes:
     Preallocation must be off. CPU (no allocator statistics): XLA's buffer assignment, ``memory_analysis()``:
     output + temp - alias. The arguments are the resident baseline, so they are left out; XLA:CPU allocates the
     temp buffer and the outputs for the whole run, so this is what the run allocates, decided at compile time.
+
+    Workspaces count inside the peak, as on the PyTorch side: XLA keeps the cuBLAS/cuDNN workspace in the step's
+    temp buffer, which both methods include; ``workspace_bytes`` says how much of it that is
+    (``_gemm_workspace_bytes``). The autotuner's trial workspaces are compile-time and stay out.
     """
     compiled = jax.jit(step).lower(*args).compile()
-    return _measured_peak(lambda: compiled(*args), _device(args), compiled)
+    peak = _measured_peak(lambda: compiled(*args), _device(args), compiled)
+    return replace(peak, workspace_bytes=_gemm_workspace_bytes(compiled.as_text()))
 
 
 def _equations(jaxpr: jex.Jaxpr) -> int:

@@ -21,6 +21,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
+from implementations import frameworks
+
 # (device, data pointer) names one allocation; device is part of the key because pointers of different devices
 # live in different address spaces.
 _StorageKey = tuple[str, int]
@@ -49,10 +51,14 @@ class SavedTensor:
 
 @dataclass(frozen=True)
 class PeakBytes:
-    """Peak bytes of one step above the memory resident before it, and the method that measured them."""
+    """Peak bytes of one step above the memory resident before it, and the method that measured them.
+
+    `workspace_bytes` is the part of `bytes` that is GEMM-library workspace (cuBLAS, cuBLASLt): both probes count
+    the workspace a step uses inside its peak, and say how much of it that is; 0 where there is none (CPU)."""
 
     bytes: int
     method: str
+    workspace_bytes: int = 0
 
 
 def _tensors(tree: Any) -> Iterator[torch.Tensor]:
@@ -208,24 +214,41 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _clear_gemm_workspaces() -> None:
+    # cuBLAS and cuBLASLt workspaces are allocated from the caching allocator at a handle's first GEMM and kept for
+    # the process; Inductor clears them the same way before it captures a CUDA graph.
+    torch._C._cuda_clearCublasWorkspaces()
+
+
+def _allocator_peak(step: Callable[..., Any], args: tuple, device: torch.device) -> PeakBytes:
+    """The caching allocator's peak of one call after a warm-up call, with the GEMM workspaces freed in between
+    (see ``peak_bytes``)."""
+    step(*args)
+    gc.collect()
+    _sync(device)
+    held = torch.cuda.memory_allocated(device)
+    _clear_gemm_workspaces()
+    base = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    step(*args)
+    _sync(device)
+    return PeakBytes(torch.cuda.max_memory_allocated(device) - base, "torch.cuda.max_memory_allocated", held - base)
+
+
 def peak_bytes(step: Callable[..., Any], *args: Any) -> PeakBytes:
     """Peak bytes allocated during one call of ``step(*args)`` above what was resident before it.
 
     The returned outputs (and gradients) are live at the end, so they are part of the peak. CUDA: the caching
-    allocator's counters, after one warm-up call so that one-time allocations (cuBLAS workspaces) belong to the
-    baseline. CPU has no allocator statistics: storages allocated by aten ops during the step are tracked with a
-    TorchDispatchMode (see ``_StorageTracker``), counted exactly and deterministically, whole storages.
+    allocator's counters over a second call; the first pays one-time set-up (cuBLAS handles, kernel loading).
+    Workspaces count inside the peak, as on the JAX side, where XLA keeps its GEMM workspace in the step's temp
+    buffer: the cuBLAS workspaces the warm-up cached are freed before the baseline is read, so the measured call
+    allocates them again, and their bytes are returned as ``workspace_bytes``. CPU has no allocator statistics:
+    storages allocated by aten ops during the step are tracked with a TorchDispatchMode (see ``_StorageTracker``),
+    counted exactly and deterministically, whole storages; CPU GEMMs take no workspace from it.
     """
     device = _device(args)
     if device.type == "cuda":
-        step(*args)
-        gc.collect()
-        _sync(device)
-        base = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        step(*args)
-        _sync(device)
-        return PeakBytes(torch.cuda.max_memory_allocated(device) - base, "torch.cuda.max_memory_allocated")
+        return _allocator_peak(step, args, device)
     tracker = _StorageTracker()
     with tracker:
         step(*args)
@@ -314,9 +337,9 @@ def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -
         directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
         stack.enter_context(_compile_caches(directory))
         if directory is not None:
-            torch.compile(step)(*args)
+            torch.compile(step, mode=frameworks.torch_compile_mode())(*args)
             _dynamo.reset()
-        compiled = torch.compile(step)
+        compiled = torch.compile(step, mode=frameworks.torch_compile_mode())
         start = time.perf_counter()
         compiled(*args)
         _sync(device)

@@ -82,7 +82,7 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> C
     """Forward + backward: 'eager' records the tape on every call; 'compiled' runs torch.compile's graphs."""
     loss, (params, data) = loss_fn(inputs, variant, device)
     if mode == "compiled":
-        loss = torch.compile(loss)
+        loss = torch.compile(loss, mode=frameworks.torch_compile_mode())
     elif mode != "eager":
         raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
     targets = leaves((params, data))
@@ -108,7 +108,7 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     if mode == "no_grad":
         return _warm(torch.no_grad()(lambda: sync(forward(), device)))
     if mode in ("inference_mode", "compiled"):
-        run = torch.compile(forward) if mode == "compiled" else forward
+        run = torch.compile(forward, mode=frameworks.torch_compile_mode()) if mode == "compiled" else forward
         return _warm(torch.inference_mode()(lambda: sync(run(), device)))
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
