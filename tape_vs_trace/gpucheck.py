@@ -107,14 +107,15 @@ def run_all(device: str) -> list[dict]:
 
 def format_rows(rows: list[dict]) -> list[str]:
     """The table; an errored row (failed process, or a probe that returned an upper bound) shows no number."""
-    lines = [f"{'framework':9} {'workload':11} {'size':20} {'lower':>13} {'peak':>13} {'upper':>13}  verdict"]
+    lines = [f"{'framework':9} {'workload':11} {'size':20} {'lower':>13} {'peak':>13} {'upper':>13} "
+             f"{'of it workspace':>15}  verdict"]
     for row in rows:
         head = f"{row['framework']:9} {row['workload']:11} {row['size']:20}"
         if row["verdict"].startswith("error"):
-            lines.append(f"{head} {'':>13} {'':>13} {'':>13}  {row['verdict']}")
+            lines.append(f"{head} {'':>13} {'':>13} {'':>13} {'':>15}  {row['verdict']}")
             continue
-        lines.append(f"{head} {row['lower_bytes']:>13,} {row['peak_bytes']:>13,} {row['upper_bytes']:>13,}  "
-                     f"{row['verdict']}  ({row['method']})")
+        lines.append(f"{head} {row['lower_bytes']:>13,} {row['peak_bytes']:>13,} {row['upper_bytes']:>13,} "
+                     f"{row.get('workspace_bytes', 0):>15,}  {row['verdict']}  ({row['method']})")
     return lines
 
 

@@ -354,6 +354,10 @@ def test_the_upper_bound_makes_room_for_the_counted_workspace() -> None:
     expected = gpucheck.bounds(resident=50, saved=1000, returned=100, workspace=32)
     assert (expected.lower, expected.upper) == (1050, 1182)
     assert gpucheck.verdict(1180, expected, "jax peak_bytes_in_use") == "ok"
+    row = {"framework": "torch", "workload": "mlp", "size": "s", "peak_bytes": 1180, "lower_bytes": 1050,
+           "upper_bytes": 1182, "workspace_bytes": 32, "method": "torch.cuda.max_memory_allocated", "verdict": "ok"}
+    header, line = gpucheck.format_rows([row])
+    assert line.split()[3:7] == ["1,050", "1,180", "1,182", "32"] and "workspace" in header
 
 
 # --- CUDA graphs: torch.compile's mode and XLA's command buffers, recorded and applied ------------------------------
