@@ -5,6 +5,7 @@ CUDA itself is skipped without it, never faked."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -415,3 +416,40 @@ def test_a_bad_torch_compile_mode_is_refused_in_one_line(tmp_path: Path) -> None
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: unknown TVT_TORCH_COMPILE_MODE 'max-speed'")
     assert not (tmp_path / ".asv-machine.json").exists()
+
+
+def test_asv_discovers_the_cuda_grid_that_the_chunks_select_from(tmp_path: Path, cuda_grid: list[str]) -> None:
+    """asv's own discovery (`asv run --bench just-discover`) in an environment with TVT_DEVICE=cuda lists exactly
+    the grid that gpu_chunks.discover() sees, so the chunks' regexes select from asv's names; with TVT_DEVICE=cpu
+    it lists the CPU grid, which is not it."""
+    asv = Path(sys.executable).with_name("asv")
+    if not asv.exists():
+        pytest.skip("asv is not installed beside this interpreter")
+    machine_file = tmp_path / ".asv-machine.json"
+    machine_file.write_text(json.dumps({"version": 1, "fake": {"machine": "fake", "os": "Linux", "arch": "x86_64",
+                                                               "cpu": "c", "num_cpu": "1", "ram": "1"}}))
+
+    def asv_names(device: str) -> set[str]:
+        results = tmp_path / f"results-{device}"
+        config = tmp_path / f"asv-{device}.json"
+        config.write_text(json.dumps({
+            "version": 1, "project": "tape-vs-trace", "repo": str(ROOT), "branches": ["HEAD"], "dvcs": "git",
+            "environment_type": "existing", "launch_method": "spawn", "benchmark_dir": str(ROOT / "benchmarks"),
+            "results_dir": str(results), "html_dir": str(tmp_path / "html"), "env_dir": str(tmp_path / "env")}))
+        env = {**os.environ, "HOME": str(tmp_path), "TVT_DEVICE": device, "ASV_PYTHONPATH": str(ROOT)}
+        done = subprocess.run([str(asv), "--config", str(config), "run", "--bench", "just-discover", "-E",
+                               f"existing:{sys.executable}", "--machine", "fake"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        found = json.loads((results / "benchmarks.json").read_text())
+        names = set()
+        for name, info in found.items():
+            if name == "version":
+                continue
+            combos = itertools.product(*info["params"]) if info["params"] else [()]
+            names.update(f"{name}({', '.join(c)})" if c else name for c in combos)
+        return names
+
+    cuda = asv_names("cuda")
+    assert cuda == set(cuda_grid)
+    assert asv_names("cpu") != cuda
