@@ -67,6 +67,23 @@ def test_peak_check_measures_on_cpu(framework: str) -> None:
     assert row["verdict"] == "ok", row
 
 
+def test_gpucheck_turns_preallocation_off_for_its_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    # XLA would otherwise take most of the GPU at start-up, and its allocator peak would be that, not the step's.
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "unset")  # remembers the value to restore afterwards
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE")
+    seen = []
+
+    def fake_run(cmd, **kwargs):
+        seen.append(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"))
+        row = {"framework": cmd[4], "workload": cmd[5], "size": cmd[6], "peak_bytes": 2, "lower_bytes": 1,
+               "upper_bytes": 3, "method": "m", "verdict": "ok"}
+        return subprocess.CompletedProcess(cmd, 0, json.dumps(row) + "\n", "")
+
+    monkeypatch.setattr(gpucheck.subprocess, "run", fake_run)
+    assert gpucheck.main(["--device", "cpu"]) == 0
+    assert seen and set(seen) == {"false"}
+
+
 def test_gpucheck_bad_framework_is_one_line() -> None:
     done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", "mxnet", "mlp", "s",
                            "--device", "cpu"], cwd=ROOT, capture_output=True, text=True)
@@ -226,16 +243,18 @@ def test_jax_cuda_plugin_follows_torch_cuda() -> None:
             jax_cuda.jax_cuda_requirement(bad, "0.11.2")
 
 
-def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
+def _offline_machine(tmp_path: Path, also_missing: tuple[str, ...] = ()) -> tuple[Path, dict]:
     """The GPU machine's python3 is itself a venv with torch and jax; no network. Here: venv A of the base
     interpreter, the frameworks 'preinstalled' in A by a .pth to a folder of links into this test's own
-    site-packages (without setuptools, pip or this project), and the set-up run on a copy without .git."""
+    site-packages (without setuptools, pip, this project and `also_missing`), and a copy of this checkout without
+    .git. Returns the copy and the environment to run the set-up in."""
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(tmp_path / "A")], check=True)
     links = tmp_path / "preinstalled"
     links.mkdir()
     [site] = [p for p in sys.path if p.endswith("site-packages") and Path(p, "torch").is_dir()]
-    skip = ("setuptools", "_distutils_hack", "distutils-precedence", "pip", "__editable__", "tape_vs_trace")
+    skip = ("setuptools", "_distutils_hack", "distutils-precedence", "pip", "__editable__", "tape_vs_trace",
+            *also_missing)
     for entry in Path(site).iterdir():
         if not entry.name.startswith(skip):
             (links / entry.name).symlink_to(entry)
@@ -248,8 +267,15 @@ def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
         if (ROOT / name).is_file():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, copy / name)
+    # An index that cannot answer: any attempt to reach one fails instead of downloading.
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(tmp_path / "A" / "bin" / "python"),
-           "DEVICE": "cpu", "TVT_WHEELS": str(tmp_path / "no-wheels")}
+           "DEVICE": "cpu", "TVT_WHEELS": str(tmp_path / "no-wheels"), "PIP_INDEX_URL": "http://127.0.0.1:9/",
+           "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
+    return copy, env
+
+
+def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
+    copy, env = _offline_machine(tmp_path)
     setup = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
                            env=env, timeout=120)
     assert setup.returncode == 0, setup.stdout + setup.stderr
@@ -453,3 +479,44 @@ def test_asv_discovers_the_cuda_grid_that_the_chunks_select_from(tmp_path: Path,
     cuda = asv_names("cuda")
     assert cuda == set(cuda_grid)
     assert asv_names("cpu") != cuda
+
+
+def _fake_wheel(folder: Path, dist: str, module: str) -> None:
+    """A minimal pure-Python wheel of `dist` whose module says where it was installed from."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{module}-0.0.1.dist-info"
+    files = {f"{module}/__init__.py": "FROM_LOCAL_WHEEL = True\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).decode().rstrip('=')},"
+              f"{len(text.encode())}" for name, text in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    folder.mkdir(exist_ok=True)
+    with zipfile.ZipFile(folder / f"{module}-0.0.1-py3-none-any.whl", "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+
+
+def test_offline_setup_installs_asv_from_local_wheels_only(tmp_path: Path) -> None:
+    """A parent without asv: the set-up installs asv and asv-runner from TVT_WHEELS with pip --no-index (the index
+    it is given cannot answer), and without the wheels it stops with one line."""
+    copy, env = _offline_machine(tmp_path, also_missing=("asv",))
+    missing = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
+                             env=env, timeout=180)
+    assert missing.returncode == 1 and "Traceback" not in missing.stdout + missing.stderr
+    assert "error: asv and asv-runner are missing and not installable from the wheels in" in missing.stdout
+    wheels = tmp_path / "wheels"
+    _fake_wheel(wheels, "asv", "asv")
+    _fake_wheel(wheels, "asv-runner", "asv_runner")
+    setup = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
+                           env={**env, "TVT_WHEELS": str(wheels)}, timeout=180)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    venv_python = copy / ".venv" / "bin" / "python"
+    probe = subprocess.run([str(venv_python), "-c", "import asv, asv_runner; print(asv.__file__, "
+                            "asv.FROM_LOCAL_WHEEL, asv_runner.FROM_LOCAL_WHEEL)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True)
+    path, *flags = probe.stdout.split()
+    assert path.startswith(str(copy / ".venv")) and flags == ["True", "True"]
