@@ -43,7 +43,8 @@ test-all: $(STAMP) lint
 	$(PY) -m pytest -q
 
 # The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
-# results/<machine>/ for the committed HEAD, then the report in results/report/ and the dashboard in html/.
+# results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve
+# (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
 # ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
@@ -59,6 +60,7 @@ bench: $(STAMP)
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
+	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --out results/paired && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \

@@ -1,25 +1,23 @@
 """Pillar 3, rematerialization: torch.utils.checkpoint (and selective checkpointing) against jax.checkpoint policies.
 
 The recompute must be real in both frameworks: flops go up and saved/peak bytes go down (tests/test_benchmarks.py).
-The JAX transformer and LSTM put jax.checkpoint inside lax.scan.
+The JAX LSTM puts jax.checkpoint inside lax.scan.
+
+The transformer's trade-off curve (every policy, torch.compile's memory budgets and the layers-per-checkpoint
+granularity at two depths, both modes, JAX as lax.scan and as a loop, step times paired inside each process) is
+measured by `tape-vs-trace paired` (tape_vs_trace/paired.py), which `make bench` runs after asv: as one asv process
+per point it would take several times the suite's time budget.
 """
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _GradStepTime, _PeakBytes, _SavedBytes, by_device, by_workload, unit
+from benchmarks.common import Benchmark, _PeakBytes, _SavedBytes, by_device, by_workload, unit
 from implementations import workloads
 
 SIZES = by_device(
-    cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "lstm": ["l2-c128-b14"]},
-    cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"], "lstm": ["l2-c128-b14"]},
+    cpu={"mlp": ["64x256x1024"], "lstm": ["l2-c128-b14"]},
+    cuda={"mlp": ["2048x4096x16384"], "lstm": ["l2-c128-b14"]},
 )
-# Step times where remat has the most to trade: the transformer's layer stack (the mlp and the LSTM are costed in
-# RematCost; the suite's CPU time budget has no room for their step times).
-STEP_SIZES = by_device(cpu={"transformer": ["L4-B4-S64-D128"]},
-                       cuda={"transformer": ["L12-B8-S1024-D1024"]})
-# Policies matched by name on both sides (implementations/jax/common.py has the table of what each saves).
-# Offloading to host memory exists on CUDA only; grouping layers (remat_every2) is costed, not timed.
-STEP_VARIANTS = ["plain", "remat_full", "remat_dots", *by_device([], ["remat_names", "remat_offload"])]
 VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", "remat_every2", *by_device([], ["remat_offload"])]
 
 
@@ -29,24 +27,6 @@ def _policies(names: list[str]):
         return [v for v in names if v in workloads.spec(workload).variants]
 
     return variants
-
-# Workloads whose JAX remat runs inside lax.scan: op by op, JAX would compile the scan anew on every call.
-_SCAN_REMAT = ("transformer", "lstm")
-
-
-class _RematStep(_GradStepTime, Benchmark):
-    """One forward + backward without remat ('plain'), recomputing every block ('remat_full'), saving only matmul
-    outputs ('remat_dots') or named activations ('remat_names'), or offloading to host memory ('remat_offload',
-    CUDA). mode 'eager': PyTorch's tape with torch.utils.checkpoint / op-by-op JAX;
-    'compiled': torch.compile of the same / jax.jit."""
-
-    axes = [("variant", _policies(STEP_VARIANTS)), ("mode", ["eager", "compiled"])]
-
-    def skip(self, case):
-        if case.framework == "jax" and case.mode == "eager" and case.workload in _SCAN_REMAT:
-            return "op-by-op JAX recompiles the lax.scan that carries jax.checkpoint on every call"
-        return None
-
 
 
 class _RematCost(_SavedBytes, _PeakBytes, Benchmark):
@@ -71,5 +51,4 @@ class _RematCost(_SavedBytes, _PeakBytes, Benchmark):
     track_flops.unit = unit("track_flops")
 
 
-globals().update(by_workload(_RematStep, STEP_SIZES))
 globals().update(by_workload(_RematCost, SIZES))

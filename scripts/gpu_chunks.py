@@ -54,8 +54,7 @@ class Chunk:
 # compiles each process anew) come last and are the likeliest to be cut.
 QUICK: tuple[Chunk, ...] = (
     Chunk("gradstep-eager", rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager'", 110),
-    Chunk("remat-transformer",
-          r"remat\.(RematStep_transformer\.time_step|RematCost_transformer\.track_peak_bytes)\(", 120),
+    Chunk("remat-costs", r"remat\.RematCost_\w+\.track_peak_bytes\(", 60),
     Chunk("custom-swiglu", r"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', 'float32', 'highest'", 50),
     Chunk("inference-transformer", r"inference\.\w+_transformer\.", 50),
     Chunk("gradstep-compiled-jax",
@@ -66,7 +65,7 @@ QUICK: tuple[Chunk, ...] = (
 
 # The full profile: one chunk per benchmark class, these first (most cited), then every other class discovered.
 FULL_FIRST = ("harness.", "recording.Roofline", "recording.GradStep_mlp", "recording.GradStep_transformer",
-              "remat.RematCost_transformer", "remat.RematStep_transformer", "custom_backward.CustomStep_swiglu",
+              "remat.RematCost_mlp", "custom_backward.CustomStep_swiglu",
               "custom_backward.CustomMemory", "inference.")
 FULL_MIN_TIMEOUT_S = 600  # asv's own per-benchmark timeout (asv.conf.json): a chunk may always finish one
 

@@ -164,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     saved.add_argument("--variant", default="plain")
     saved.add_argument("--dtype", default="float32")
     saved.add_argument("--format", choices=("text", "csv"), default="text")
+    paired = sub.add_parser("paired", help="paired comparisons inside one framework and the remat trade-off curve",
+                            description="Every experiment of tape_vs_trace.paired: each framework's points built in "
+                                        "one process and timed call by call, alternating, in ROUNDS processes per "
+                                        "framework; writes OUT/<machine>-<commit8>.csv, which the report reads.")
+    paired.add_argument("--out", type=Path, default=Path("results/paired"),
+                        help="folder of the CSV (default: results/paired)")
+    paired.add_argument("--rounds", type=int, default=3, help="processes per framework (default 3, at least 2)")
+    paired.add_argument("--only", default=None, help="run only the experiments whose name contains this text")
     all_saved = sub.add_parser("saved-all", help="the saved-bytes breakdown of every workload the suite costs, as CSV",
                                description="PyTorch and JAX, one process each for the whole list, on the loss of "
                                            "every workload whose saved bytes the suite reports; writes "
@@ -208,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         return _publish(args.config, args.results, args.out)
     elif args.command == "saved":
         return _saved(args.workload, args.size, args.variant, args.dtype, args.format)
+    elif args.command == "paired":
+        return _paired(args.out, args.rounds, args.only)
     elif args.command == "saved-all":
         return _saved_all(args.out)
     elif args.command == "compare":
@@ -255,6 +265,19 @@ def _saved(workload: str, size: str | None, variant: str, dtype: str, fmt: str) 
     except saved.SavedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _paired(out: Path, rounds: int, only: str | None) -> int:
+    """Bad input or a failed worker gets one line on stderr and exit status 1; an older CSV is left whole."""
+    from tape_vs_trace import paired
+
+    try:
+        path = paired.run(out, rounds, only)
+    except paired.PairedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}")
     return 0
 
 

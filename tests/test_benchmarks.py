@@ -27,12 +27,9 @@ SKIPS = [
     ("GradStep_lstm", {"mode": "compiled", "formulation": "unrolled"}),
     ("GradStep_", {"framework": "torch", "formulation": "scan"}),  # PyTorch has no scan form
     ("GradStep_", {"framework": "jax", "mode": "eager", "formulation": "scan"}),  # op-by-op scan recompiles
-    ("RematStep_transformer", {"framework": "jax", "mode": "eager"}),  # op-by-op scan recompiles
     ("CustomStep_gmm", {"framework": "torch", "mode": "compiled"}),  # budget
     ("GraphCost_", {"framework": "torch", "formulation": "scan"}),
     ("Forward_", {"framework": "jax", "mode": "inference_mode"}),  # JAX has no inference_mode
-    *(("EngineStep_", {"framework": "jax", "feature": f}) for f in
-      ("accumulate_grad_attr", "hooks", "zero_grad_none", "zero_grad_zeros")),
 ]
 
 
@@ -134,7 +131,7 @@ def test_asv_check_passes() -> None:
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
-@pytest.mark.parametrize(("workload", "size"), [("transformer", "L4-B4-S64-D128"), ("lstm", "l2-c128-b14")])
+@pytest.mark.parametrize(("workload", "size"), [("mlp", "64x256x1024"), ("lstm", "l2-c128-b14")])
 def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> None:
     """Recomputing every block keeps fewer bytes for the backward, lowers the step's peak, and costs flops."""
     costs = {}
@@ -146,6 +143,14 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
                                                                      "track_flops")}
     plain, full = costs["plain"], costs["remat_full"]
     assert full["track_saved_bytes"] < plain["track_saved_bytes"], costs
-    assert full["track_peak_bytes"] < plain["track_peak_bytes"], costs
+    if workload == "mlp":
+        # One checkpointed block: its forward is recomputed while the backward's own buffers are live, so the peak
+        # cannot fall; PyTorch's tape peaks at the same bytes, XLA's plan holds the recomputed hidden layer beside
+        # them (README, remat section).
+        assert full["track_peak_bytes"] >= plain["track_peak_bytes"], costs
+        if framework == "jax":
+            assert full["track_peak_bytes"] > plain["track_peak_bytes"], costs
+    else:
+        assert full["track_peak_bytes"] < plain["track_peak_bytes"], costs
     if workload != "lstm":  # matmul flops only, on both sides: the ADBench LSTM's gates are elementwise (0 flops)
         assert full["track_flops"] > plain["track_flops"], costs

@@ -104,7 +104,7 @@ def cuda_grid() -> list[str]:
 def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
     classes = {name.split("(")[0].rsplit(".", 1)[0] for name in cuda_grid}
     assert {"recording.GradStep_transformer", "recording.GradStep_mlp"} <= classes
-    assert any(c.startswith("remat.RematCost_transformer") for c in classes)
+    assert any(c.startswith("remat.RematCost_mlp") for c in classes)
     assert all("'cuda')" in name for name in cuda_grid if "(" in name and "'cpu'" not in name)
     assert not any("'cpu')" in name for name in cuda_grid)
     assert any("'bfloat16'" in name for name in cuda_grid) and any("'tf32'" in name for name in cuda_grid)
@@ -123,9 +123,9 @@ def test_quick_chunks_select_what_they_promise(cuda_grid: list[str]) -> None:
         assert any(needed in n for n in eager), needed
     compiled = picked["gradstep-compiled-torch"] + picked["gradstep-compiled-jax"]
     assert all("'compiled'" in n for n in compiled) and len(compiled) == len(eager)
-    remat = picked["remat-transformer"]
-    assert {n.split("(")[0] for n in remat} >= {"remat.RematStep_transformer.time_step",
-                                                "remat.RematCost_transformer.track_peak_bytes"}
+    remat = picked["remat-costs"]
+    assert {n.split("(")[0] for n in remat} == {"remat.RematCost_mlp.track_peak_bytes",
+                                                "remat.RematCost_lstm.track_peak_bytes"}
     assert all("swiglu" in n for n in picked["custom-swiglu"])
 
 

@@ -288,6 +288,25 @@ def flops(step: Callable[..., Any], *args: Any) -> float:
     return matmul_flops(step, *args)
 
 
+@dataclass(frozen=True)
+class CompiledCosts:
+    saved_bytes: int  # kept for the backward beyond the arguments (parameters, data, the cotangent)
+    matmul_flops: float  # forward and backward, recomputation included
+    method: str
+
+
+def compiled_costs(fn: Callable[..., Any], *args: Any, budget: float | None = None) -> CompiledCosts:
+    """What ``jax.jit`` of the gradient of the scalar loss ``fn(*args)`` is asked to keep and recompute: the
+    residuals of ``jax.vjp`` (``saved_bytes``) and the matmul flops of the differentiated jaxpr (``matmul_flops``),
+    the program jit hands to XLA. The counterpart of PyTorch's compiled_costs; `budget` must be None (JAX has no
+    activation memory budget)."""
+    if budget is not None:
+        raise ValueError("JAX has no activation memory budget (its counterpart is the choice of checkpoint policy)")
+    grads = jax.value_and_grad(fn, argnums=tuple(range(len(args))))
+    return CompiledCosts(saved_bytes(fn, *args).extra_bytes, matmul_flops(grads, *args),
+                         "jax.vjp residuals and matmuls of the differentiated jaxpr (before XLA)")
+
+
 def _warm_up_compiler(device: jax.Device) -> None:
     """Pays the process's one-time compile set-up (backend, MLIR and LLVM initialisation) on an unrelated function,
     as the PyTorch probe pays Inductor's."""

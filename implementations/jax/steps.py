@@ -23,24 +23,26 @@ ENGINE_FEATURES = frameworks.get("jax").engine_features
 MICRO_BATCHES = 4
 
 
-def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `layout` (see
+    common.LAYOUTS: 'stacked' runs the layer stacks as lax.scan, 'layers' as a Python loop) defaults to
+    default_layout(variant)."""
     module = load(inputs.workload)
     seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> jax.Array:
         return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
-    return fn, prepare(inputs, device, default_layout(variant))
+    return fn, prepare(inputs, device, layout or default_layout(variant))
 
 
-def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input.
 
     The loss is returned as PyTorch's step has it: with jax.grad alone, XLA drops the forward's work that only the
     loss value needs (the mlp's last matmul), and the two steps would not do the same work.
     """
-    loss, args = loss_fn(inputs, variant, device)
+    loss, args = loss_fn(inputs, variant, device, layout)
     return jax.value_and_grad(loss, argnums=(0, 1)), args
 
 
@@ -86,11 +88,19 @@ def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
     return step
 
 
-def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+def check_budget(mode: str, budget: float | None) -> None:
+    """A memory budget is torch.compile's (torch._functorch.config.activation_memory_budget); JAX has none."""
+    if budget is not None:
+        raise ValueError("JAX has no activation memory budget (its counterpart is the choice of checkpoint policy)")
+
+
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layout: str | None = None,
+              budget: float | None = None) -> Callable[[], Any]:
     """Forward + backward: 'eager' is op-by-op jax.value_and_grad (traced on every call; with an un-jitted lax.scan
-    that includes an XLA compile of the loop per call, which is why the benchmarks run the 'unrolled' variant
-    eagerly); 'compiled' is jax.jit of it."""
-    grads, (params, data) = grad_fn(inputs, variant, device)
+    that includes an XLA compile of the loop per call, which is why the benchmarks run the loop form, layout
+    'layers', eagerly); 'compiled' is jax.jit of it. `budget` must be None (see check_budget)."""
+    check_budget(mode, budget)
+    grads, (params, data) = grad_fn(inputs, variant, device, layout)
     if mode == "compiled":
         grads = jax.jit(grads)
     elif mode != "eager":

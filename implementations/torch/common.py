@@ -23,8 +23,11 @@ LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
 # Variants that run on a CUDA device only: host offload needs a device to offload from.
-# The name of the named() region running now, read by the remat_names policy.
+# The name of the named() region running now, read by the remat_names policy. Set only while a remat_names block
+# runs (_NAMING): TorchDynamo cannot trace ContextVar.set, and a set in every block split each compiled transformer
+# into seven graphs per layer (torch._dynamo.explain: 6 graph breaks at L4; tests/test_steps.py now asserts one graph).
 _ACTIVE_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar("active_name", default=None)
+_NAMING = {"on": False}  # a plain global: TorchDynamo reads it as a constant (it cannot trace ContextVar.get either)
 
 # The ops whose outputs the "save matmul outputs" policy keeps, the counterpart of jax's dots_saveable.
 _MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
@@ -136,9 +139,24 @@ def _naming(name: str):
 
 
 def named(name: str, fn: Callable, *args: Any) -> torch.Tensor:
-    """fn(*args), its ops tagged `name` for remat_names; pass a single op, so that only its output is kept."""
+    """fn(*args), its ops tagged `name` for remat_names; pass a single op, so that only its output is kept. Outside a
+    remat_names block this is the plain call (see _NAMING)."""
+    if not _NAMING["on"]:
+        return fn(*args)
     with _naming(name):
         return fn(*args)
+
+
+def _names_enabled(fn: Callable) -> Callable:
+    """fn with named() regions active, in the forward and in the recompute alike (both call fn)."""
+    def run(*args: Any) -> Any:
+        before, _NAMING["on"] = _NAMING["on"], True
+        try:
+            return fn(*args)
+        finally:
+            _NAMING["on"] = before
+
+    return run
 
 
 def remat_group(variant: str) -> int:
@@ -186,7 +204,8 @@ def remat(fn: Callable, variant: str) -> Callable:
         return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=contexts)
     if variant == "remat_names":
         contexts = partial(create_selective_checkpoint_contexts, _save_named)
-        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=contexts)
+        named_fn = _names_enabled(fn)
+        return lambda *args: checkpoint(named_fn, *args, use_reentrant=False, context_fn=contexts)
     if variant == "remat_offload":
         return _offloaded(fn)
     return fn

@@ -14,12 +14,13 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from implementations import frameworks
 
@@ -283,6 +284,77 @@ def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
 def flops(step: Callable[..., Any], *args: Any) -> float:
     """The flops of one call of ``step(*args)`` that both frameworks count alike: ``matmul_flops``."""
     return matmul_flops(step, *args)
+
+
+@dataclass(frozen=True)
+class CompiledCosts:
+    saved_bytes: int  # kept for the backward beyond the arguments (parameters, data, the cotangent)
+    matmul_flops: float  # forward and backward, recomputation included
+    method: str
+
+
+# Matmul-like ATen ops of a partitioned graph, counted by torch.utils.flop_counter's formulas (2 M N K).
+_GRAPH_MATMULS = ("mm", "bmm", "addmm", "baddbmm")
+
+
+def _graph_matmul_flops(graph_module: torch.fx.GraphModule) -> float:
+    total = 0
+    for node in graph_module.graph.nodes:
+        packet = getattr(node.target, "_overloadpacket", None)
+        if node.op != "call_function" or packet is None or packet.__name__ not in _GRAPH_MATMULS:
+            continue
+        shapes = [a.meta["val"].shape if isinstance(a, torch.fx.Node) else a for a in node.args]
+        total += flop_registry[packet](*shapes, out_val=node.meta["val"])
+    return float(total)
+
+
+def _graph_saved_bytes(backward: torch.fx.GraphModule) -> int:
+    # The backward graph's inputs are the forward's saved tensors, then the cotangents ("tangents_*"); a saved input
+    # of the forward is a "primals_*" placeholder (an argument, kept by reference, as the eager probes leave out).
+    total = 0
+    for node in backward.graph.nodes:
+        value = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(value, torch.Tensor) and not node.name.startswith(
+                ("tangents", "primals")):
+            total += value.numel() * value.element_size()
+    return total
+
+
+def compiled_costs(fn: Callable[..., Any], *args: Any, budget: float | None = None) -> CompiledCosts:
+    """What torch.compile keeps and recomputes for the scalar loss ``fn(*args)``: the forward and backward graphs
+    that AOTAutograd's min-cut partitioner hands to Inductor (``compiler="inductor"``, under the activation memory
+    `budget`, None for the default), captured instead of compiled. Saved bytes are the backward graph's inputs that
+    are neither arguments nor cotangents; flops are 2 M N K over the matmuls of both graphs, so a recompute counts.
+
+    The eager probes cannot see this: a dispatch mode or saved-tensor hook makes TorchDynamo fall back to eager.
+    Inductor's own passes after the partition (fusion, buffer reuse) are not seen. Resets TorchDynamo's caches:
+    call it after the compiled steps of a process have been timed.
+    """
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    graphs: list[torch.fx.GraphModule] = []
+
+    def capture(graph_module: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        graphs.append(graph_module)
+        return make_boxed_func(graph_module.forward)
+
+    backend = aot_autograd(fw_compiler=capture, bw_compiler=capture,
+                           partition_fn=partial(min_cut_rematerialization_partition, compiler="inductor"))
+    torch._dynamo.reset()
+    patch = contextlib.nullcontext() if budget is None else torch._functorch.config.patch(
+        activation_memory_budget=budget)
+    targets = [t for t in _tensors(args) if t.requires_grad]
+    with patch:
+        value = torch.compile(fn, backend=backend)(*args)
+        torch.autograd.grad(value, targets)
+    torch._dynamo.reset()
+    # Each graph break gives one forward and one backward graph; forwards are captured first, backwards later.
+    backwards = graphs[len(graphs) // 2:]
+    return CompiledCosts(sum(_graph_saved_bytes(g) for g in backwards),
+                         sum(_graph_matmul_flops(g) for g in graphs),
+                         "torch.compile partition (AOTAutograd min-cut graphs, before Inductor)")
 
 
 def _warm_up_compiler(device: torch.device) -> None:

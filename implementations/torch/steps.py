@@ -6,6 +6,7 @@ one step and waits for the device before returning, so a timer around the call m
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,20 +22,21 @@ ENGINE_FEATURES = frameworks.get("torch").engine_features
 MICRO_BATCHES = 4
 
 
-def loss_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step."""
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `layout` (see
+    common.LAYOUTS) defaults to default_layout(variant)."""
     module = load(inputs.workload)
     seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> torch.Tensor:
         return (module.forward(params, data, inputs.static, variant) * seed).sum()
 
-    return fn, prepare(inputs, device, default_layout(variant))
+    return fn, prepare(inputs, device, layout or default_layout(variant))
 
 
-def grad_fn(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[Callable, tuple]:
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input."""
-    loss, args = loss_fn(inputs, variant, device)
+    loss, args = loss_fn(inputs, variant, device, layout)
 
     def fn(params: dict, data: dict) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         value = loss(params, data)
@@ -78,11 +80,48 @@ def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
     return step
 
 
-def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
-    """Forward + backward: 'eager' records the tape on every call; 'compiled' runs torch.compile's graphs."""
-    loss, (params, data) = loss_fn(inputs, variant, device)
+def check_budget(mode: str, budget: float | None) -> None:
+    """`budget` is torch._functorch.config.activation_memory_budget: a fraction in [0, 1], for compiled steps only."""
+    if budget is None:
+        return
+    if mode != "compiled":
+        raise ValueError(f"a memory budget applies to torch.compile's partitioner; mode {mode!r} does not compile")
+    if not 0.0 <= budget <= 1.0:
+        raise ValueError(f"memory budget {budget!r} is outside [0, 1]")
+
+
+def memory_budget(budget: float | None) -> contextlib.AbstractContextManager:
+    """The partitioner's activation memory budget while torch.compile compiles (None: the default, 1.0: save what
+    the min-cut partitioner chooses; 0: recompute everything it can)."""
+    if budget is None:
+        return contextlib.nullcontext()
+    return torch._functorch.config.patch(activation_memory_budget=budget)
+
+
+def _guarded(loss: Callable, budget: float | None) -> Callable:
+    """`loss` with the budget as a constant that TorchDynamo guards on. Every grad_step compiles the same code
+    object, and TorchDynamo reuses a compiled entry whose guards pass without looking at the partitioner's
+    config: without this, a budget's step silently ran the graph partitioned for the budget compiled first."""
+    def guarded(params: dict, data: dict) -> torch.Tensor:
+        if budget is not None and budget < 0:  # never true (check_budget); comparing makes the budget a guard
+            raise ValueError(f"memory budget {budget!r} is outside [0, 1]")
+        return loss(params, data)
+
+    return guarded
+
+
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layout: str | None = None,
+              budget: float | None = None) -> Callable[[], Any]:
+    """Forward + backward: 'eager' records the tape on every call; 'compiled' runs torch.compile's graphs, compiled
+    (on the warm-up call) under the activation memory `budget` where one is given."""
+    check_budget(mode, budget)
+    loss, (params, data) = loss_fn(inputs, variant, device, layout)
     if mode == "compiled":
-        loss = torch.compile(loss, mode=frameworks.torch_compile_mode())
+        if variant == "remat_names":
+            # named() marks its region with a ContextVar, which TorchDynamo cannot trace (a graph break inside the
+            # checkpointed region); PyTorch's compiled counterpart of remat_names is therefore not run.
+            raise ValueError("remat_names has no torch.compile form here: TorchDynamo cannot trace named()")
+        loss = torch.compile(_guarded(loss, budget), mode=frameworks.torch_compile_mode())
     elif mode != "eager":
         raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
     targets = leaves((params, data))
@@ -91,7 +130,8 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> C
         value = loss(params, data)
         return sync((value.detach(), torch.autograd.grad(value, targets)), device)
 
-    return _warm(step)
+    with memory_budget(budget):
+        return _warm(step)
 
 
 def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
