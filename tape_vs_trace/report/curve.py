@@ -69,33 +69,44 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
 
 
 def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
-    """Step time (log, with 95 % interval bars) against peak memory (left) and saved bytes (right) at one size."""
+    """Step time (log, with 95 % interval bars) against peak memory (left) and saved bytes (right) at one size, one
+    row of panels per mode (eager, compiled): fewer lines per panel, labels that can be read."""
     from matplotlib.figure import Figure
 
     lines = [(k, c) for k, c in paired.curves(table) if k[3] == size]
-    t_div, t_unit = fmt.scale("seconds", list(table[table["size"] == size].time_s))
+    modes = list(dict.fromkeys(k[1] for k, _ in lines))
+    times = table[table["size"] == size].time_s
+    t_div, t_unit = fmt.scale("seconds", list(times))
     foot = textwrap.fill(footer, 105)
-    fig = Figure(figsize=(WIDTH, 6.4), dpi=DPI)
-    axes = fig.subplots(1, 2, sharey=True)
+    fig = Figure(figsize=(WIDTH, 1.9 + 3.3 * len(modes)), dpi=DPI)
+    axes = fig.subplots(len(modes), 2, sharey=True, squeeze=False)
     fig.suptitle(f"remat trade-off, transformer {size}: step time against memory", fontsize=FONT + 2)
-    for ax, (column, xlabel) in zip(axes, PANELS):
-        _panel(ax, lines, column, xlabel, t_div)
-    _log_y(axes[0])
-    axes[0].set_ylabel(f"step time ({t_unit}, log scale; bar: 95 % interval across processes)", fontsize=FONT)
-    axes[0].set_title("peak (where measured)", fontsize=FONT)
-    axes[1].set_title("saved for backward (every curve)", fontsize=FONT)
+    for row, mode in zip(axes, modes):
+        for ax, (column, xlabel) in zip(row, PANELS):
+            _panel(ax, [(k, c) for k, c in lines if k[1] == mode], column, xlabel, t_div)
+            ax.set_title(f"{mode}: {'peak, where measured' if column == 'peak_bytes' else 'saved, every line'}",
+                         fontsize=FONT)
+        row[0].set_ylabel(f"step time ({t_unit}, log)", fontsize=FONT)
+    _log_y(axes[0][0])
+    # With few processes an interval can span decades: the axis follows the points and the bars run off it.
+    axes[0][0].set_ylim(times.min() / t_div / 1.4, times.max() / t_div * 1.4)
     handles, labels = [], []
-    for ax in axes:
+    for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
             if label not in labels:
                 handles.append(h)
                 labels.append(label)
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.085), ncol=3, fontsize=FONT,
+    height = fig.get_figheight()
+    note = ("bars: 95 % interval across processes (cut at the axis); ringed: Pareto-optimal within its line (no point "
+            "of the line both faster and smaller); labels: policy without 'remat_', or torch.compile memory budget "
+            "(b=0.5)")
+    text = textwrap.fill(note, 105) + "\n" + foot
+    fig.text(0.01, 0.05 / height, text, ha="left", va="bottom", fontsize=FONT, color="0.3")
+    lines_below = text.count("\n") + 1
+    legend_y = (0.1 + 0.17 * lines_below) / height
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, legend_y), ncol=3, fontsize=FONT,
                frameon=False)
-    note = ("ringed: Pareto-optimal within its line (no point of the line both faster and smaller); labels: policy "
-            "(full = remat_full, ...) or torch.compile memory budget (b=0.5)")
-    fig.text(0.01, 0.01, textwrap.fill(note, 110) + "\n" + foot, ha="left", va="bottom", fontsize=FONT, color="0.3")
-    fig.tight_layout(rect=(0, 0.2, 1, 0.97))
+    fig.tight_layout(rect=(0, legend_y + 0.2 * (1 + (len(labels) - 1) // 3) / height, 1, 1 - 0.1 / height))
     fig.savefig(path)
 
 
