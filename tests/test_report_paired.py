@@ -219,10 +219,12 @@ def test_curve_figure_rings_the_pareto_points_and_labels_every_point(tmp_path: P
 
     def check(fig, path, *args, **kwargs):
         saved = save(fig, path, *args, **kwargs)
-        left, right = fig.axes[:2]
-        seen["labels"] = sorted(t.get_text() for t in left.texts), sorted(t.get_text() for t in right.texts)
+        # panels row by row (eager, compiled), peak on the left, saved bytes on the right
+        left, right = fig.axes[0::2], fig.axes[1::2]
+        seen["labels"] = (sorted(t.get_text() for ax in left for t in ax.texts),
+                          sorted(t.get_text() for ax in right for t in ax.texts))
         # rings: the scatter collections; offsets in (MiB, ms)
-        seen["rings"] = sorted(tuple(p) for c in left.collections if hasattr(c, "get_sizes")
+        seen["rings"] = sorted(tuple(p) for c in left[0].collections if hasattr(c, "get_sizes")
                                and len(c.get_sizes()) and c.get_sizes()[0] > 100 for p in c.get_offsets())
         seen["fonts"] = min(t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")
                                                                   and hasattr(a, "get_text") and a.get_text()))
