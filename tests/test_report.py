@@ -338,7 +338,7 @@ def test_failed_build_leaves_the_old_report(results: Path, tmp_path: Path, capsy
     def boom(*args, **kwargs):
         raise RuntimeError("figure failed")
 
-    monkeypatch.setattr(figures, "remat_scaling_figure", boom)
+    monkeypatch.setattr(figures, "difference_figure", boom)
     with pytest.raises(RuntimeError, match="figure failed"):
         report.write_report(results, out, lambda _: None)
     assert snapshot(out) == old

@@ -6,8 +6,10 @@ import os
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 from implementations import frameworks
-from tape_vs_trace.report import breakdown, figures, markdown, readme
+from tape_vs_trace.report import breakdown, curve, figures, markdown, paired, readme
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
@@ -46,6 +48,7 @@ def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None 
         readme.split(readme_path)  # refuse before building anything
     data = load_results(results, warn)
     data.saved = breakdown.load(results, data.table, warn)
+    data.paired = paired.load(results, data.table, warn)
     present = set(data.table.framework)
     if not present >= set(frameworks.NAMES):
         have = ", ".join(frameworks.label(f) for f in sorted(present)) or "no framework"
@@ -60,13 +63,16 @@ def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None 
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as tmp:
         staging = Path(tmp) / "new"
         staging.mkdir()
-        data.table.to_csv(staging / "summary.csv", index=False)
+        extra = [paired.tidy(t) for t in data.paired.values()]
+        pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         groups = latest(data.table)
         drawn: dict[str, list[str]] = {}
         for group, rows in groups.items():
             sub = "" if len(groups) == 1 else f"{group}/"
             names = figures.draw(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}), staging / sub)
             names += breakdown.draw(data.saved.get(rows.machine.iloc[0]), staging / sub)
+            names += curve.draw(data.paired.get(rows.machine.iloc[0]), data.machines.get(rows.machine.iloc[0], {}),
+                                staging / sub)
             drawn[group] = [sub + n for n in names]
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix()), encoding="utf-8")
         if readme_path is not None:

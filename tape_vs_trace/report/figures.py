@@ -5,7 +5,6 @@ the saved size, and figures are 7.5 inches wide: readable at page width."""
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from pathlib import Path
 
@@ -16,11 +15,10 @@ from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.select import Cells, display, ordered
 
 # File names are stable: the README links them.
-FIGURES = ["recording.png", "custom_backward.png", "remat.png", "remat_tradeoff.png", "remat_scaling.png",
-           "inference.png", "engine.png", "harness.png"]
+# The transformer's remat trade-off curve is report/curve.py's (remat_curve_<size>.png, from the paired results).
+FIGURES = ["recording.png", "custom_backward.png", "remat.png", "inference.png", "engine.png", "harness.png"]
 WIDTH, FONT, DPI = 7.5, 9, 130
 POLICIES = ("remat_full", "remat_dots")
-MODES = ("eager", "compiled")  # the remat step's modes: the variant column reads "<policy>/<mode>"
 
 
 def _figure(heights: list[float], title: str, footer: str):
@@ -183,80 +181,6 @@ def difference_figure(cells: Cells, panels: list[tuple[str, str, str, tuple[str,
     _finish(fig, rect, path)
 
 
-def remat_tradeoff_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
-    """Peak memory (MiB, from zero) against step time (log) per remat policy: a line per framework."""
-    cells = Cells(rows)
-    cases = [c for c in cells.cases("remat", "track_peak_bytes") if c in cells.cases("remat", "time_step")]
-    peaks = rows[rows.metric == "track_peak_bytes"].groupby("framework").memory_method.first()
-    title = "remat trade-off: peak memory against step time per policy" + (
-        "\n(peaks measured by a different method per framework: compare within a framework)"
-        if peaks.nunique() > 1 else "")
-    fig, axes, rect = _figure([2.8] * max(1, len(cases)), title, footer)
-    if not cases:
-        _no_data(axes[0], "remat")
-    for ax, (w, s) in zip(axes, cases):
-        times = [cells.get("remat", "time_step", w, s, f"{p}/{mode}", fw) for p in ("plain", *POLICIES)
-                 for fw in frameworks.NAMES for mode in MODES]
-        t_div, t_unit = fmt.scale("seconds", [t["value"] for t in times if t])  # one unit for both frameworks
-        bars = any(t and math.isfinite(t["ci_low"]) for t in times)
-        for fw in frameworks.NAMES:
-            for mode, marker in zip(MODES, ("o", "s")):
-                points = [(p, cells.get("remat", "time_step", w, s, f"{p}/{mode}", fw),
-                           cells.get("remat", "track_peak_bytes", w, s, p, fw)) for p in ("plain", *POLICIES)]
-                points = [(p, t, m) for p, t, m in points if t and m and t["status"] == m["status"] == "ok"]
-                if not points:
-                    continue
-                xs = [t["value"] / t_div for _, t, _ in points]
-                err = [[(t["value"] - t["ci_low"]) / t_div if math.isfinite(t["ci_low"]) else 0 for _, t, _ in points],
-                       [(t["ci_high"] - t["value"]) / t_div if math.isfinite(t["ci_high"]) else 0
-                        for _, t, _ in points]]
-                ax.errorbar(xs, [m["value"] / fmt.MIB for _, _, m in points], xerr=err, marker=marker, capsize=3,
-                            color=frameworks.FRAMEWORKS[fw].color, linestyle="",
-                            label=f"{frameworks.label(fw)} {mode}")
-                for (p, _, m), x in zip(points, xs):
-                    ax.annotate(p, (x, m["value"] / fmt.MIB), textcoords="offset points", xytext=(4, 4),
-                                fontsize=FONT)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=FONT)
-        ax.set_xlabel(f"step time ({t_unit}, log scale{'; bars: 95 % interval' if bars else ', no interval'})",
-                      fontsize=FONT)
-        _log(ax)
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{w} {s}", fontsize=FONT)
-        ax.set_ylabel("peak memory (MiB)", fontsize=FONT)
-        ax.tick_params(labelsize=FONT)
-        ax.grid(alpha=0.3)
-    _finish(fig, rect, path)
-
-
-def remat_scaling_figure(rows: pd.DataFrame, footer: str, path: Path) -> None:
-    """Transformer peak and saved bytes (MiB, from zero) against layer count, per framework and policy."""
-    sel = rows[(rows.pillar == "remat") & (rows.workload == "transformer") & (rows.status == "ok")].copy()
-    sel["layers"] = sel["size"].map(lambda s: int(m.group(1)) if (m := re.match(r"L(\d+)-", s)) else None)
-    sel = sel[sel.layers.notna()]
-    fig, axes, rect = _figure([2.8, 2.8], "remat scaling: transformer memory against layer count", footer)
-    styles = {"plain": "-", "remat_full": "--", "remat_dots": ":"}
-    for ax, metric in zip(axes, ("track_peak_bytes", "track_saved_bytes")):
-        m = sel[sel.metric == metric]
-        if m.empty:
-            _no_data(ax, f"transformer {display(metric)}")
-            continue
-        for fw in frameworks.NAMES:
-            for policy, style in styles.items():
-                line = m[(m.framework == fw) & (m.variant == policy)].sort_values("layers")
-                if len(line):
-                    ax.plot(line.layers, line.value / fmt.MIB, color=frameworks.FRAMEWORKS[fw].color,
-                            linestyle=style, marker="o", label=f"{frameworks.label(fw)} {policy}")
-        ax.set_xticks(sorted(m.layers.unique()))
-        ax.set_xlabel("layers", fontsize=FONT)
-        ax.set_ylabel(f"{display(metric)} (MiB)", fontsize=FONT)
-        ax.set_ylim(bottom=0)
-        ax.tick_params(labelsize=FONT)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=FONT)
-    _finish(fig, rect, path)
-
-
 def footer(rows: pd.DataFrame, machine_info: dict) -> str:
     first = rows.iloc[0]
     numerics = ", ".join(dict.fromkeys(f"{d} {p}" for d, p in zip(rows.dtype, rows.precision) if d))
@@ -273,12 +197,9 @@ def draw(rows: pd.DataFrame, machine_info: dict, out: Path) -> list[str]:
     for pillar in ("recording", "custom_backward", "engine", "inference"):
         pillar_figure(rows, pillar, f"{pillar}: PyTorch and JAX (lower is better)", foot, out / f"{pillar}.png")
     difference_figure(cells, [("remat", "track_peak_bytes", "plain", POLICIES, "peak memory change against plain"),
-                              *(("remat", "time_step", f"plain/{mode}", tuple(f"{p}/{mode}" for p in POLICIES),
-                                 f"step time cost against plain, {mode}") for mode in MODES)],
-                      "remat: memory saved and time paid per policy", foot, out / "remat.png")
+                              ("remat", "track_saved_bytes", "plain", POLICIES, "saved bytes change against plain")],
+                      "remat: memory saved per policy", foot, out / "remat.png")
     difference_figure(cells, [("harness", "time_step", "raw", ("synchronized",),
                                "synchronised path against a direct call")],
                       "harness overhead: the suite's timed path against a direct call", foot, out / "harness.png")
-    remat_tradeoff_figure(rows, foot, out / "remat_tradeoff.png")
-    remat_scaling_figure(rows, foot, out / "remat_scaling.png")
     return list(FIGURES)

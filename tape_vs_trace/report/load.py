@@ -47,6 +47,7 @@ class Results:
     skipped: pd.DataFrame = field(default_factory=pd.DataFrame)  # asv's NaN: combinations the benchmark skipped
     benchmarks: dict = field(default_factory=dict)  # benchmarks.json
     saved: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> saved-bytes breakdown (results/saved)
+    paired: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> paired results (results/paired)
     files: int = 0
 
 

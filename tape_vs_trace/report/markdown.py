@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics
-from tape_vs_trace.report import fmt, hosts, stats
+from tape_vs_trace.report import fmt, hosts, paired, stats
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
 
 FIGURE_PILLARS = {"recording.png": "recording", "custom_backward.png": "custom_backward", "remat.png": "remat",
-                  "remat_tradeoff.png": "remat", "remat_scaling.png": "remat", "inference.png": "inference",
-                  "engine.png": "engine", "harness.png": "harness"}
+                  "inference.png": "inference", "engine.png": "engine", "harness.png": "harness"}
+CURVE_FIGURES = "remat_curve_"  # report/curve.py's remat_curve_<size>.png: in the paired section
 SAVED_FIGURES = "saved_"  # report/breakdown.py's saved_<workload>.png: what the tape and the trace keep, by op
 HOST_KEYS = ("fingerprint", "calibration")
 
@@ -206,4 +206,6 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
                     lines += [f"_{fmt.NO_INTERVAL}_: the ratio's results carry no between-process samples (recorded "
                               "without --record-samples, or one process), so it is shown but not claimed as a "
                               "difference.", ""]
+        curves = [n for n in figures.get(group, []) if Path(n).name.startswith(CURVE_FIGURES)]
+        lines += paired.section(data.paired.get(rows.machine.iloc[0]), curves, rows.commit.iloc[0], h)
     return "\n".join(lines)

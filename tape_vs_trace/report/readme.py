@@ -8,7 +8,7 @@ from implementations import metrics
 from tape_vs_trace.report import figures
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import ReportError, Results
-from tape_vs_trace.report.markdown import metric_table
+from tape_vs_trace.report.markdown import CURVE_FIGURES, metric_table
 from tape_vs_trace.report.select import Cells, base_numerics, latest
 
 START, END = "<!-- report:start -->", "<!-- report:end -->"
@@ -37,7 +37,7 @@ def section(data: Results, drawn: dict[str, list[str]], out_label: str) -> str:
                 lines += [f"- {pillar}: " + found[pillar][0]]
         # The per-workload saved-bytes figures stay in summary.md: the README shows the pillar figures.
         lines += [""] + [f"![{Path(n).stem}]({out_label}/{n})" for n in drawn.get(group, [])
-                         if Path(n).name in figures.FIGURES] + [""]
+                         if Path(n).name in figures.FIGURES or Path(n).name.startswith(CURVE_FIGURES)] + [""]
     return "\n".join(lines + [END])
 
 
