@@ -42,7 +42,7 @@ FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formu
 # A sample is at least this long: shorter steps are run as a loop of calls and timed per call (as in the asv suite).
 MIN_SAMPLE_SECONDS = 2e-3
 # Each experiment's points are cycled until about this long has passed, at least MIN_PASSES times, per process.
-TARGET_SECONDS = 1.5
+TARGET_SECONDS = 1.0
 MIN_PASSES, MAX_PASSES = 5, 40
 ROUNDS = 3
 CACHE_ENV = "TVT_PAIRED_JAX_CACHE"  # the runner's scratch folder for JAX's persistent compilation cache
