@@ -5,16 +5,20 @@
 #   scripts/gpu_bench.sh OUTDIR [quick|full]      (default: quick; TVT_OFFLINE=1 without network)
 #
 # quick: the most cited benchmarks (scripts/gpu_chunks.py: gradient steps of mlp and transformer eager and compiled
-#        in float32 highest/tf32 and bfloat16, transformer remat time and peak per policy, the custom-backward
-#        swiglu, transformer inference), within TVT_BUDGET_S (default 420 s: 7 minutes, set-up included). No chunk
-#        starts when less than 20 s are left, and a chunk's timeout never reaches past the budget.
+#        in float32 highest/tf32 and bfloat16, the remat peaks of mlp and LSTM, the custom-backward swiglu,
+#        transformer inference), then the transformer's remat trade-off curve (`tape-vs-trace paired`, every
+#        policy and memory budget of both frameworks at L12, written to OUTDIR/paired), within TVT_BUDGET_S (default
+#        420 s: 7 minutes, set-up included). No chunk starts when less than 20 s are left, and a chunk's timeout
+#        never reaches past the budget.
 # full:  every benchmark, one chunk per class, most cited first; no budget (see the README for its wall time).
 #
 # Each chunk is one `asv run -b REGEX` under its own `timeout`. asv saves a run's results only when it ends, so a
 # chunk that times out loses its own results and nothing else: after EVERY chunk the results are scrubbed and
 # copied to OUTDIR. Set-up: `make setup DEVICE=cuda`, or scripts/setup_offline.sh with TVT_OFFLINE=1.
 # TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s). TVT_SETUP=0, TVT_CALIBRATE=0 and
-# TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's).
+# TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's), TVT_CLI
+# the tape-vs-trace command of the remat curve (default: the interpreter's tape_vs_trace.cli), TVT_PAIRED_TIMEOUT_S
+# the curve's own timeout (default 600 s, never past the budget).
 set -euo pipefail
 out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
 profile=${2:-quick}
@@ -31,6 +35,7 @@ esac
 nvidia-smi || { echo "error: no NVIDIA GPU found (nvidia-smi failed)"; exit 1; }
 py=${TVT_PYTHON:-.venv/bin/python}
 asv=${TVT_ASV:-.venv/bin/asv}
+if [ -n "${TVT_CLI:-}" ]; then tvt=("$TVT_CLI"); else tvt=("$py" -m tape_vs_trace.cli); fi
 
 if [ "${TVT_SETUP:-1}" = 1 ]; then
     if [ "${TVT_OFFLINE:-0}" = 1 ]; then DEVICE=cuda scripts/setup_offline.sh; else make setup DEVICE=cuda; fi
@@ -89,6 +94,31 @@ while IFS=$'\t' read -r -u 3 name timeout_s regex; do
     copy_out
     echo "== chunk $name done at $(( $(date +%s) - start ))s; results copied to $out"
 done 3<<< "$chunks"
+
+# The quick profile's remat curve: not an asv benchmark (tape_vs_trace.paired alternates each framework's points call
+# by call in one process), so it runs after the chunks, under the same budget rule and its own timeout. It writes its
+# CSV when it ends, straight to OUTDIR/paired: a run cut short loses only the curve. TVT_GPU_BENCHMARKS replaces it
+# with the chunks.
+if [ "$profile" = quick ] && [ -z "${TVT_GPU_BENCHMARKS:-}" ]; then
+    curve="remat L12-B8-S1024-D1024"  # the small GPU depth; the L24 curve is left to make bench
+    timeout_s=${TVT_PAIRED_TIMEOUT_S:-600}
+    left=$(( budget > 0 ? start + budget - $(date +%s) : timeout_s ))
+    if [ "$left" -lt 20 ]; then
+        not_run+=("remat-curve")
+    else
+        [ "$timeout_s" -le "$left" ] || timeout_s=$left
+        echo "== remat-curve (timeout ${timeout_s}s): tape-vs-trace paired --only '$curve' --rounds 2"
+        rc=0
+        timeout "$timeout_s" "${tvt[@]}" paired --only "$curve" --rounds 2 --out "$out/paired" || rc=$?
+        if [ "$rc" -eq 124 ]; then
+            echo "remat-curve timed out after ${timeout_s}s: the curve is lost (paired writes its CSV when it ends)"
+        elif [ "$rc" -ne 0 ]; then
+            echo "remat-curve: tape-vs-trace paired exit status $rc"
+        fi
+        [ "$rc" -eq 0 ] || status=$rc
+        echo "== remat-curve done at $(( $(date +%s) - start ))s; CSV in $out/paired"
+    fi
+fi
 [ "${#not_run[@]}" -eq 0 ] || echo "time budget reached: not run: ${not_run[*]}"
 
 if [ "${TVT_PEAKCHECK:-1}" = 1 ]; then

@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,6 +161,17 @@ data = json.loads(path.read_text()) if path.exists() else {
 data["results"][f"bench.{regex}"] = [[1.0], [["'torch'"]], "1"]
 path.write_text(json.dumps(data))
 """
+FAKE_TVT = r"""#!/usr/bin/env python3
+# A stand-in for tape-vs-trace paired: logs its arguments (after the fake asv's lines), writes a CSV to --out.
+import json, os, pathlib, sys, time
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps({"tape-vs-trace": args}) + "\n")
+time.sleep(float(os.environ.get("FAKE_PAIRED_SLEEP", "0")))
+out = pathlib.Path(args[args.index("--out") + 1])
+out.mkdir(parents=True, exist_ok=True)
+(out / "gpu-nvidia-h200-abcdef12.csv").write_text("experiment,point\nremat,plain\n")
+"""
 FAKE_SMI = """#!/bin/sh
 case "$1" in --query-gpu*) echo "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 345 MHz, 9.0";;
 *) echo "| Driver Version: 580.65.06   CUDA Version: 13.0 |";; esac
@@ -176,12 +188,13 @@ def _gpu_script_copy(tmp_path: Path) -> tuple[Path, dict]:
     subprocess.run([*git, "commit", "-qm", "s"], cwd=repo, check=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, text in (("asv", FAKE_ASV), ("nvidia-smi", FAKE_SMI)):
+    for name, text in (("asv", FAKE_ASV), ("nvidia-smi", FAKE_SMI), ("tape-vs-trace", FAKE_TVT)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     out = tmp_path / "out"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
-           "TVT_PYTHON": sys.executable, "TVT_ASV": str(bin_dir / "asv"), "TVT_SETUP": "0", "TVT_CALIBRATE": "0",
+           "TVT_PYTHON": sys.executable, "TVT_ASV": str(bin_dir / "asv"), "TVT_CLI": str(bin_dir / "tape-vs-trace"),
+           "TVT_SETUP": "0", "TVT_CALIBRATE": "0",
            "TVT_PEAKCHECK": "0", "FAKE_OUT": str(out), "FAKE_LOG": str(tmp_path / "asv.log")}
     return repo, env
 
@@ -222,6 +235,33 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     # The CUDA-graph pairing reaches the log and the machine name the results are saved under.
     assert "CUDA graphs: torch_compile_mode reduce-overhead, xla_command_buffers on (XLA default)" in run.stdout
     assert (tmp_path / "out" / "gpu-nvidia-h200-torch-reduce-overhead").is_dir()
+
+
+def test_gpu_quick_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    run = _run_gpu_script(repo, env, "quick")
+    assert run.returncode == 0, run.stdout[-2000:]
+    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    # Every asv chunk of the quick profile first, then the curve at the small GPU depth, two processes per framework.
+    assert [c.get("regex") for c in calls[:-1]] == [c.regex for c in chunks.QUICK]
+    assert calls[-1] == {"tape-vs-trace": ["paired", "--only", "remat L12-B8-S1024-D1024", "--rounds", "2", "--out",
+                                           str(tmp_path / "out" / "paired")]}
+    assert (tmp_path / "out" / "paired" / "gpu-nvidia-h200-abcdef12.csv").read_text().startswith("experiment,")
+    # Its own timeout (600 s by default) is cut to what is left of the quick budget (420 s), as a chunk's is.
+    [timeout_s] = re.findall(r"== remat-curve \(timeout (\d+)s\)", run.stdout)
+    assert 420 - 120 < int(timeout_s) < 420
+
+
+@pytest.mark.slow  # the six quick chunks again, each with its results scrubbed and copied: about 20 s here
+def test_gpu_remat_curve_has_its_own_timeout(tmp_path: Path) -> None:
+    # A curve that overruns is killed, the run says so and fails; the asv chunks' results are kept.
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
+    run = _run_gpu_script(repo, env, "quick")
+    assert run.returncode == 124, run.stdout[-2000:]
+    assert "remat-curve timed out after 2s" in run.stdout
+    assert not (tmp_path / "out" / "paired").exists()
+    assert (tmp_path / "out" / "gpu-nvidia-h200" / "abcdef12-existing-venv.json").exists()
 
 
 def test_gpu_script_refuses_a_machine_without_gpu(tmp_path: Path) -> None:

@@ -1,0 +1,230 @@
+"""tape-vs-trace paired: which experiments exist on each device, how raw per-pass times become a row (paired ratio,
+between-process intervals), the framework order between rounds, and the one-line failures of the CLI and writer.
+No worker process is started: the workers' output is written by hand here."""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from implementations import frameworks, workloads
+from tape_vs_trace import cli, paired
+from tape_vs_trace.paired import BUDGETS, POLICIES, Experiment, PairedError, Point
+
+SMALL = {"cpu": "L4-B4-S64-D128", "cuda": "L12-B8-S1024-D1024"}
+
+
+def _remat(device: str, framework: str, mode: str, formulation: str, size: str | None = None) -> Experiment:
+    [found] = [e for e in paired.experiments(device) if e.name == f"remat {size or SMALL[device]} {framework} "
+               f"{mode} {formulation}"]
+    return found
+
+
+def _policies(e: Experiment) -> tuple[str, ...]:
+    return tuple(p.variant for p in e.points if p.budget is None)
+
+
+# --- the experiments of each device --------------------------------------------------------------------------------
+
+
+def test_cpu_curve_has_every_policy_and_the_budgets_where_they_apply() -> None:
+    for framework, mode, formulation in (("torch", "eager", "unrolled"), ("jax", "eager", "unrolled"),
+                                         ("jax", "compiled", "unrolled"), ("jax", "compiled", "scan")):
+        e = _remat("cpu", framework, mode, formulation)
+        assert _policies(e) == POLICIES, e.name
+        assert all(p.budget is None for p in e.points), e.name
+    compiled = _remat("cpu", "torch", "compiled", "unrolled")
+    # remat_names has no torch.compile form (torch steps.grad_step refuses it); the budgets stand in for a policy.
+    assert _policies(compiled) == tuple(p for p in POLICIES if p != "remat_names")
+    budgets = [p for p in compiled.points if p.budget is not None]
+    assert [p.budget for p in budgets] == list(BUDGETS) and len(BUDGETS) == 4
+    assert all(p.variant == "plain" and p.mode == "compiled" for p in budgets)
+    # A budget anywhere else would reach a framework or mode that refuses it (JAX, eager PyTorch).
+    others = [e for e in paired.experiments("cpu") if e.name != compiled.name]
+    assert not any(p.budget is not None for e in others for p in e.points)
+
+
+def test_cuda_adds_host_offload_and_the_cpu_has_none() -> None:
+    cpu, cuda = paired.experiments("cpu"), paired.experiments("cuda")
+    assert not any(p.variant == "remat_offload" for e in cpu for p in e.points)
+    with_offload = {e.name for e in cuda if any(p.variant == "remat_offload" for p in e.points)}
+    assert with_offload == {f"remat {SMALL['cuda']} torch eager unrolled",
+                            f"remat {SMALL['cuda']} jax compiled unrolled"}
+    # Otherwise the same curve: the points of each cuda experiment, offload left out, are those of its cpu twin.
+    cpu, cuda = ([e for e in found if e.group == "remat"] for found in (cpu, cuda))
+    assert len(cpu) == len(cuda)
+    for a, b in zip(cpu, cuda):
+        assert a.points == tuple(p for p in b.points if p.variant != "remat_offload"), b.name
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_every_experiment_can_be_built(device: str) -> None:
+    found = paired.experiments(device)
+    # Raw results are keyed by experiment name: two with one name would overwrite each other's measurements.
+    assert len({e.name for e in found}) == len(found)
+    for e in found:
+        # The GPU sizes never run on this machine: a misspelt one would fail only there.
+        workloads.validate(e.workload, e.size)
+        assert e.baseline.label == ("plain" if e.group == "remat" else e.points[0].label)
+        features = frameworks.get(e.framework).engine_features
+        assert all(p.feature in features for p in e.points if p.kind == "engine"), e.name
+        assert len({p.label for p in e.points}) == len(e.points), e.name
+
+
+def test_the_gpu_quick_profile_selects_the_small_depth_curve() -> None:
+    # scripts/gpu_bench.sh runs `paired --only "remat L12-B8-S1024-D1024"`: the five formulations at the small
+    # depth, not the L24 ones.
+    chosen = paired.select("cuda", f"remat {SMALL['cuda']}")
+    assert {(e.framework, e.mode, e.formulation) for e in chosen} == {
+        ("torch", "eager", "unrolled"), ("torch", "compiled", "unrolled"), ("jax", "eager", "unrolled"),
+        ("jax", "compiled", "unrolled"), ("jax", "compiled", "scan")}
+    assert {e.size for e in chosen} == {SMALL["cuda"]}
+
+
+def test_select_an_unknown_name_lists_the_experiments() -> None:
+    with pytest.raises(PairedError) as error:
+        paired.select("cpu", "no such experiment")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("no experiment matches 'no such experiment'")
+    assert all(e.name in message for e in paired.experiments("cpu"))
+
+
+# --- from raw per-pass times to rows ------------------------------------------------------------------------------
+
+EXPERIMENT = Experiment("remat tiny torch eager unrolled", "remat", "torch", "transformer", "tiny", "eager",
+                        "unrolled", (Point("plain"), Point("remat_full", variant="remat_full")))
+# Per process (3): per-pass seconds of the baseline, then of remat_full, in the same passes. Odd pass counts, so
+# that a median is one pass's value. The median of the per-pass ratios differs from the ratio of the medians
+# (process 1: 1.5 against 2.0 / 1.1), and the geometric mean of the medians from their arithmetic mean.
+BASE = ([1.0, 1.2, 0.9, 1.1, 3.0], [2.0, 2.1, 1.9, 2.0, 2.2, 2.3, 1.8], [0.5, 0.6, 0.7, 0.5, 0.55])
+POLICY = ([2.0, 1.8, 2.7, 1.1, 3.3], [2.2, 4.2, 3.8, 2.0, 2.2, 2.3, 3.6], [1.0, 0.6, 1.4, 0.75, 1.1])
+COSTS = [{"saved_bytes": 100, "flops": 2.0, "peak_bytes": None, "cost_method": "m", "peak_method": "not measured: x"},
+         {"saved_bytes": 40, "flops": 3.0, "peak_bytes": None, "cost_method": "m", "peak_method": "not measured: x"}]
+
+
+def _raw() -> dict:
+    processes = [{EXPERIMENT.name: {"times": [b, t], "calls": [1, 1]}} for b, t in zip(BASE, POLICY)]
+    processes[0][EXPERIMENT.name]["costs"] = COSTS  # costs are taken in the first round only
+    return {"torch": processes}
+
+
+def _t_interval(values: list[float]) -> tuple[float, float]:
+    """95 % Student-t interval of the mean log, back-transformed, written out."""
+    logs = np.log(values)
+    half = scipy.stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    return math.exp(logs.mean() - half), math.exp(logs.mean() + half)
+
+
+def test_rows_are_geometric_means_of_process_medians_with_t_intervals() -> None:
+    base_row, row = paired.rows([EXPERIMENT], _raw(), "cpu", "abcdef1234", "m")
+    medians = [statistics.median(t) for t in POLICY]
+    # Paired: per pass this point over the baseline of the same pass, a median per process, then between processes.
+    ratios = [statistics.median([t / b for t, b in zip(ts, bs)]) for ts, bs in zip(POLICY, BASE)]
+    assert ratios == [1.5, 1.1, 2.0] and medians == [2.0, 2.3, 1.0]
+    assert row["time_s"] == pytest.approx(statistics.geometric_mean(medians), rel=1e-12)
+    assert row["ratio"] == pytest.approx(statistics.geometric_mean(ratios), rel=1e-12)
+    assert (row["time_ci_low"], row["time_ci_high"]) == pytest.approx(_t_interval(medians), rel=1e-12)
+    assert (row["ratio_ci_low"], row["ratio_ci_high"]) == pytest.approx(_t_interval(ratios), rel=1e-12)
+    assert (row["processes"], row["passes"], row["process_medians"]) == (3, 5, "2;2.3;1")
+    assert (row["point"], row["variant"], row["baseline"], row["budget"]) == ("remat_full", "remat_full", "plain", "")
+    # The baseline against itself: 1 in every pass, so exactly 1 with no spread.
+    assert base_row["ratio"] == base_row["ratio_ci_low"] == base_row["ratio_ci_high"] == 1.0
+    assert base_row["time_s"] == pytest.approx(statistics.geometric_mean([1.1, 2.0, 0.55]), rel=1e-12)
+    # The first round's costs; a peak the memory method cannot see is an empty cell, not 'None'.
+    assert (row["saved_bytes"], row["flops"], row["peak_bytes"]) == (40, 3.0, "")
+    assert base_row["saved_bytes"] == 100
+
+
+def test_written_csv_has_every_field(tmp_path: Path) -> None:
+    table = paired.rows([EXPERIMENT], _raw(), "cpu", "abcdef1234", "m")
+    path = paired.write(table, tmp_path / "out", "m", "abcdef1234")
+    assert path == tmp_path / "out" / "m-abcdef12.csv"
+    with path.open() as fh:
+        reader = csv.DictReader(fh)
+        read = list(reader)
+    assert tuple(reader.fieldnames) == paired.FIELDS
+    assert [r["point"] for r in read] == ["plain", "remat_full"] and read[1]["ratio"] == str(table[1]["ratio"])
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+# --- failures: one line, the old CSV whole ------------------------------------------------------------------------
+
+
+def test_write_under_a_regular_file_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "results"
+    blocker.write_text("not a folder")
+    with pytest.raises(PairedError) as error:
+        paired.write([], blocker / "paired", "m", "abcdef1234")
+    assert "\n" not in str(error.value) and str(error.value).startswith(f"cannot create {blocker / 'paired'}")
+    assert blocker.read_text() == "not a folder"
+
+
+def test_a_failed_write_leaves_the_old_csv_whole(tmp_path: Path) -> None:
+    # A row the writer rejects half-way (a field FIELDS lacks): the old CSV must not have been opened for writing.
+    old = paired.write(paired.rows([EXPERIMENT], _raw(), "cpu", "abcdef1234", "m"), tmp_path, "m", "abcdef1234")
+    before = old.read_text()
+    table = paired.rows([EXPERIMENT], _raw(), "cpu", "abcdef1234", "m")
+    table[1]["unexpected"] = 1
+    with pytest.raises(ValueError):
+        paired.write(table, tmp_path, "m", "abcdef1234")
+    assert old.read_text() == before
+
+
+@pytest.mark.xfail(strict=True, raises=IsADirectoryError,
+                   reason="paired.write turns only the folder's mkdir failure into a PairedError: an OSError on the "
+                          "temporary file (an unwritable folder, a full disk) reaches the CLI as a traceback")
+def test_an_unwritable_csv_is_one_line(tmp_path: Path) -> None:
+    # The temporary file's name taken by a folder: as root, the nearest stand-in for a folder without write access.
+    old = paired.write([], tmp_path, "m", "abcdef1234")
+    (tmp_path / "m-abcdef12.csv.tmp").mkdir()
+    with pytest.raises(PairedError) as error:
+        paired.write([], tmp_path, "m", "abcdef1234")
+    assert "\n" not in str(error.value) and old.read_text() == ",".join(paired.FIELDS) + "\r\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rounds", "1"], "error: --rounds must be at least 2 (an interval needs two processes), not 1"),
+    (["--only", "no such experiment"], "error: no experiment matches 'no such experiment'; experiments: "),
+])
+def test_cli_bad_input_is_one_line_and_starts_no_worker(args: list[str], message: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paired, "_run_worker", lambda *a: pytest.fail("a worker was started"))
+    assert cli.main(["paired", "--out", str(tmp_path / "out"), *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+# --- the runner: rounds of workers, the frameworks alternating ------------------------------------------------------
+
+
+def test_rounds_alternate_the_framework_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen = [_remat("cpu", "torch", "eager", "unrolled"), _remat("cpu", "jax", "compiled", "scan")]
+    calls = []
+
+    def fake_worker(framework: str, names: list[str], with_costs: bool, scratch: Path, index: int) -> dict:
+        calls.append((framework, index, with_costs))
+        # Each framework's processes run a step of their own speed: 1 ms per pass for PyTorch, 3 ms for JAX.
+        scale = {"torch": 1e-3, "jax": 3e-3}[framework]
+        return {name: {"times": [[scale * (1 + index)] * 5 for _ in next(e for e in chosen if e.name == name).points],
+                       "calls": [1]} for name in names}
+
+    monkeypatch.setattr(paired, "_run_worker", fake_worker)
+    runs = paired.measure(chosen, rounds=3, log=lambda line: None)
+    # Whichever framework ran second in a round runs first in the next: a machine that slows down over the run
+    # would otherwise always favour the framework that goes first. Costs in the first round only.
+    assert calls == [("torch", 0, True), ("jax", 0, True), ("jax", 1, False), ("torch", 1, False),
+                     ("torch", 2, False), ("jax", 2, False)]
+    table = paired.rows(chosen, runs, "cpu", "abcdef1234", "m")
+    for row in table:
+        scale = {"torch": 1e-3, "jax": 3e-3}[row["framework"]]
+        assert row["processes"] == 3
+        assert row["time_s"] == pytest.approx(scale * statistics.geometric_mean([1, 2, 3]), rel=1e-12)
+        assert row["ratio"] == pytest.approx(1.0, rel=1e-12)
