@@ -346,11 +346,16 @@ def write(table: list[dict], out: Path, machine_name: str, commit: str) -> Path:
         raise PairedError(f"cannot create {out}: {exc.strerror or exc}") from None
     path = out / f"{machine_name}-{commit[:8]}.csv"
     tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(table)
-    tmp.replace(path)
+    try:
+        with tmp.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=FIELDS)
+            writer.writeheader()
+            writer.writerows(table)
+        tmp.replace(path)
+    except OSError as exc:
+        if tmp.is_file():  # a half-written file of ours; anything else under that name is not ours to delete
+            tmp.unlink()
+        raise PairedError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 

@@ -372,9 +372,6 @@ def test_two_budgets_compile_two_graphs(monkeypatch: pytest.MonkeyPatch) -> None
     assert first == (0.5, [0]) and second == (0.0, [1])
 
 
-@pytest.mark.xfail(strict=True, reason="steps._guarded guards on the budget's value only until TorchDynamo's "
-                                       "automatic dynamic shapes make the float dynamic (after its first change): "
-                                       "from the third budget on, a step runs the second budget's graph")
 def test_every_budget_of_the_curve_runs_its_own_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     # The compiled PyTorch curve builds its budgets in one process, in this order (tape_vs_trace.paired.BUDGETS).
     from tape_vs_trace.paired import BUDGETS

@@ -25,7 +25,7 @@ SAVED_NAMES = ("attention", "mlp_hidden")
 # Variants that run on a CUDA device only: host offload needs a device to offload from.
 # The name of the named() region running now, read by the remat_names policy. Set only while a remat_names block
 # runs (_NAMING): TorchDynamo cannot trace ContextVar.set, and a set in every block split each compiled transformer
-# into seven graphs per layer (torch._dynamo.explain: 6 graph breaks at L4; tests/test_steps.py now asserts one graph).
+# into seven graphs per layer (torch._dynamo.explain: 6 graph breaks at L4; tests/test_remat.py asserts one graph).
 _ACTIVE_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar("active_name", default=None)
 _NAMING = {"on": False}  # a plain global: TorchDynamo reads it as a constant (it cannot trace ContextVar.get either)
 

@@ -118,10 +118,13 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layo
     loss, (params, data) = loss_fn(inputs, variant, device, layout)
     if mode == "compiled":
         if variant == "remat_names":
-            # named() marks its region with a ContextVar, which TorchDynamo cannot trace (a graph break inside the
-            # checkpointed region); PyTorch's compiled counterpart of remat_names is therefore not run.
-            raise ValueError("remat_names has no torch.compile form here: TorchDynamo cannot trace named()")
-        loss = torch.compile(_guarded(loss, budget), mode=frameworks.torch_compile_mode())
+            # The named() regions live in Python: under torch.compile the selective-checkpoint policy is consulted
+            # while AOTAutograd retraces the captured graph, where named() no longer runs, so nothing named would be
+            # saved (compiled_costs: 0 bytes). PyTorch's compiled counterpart of remat_names is therefore not run.
+            raise ValueError("remat_names has no torch.compile form here: the policy cannot see named() regions")
+        # dynamic=False: after a second budget TorchDynamo would make the budget a symbolic input guarded by
+        # "budget >= 0" only, and a third budget's step would run the second one's graph.
+        loss = torch.compile(_guarded(loss, budget), mode=frameworks.torch_compile_mode(), dynamic=False)
     elif mode != "eager":
         raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
     targets = leaves((params, data))
