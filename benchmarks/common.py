@@ -214,10 +214,69 @@ class _GradStepTime:
         self.run_step()
 
 
-class _PeakBytes:
+class _Counted:
+    """Mixin of the classes whose track_ methods are deterministic counts (saved bytes, peak bytes, graph size,
+    flops: ``metrics.METRICS[...].sampled`` is False), whose values do not depend on speed or on the process.
+
+    asv runs one process per method and parameter combination, and each imported torch or jax (2-3 s) to count
+    once. Here one ``setup_cache`` (one cache key: it is defined once, on this class) counts every combination of
+    every such class in two subprocesses, one per framework (benchmarks/counts.py), so torch and jax never share a
+    process; each benchmark process then reads its value and imports no framework. ``setup`` raises the same Skip
+    as before for a combination the suite does not run, and a count that failed in its subprocess fails its
+    benchmark with the error text. The count itself is the mixin's ``count_<metric>`` method, the body the track_
+    method had when it ran in its own process.
+    """
+
+    # Both frameworks, a whole grid, each count far shorter than a benchmark's timeout; a hung count process is
+    # stopped here and every benchmark of the key fails with asv's "setup_cache failed".
+    def setup_cache(self) -> dict:
+        from benchmarks import counts
+
+        return counts.collect()
+
+    setup_cache.timeout = 1200
+
+    def setup(self, cache: dict, *params):
+        from benchmarks import counts
+
+        self._params = params
+        entry = cache.get((counts.benchmark_name(type(self)), params))
+        if entry is None:  # a grid the cache did not count (another TVT_DEVICE, say): never a silent number
+            raise RuntimeError(f"no count of {counts.benchmark_name(type(self))}{params} in the setup cache")
+        if "skip" in entry:
+            raise Skip(entry["skip"])
+        if "error" in entry:
+            raise RuntimeError(entry["error"])
+        self._counts = entry["values"]
+
+    def counted(self, method: str) -> float | int:
+        """The value of track_ `method` from the cache; the count's error, raised, if it failed."""
+        if not in_count_process(method):  # measured here, in this benchmark's own process, as before
+            Benchmark.setup(self, *self._params)
+            return getattr(self, count_method(method))()
+        value = self._counts[method]
+        if isinstance(value, dict):
+            raise RuntimeError(f"{method} failed in the count process: {value['error']}")
+        return value
+
+
+def count_method(track: str) -> str:
+    """The method that counts what track_ method `track` reports: track_peak_bytes -> count_peak_bytes."""
+    return "count_" + track.removeprefix("track_")
+
+
+def in_count_process(track: str) -> bool:
+    """Whether track_ method `track` is counted in the shared count process. Everything is, except CUDA peaks:
+    there both frameworks read the allocator's high-water mark of the process (JAX's cannot be reset), so a peak
+    taken after other combinations is not the fresh process's; CPU peaks are storage tracking and XLA's buffer
+    assignment, which no earlier work changes."""
+    return not (track == "track_peak_bytes" and DEVICE == "cuda")
+
+
+class _PeakBytes(_Counted):
     """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
 
-    def track_peak_bytes(self, *params):
+    def count_peak_bytes(self) -> int:
         case = self.case
         fn, args = self.peak_fn(case)
         result = case.fw.probe.peak_bytes(fn, *args)
@@ -226,15 +285,21 @@ class _PeakBytes:
             raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
         return result.bytes
 
+    def track_peak_bytes(self, *params):
+        return self.counted("track_peak_bytes")
+
     track_peak_bytes.unit = unit("track_peak_bytes")
 
 
-class _SavedBytes:
+class _SavedBytes(_Counted):
     """Mixin: `track_saved_bytes`, the bytes kept for the backward beyond inputs, parameters and the cotangent, of
     the loss the class's `saved_fn(case)` returns as (fn, args)."""
 
-    def track_saved_bytes(self, *params):
+    def count_saved_bytes(self) -> int:
         fn, args = self.saved_fn(self.case)
         return self.case.fw.probe.saved_bytes(fn, *args).extra_bytes
+
+    def track_saved_bytes(self, *params):
+        return self.counted("track_saved_bytes")
 
     track_saved_bytes.unit = unit("track_saved_bytes")
