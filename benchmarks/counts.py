@@ -74,8 +74,6 @@ def count_one(cls: type, params: tuple) -> dict[str, Any]:
     bench.__dict__.update(state)
     values: dict[str, Any] = {}
     for method in tracks(cls):
-        if not common.in_count_process(method):
-            continue
         try:
             values[method] = getattr(bench, common.count_method(method))()
         except Exception as exc:
@@ -93,13 +91,23 @@ def count_all(framework: str, classes: list[type] | None = None) -> list[dict[st
     return out
 
 
-def _subprocess_env() -> dict[str, str]:
-    # The child imports `benchmarks` and `implementations` from where this process did (asv imports the suite
-    # through its own importer, and implementations may come from an installed checkout).
-    roots = [str(Path(common.__file__).resolve().parents[1]),
-             str(Path(frameworks.__file__).resolve().parents[1])]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys(filter(None, [
-        *roots, os.environ.get("PYTHONPATH")]))))
+# The child imports `benchmarks` and `implementations` from exactly where this process did: asv imports the suite
+# through its own importer, and implementations may come from another tree (an installed or editable checkout), so
+# neither sys.path order would be right for both. A finder placed first maps each name to its folder.
+_BOOT = """
+import importlib.machinery, json, os, runpy, sys
+roots = json.loads(os.environ.pop("TVT_COUNT_ROOTS"))
+class Roots:
+    def find_spec(self, name, path=None, target=None):
+        return importlib.machinery.PathFinder.find_spec(name, [roots[name]], target) if name in roots else None
+sys.meta_path.insert(0, Roots())
+runpy.run_module("benchmarks.counts", run_name="__main__", alter_sys=True)
+"""
+
+
+def _roots() -> dict[str, str]:
+    return {package: str(Path(module.__file__).resolve().parents[1])
+            for package, module in (("benchmarks", common), ("implementations", frameworks))}
 
 
 def collect(classes: list[type] | None = None) -> dict[Key, dict[str, Any]]:
@@ -111,13 +119,15 @@ def collect(classes: list[type] | None = None) -> dict[Key, dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         runs = {}
         for framework in frameworks.NAMES:
-            out = Path(tmp) / f"{framework}.json"
-            runs[framework] = (out, subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.counts", framework, str(out), *names],
-                stderr=subprocess.PIPE, text=True, env=_subprocess_env()))
+            out, err = Path(tmp) / f"{framework}.json", Path(tmp) / f"{framework}.err"
+            with err.open("w") as stderr:  # a file, not a pipe: neither child waits for the other's reader
+                runs[framework] = (out, err, subprocess.Popen(
+                    [sys.executable, "-c", _BOOT, framework, str(out), *names], stderr=stderr,
+                    env=dict(os.environ, TVT_COUNT_ROOTS=json.dumps(_roots()))))
         cache: dict[Key, dict[str, Any]] = {}
-        for framework, (out, process) in runs.items():
-            _, stderr = process.communicate()
+        for framework, (out, err, process) in runs.items():
+            process.wait()
+            stderr = err.read_text(errors="replace")
             sys.stderr.write(stderr)
             if process.returncode == 0 and out.exists():
                 for entry in json.loads(out.read_text()):
