@@ -216,10 +216,72 @@ class _GradStepTime:
         self.run_step()
 
 
-class _PeakBytes:
+# Where the counts are taken together (see _Counted): on CPU machines. CUDA runs are split into chunks by asv's
+# `-b` (scripts/gpu_chunks.py), and a setup_cache cannot follow a selection, so every chunk would count the whole
+# grid; and a CUDA peak is the allocator's high-water mark of the process (JAX's cannot be reset), so a peak taken
+# after other combinations is not a fresh process's. There each count stays in its benchmark's own process.
+SHARED_COUNTS = DEVICE == "cpu"
+
+
+class _Counted:
+    """Mixin of the classes whose track_ methods are deterministic counts (saved bytes, peak bytes, graph size,
+    flops: ``metrics.METRICS[...].sampled`` is False), whose values depend neither on speed nor on what the process
+    ran before (on CPU, peaks are storage tracking and XLA's buffer assignment).
+
+    asv runs one process per method and parameter combination, and each imported torch or jax (2-3 s) to count
+    once. Here one ``setup_cache`` (one cache key: it is defined once, on this class) counts every combination of
+    every such class in two subprocesses, one per framework (benchmarks/counts.py), so torch and jax never share a
+    process; each benchmark process then reads its value and imports no framework. ``setup`` raises the same Skip
+    as before for a combination the suite does not run, and a count that failed in its subprocess fails its
+    benchmark with the error text. The count itself is the mixin's ``count_<metric>`` method, the body the track_
+    method had when it ran in its own process; without SHARED_COUNTS it runs there still.
+    """
+
+    def setup_cache(self) -> dict:
+        from benchmarks import counts
+
+        return counts.collect() if SHARED_COUNTS else {}
+
+    # Both frameworks side by side over the whole grid: about a minute on a 2-core CPU. A hung count process is
+    # stopped here, and every benchmark of the key fails with asv's "setup_cache failed".
+    setup_cache.timeout = 1200
+
+    def setup(self, cache: dict, *params):
+        from benchmarks import counts
+
+        self._counts = None
+        if not SHARED_COUNTS:
+            Benchmark.setup(self, *params)  # counted in this process, as every other benchmark is set up
+            return
+        entry = cache.get((counts.benchmark_name(type(self)), params))
+        if entry is None:  # a grid the cache did not count (another TVT_DEVICE, say): never a silent number
+            raise RuntimeError(f"no count of {counts.benchmark_name(type(self))}{params} in the setup cache")
+        if "skip" in entry:
+            raise Skip(entry["skip"])
+        if "error" in entry:
+            raise RuntimeError(entry["error"])
+        self._counts = entry["values"]
+
+    def counted(self, method: str) -> float | int:
+        """The value of track_ `method`: from the cache, or counted here without SHARED_COUNTS. A count that
+        failed in the count process raises its error here."""
+        if self._counts is None:
+            return getattr(self, count_method(method))()
+        value = self._counts[method]
+        if isinstance(value, dict):
+            raise RuntimeError(f"{method} failed in the count process: {value['error']}")
+        return value
+
+
+def count_method(track: str) -> str:
+    """The method that counts what track_ method `track` reports: track_peak_bytes -> count_peak_bytes."""
+    return "count_" + track.removeprefix("track_")
+
+
+class _PeakBytes(_Counted):
     """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
 
-    def track_peak_bytes(self, *params):
+    def count_peak_bytes(self) -> int:
         case = self.case
         fn, args = self.peak_fn(case)
         result = case.fw.probe.peak_bytes(fn, *args)
@@ -228,15 +290,21 @@ class _PeakBytes:
             raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
         return result.bytes
 
+    def track_peak_bytes(self, *params):
+        return self.counted("track_peak_bytes")
+
     track_peak_bytes.unit = unit("track_peak_bytes")
 
 
-class _SavedBytes:
+class _SavedBytes(_Counted):
     """Mixin: `track_saved_bytes`, the bytes kept for the backward beyond inputs, parameters and the cotangent, of
     the loss the class's `saved_fn(case)` returns as (fn, args)."""
 
-    def track_saved_bytes(self, *params):
+    def count_saved_bytes(self) -> int:
         fn, args = self.saved_fn(self.case)
         return self.case.fw.probe.saved_bytes(fn, *args).extra_bytes
+
+    def track_saved_bytes(self, *params):
+        return self.counted("track_saved_bytes")
 
     track_saved_bytes.unit = unit("track_saved_bytes")

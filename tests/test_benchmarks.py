@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import common, remat
+from benchmarks import common, counts, custom_backward, recording, remat
+from implementations import frameworks, workloads
 from implementations.frameworks import NAMES as FRAMEWORKS
 from implementations.metrics import PILLARS
 
@@ -84,11 +85,22 @@ def test_every_pillar_has_both_frameworks() -> None:
             assert cls.version, cls
 
 
+def _setup(bench, params) -> tuple:
+    """asv's set-up of one combination in this process; returns the arguments asv passes to its methods. A counted
+    class gets the cache asv's setup_cache would give it, for this one combination, counted in this process."""
+    params = tuple(params)
+    if not isinstance(bench, common._Counted):
+        bench.setup(*params)
+        return params
+    cache = {(counts.benchmark_name(type(bench)), params): counts.count_one(type(bench), params)}
+    bench.setup(cache, *params)
+    return (cache, *params)
+
+
 @pytest.mark.parametrize(("cls", "args"), CASES)
 def test_benchmark_runs_once(cls, args: dict) -> None:
     bench = cls()
-    params = list(args.values())
-    bench.setup(*params)
+    params = _setup(bench, args.values())
     for method in _methods(cls):
         value = getattr(bench, method)(*params)
         if method.startswith("track_"):
@@ -137,8 +149,7 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
     costs = {}
     for variant in ("plain", "remat_full"):
         bench = getattr(remat, f"RematCost_{workload}")()
-        params = [framework, workload, size, variant, "float32", "highest", common.DEVICE]
-        bench.setup(*params)
+        params = _setup(bench, [framework, workload, size, variant, "float32", "highest", common.DEVICE])
         costs[variant] = {m: getattr(bench, m)(*params) for m in ("track_saved_bytes", "track_peak_bytes",
                                                                      "track_flops")}
     plain, full = costs["plain"], costs["remat_full"]
@@ -154,3 +165,92 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
         assert full["track_peak_bytes"] < plain["track_peak_bytes"], costs
     if workload != "lstm":  # matmul flops only, on both sides: the ADBench LSTM's gates are elementwise (0 flops)
         assert full["track_flops"] > plain["track_flops"], costs
+
+
+def test_counted_classes_are_the_deterministic_metrics() -> None:
+    """Every track_ method of a counted class is an exact metric, and every exact metric of the suite outside the
+    roofline is counted: a timing in the shared count process would be measured once, in the wrong place."""
+    from implementations.metrics import get
+
+    classes = counts.counted_classes()
+    assert {counts.benchmark_name(c).rsplit("_", 1)[0] for c in classes} == {
+        "recording.GraphCost", "custom_backward.CustomMemory", "inference.ForwardMemory", "remat.RematCost"}
+    for cls in classes:
+        assert cls.rounds == 1 and not [m for m in _methods(cls) if m.startswith("time_")], cls
+        assert all(not get(m).sampled for m in counts.tracks(cls)), cls
+    for _, name, cls in _benchmark_classes():
+        exact = [m for m in _methods(cls) if m.startswith("track_") and not get(m).sampled]
+        assert bool(exact) == issubclass(cls, common._Counted), (name, exact)
+
+
+SHARED_ONLY = pytest.mark.skipif(not common.SHARED_COUNTS, reason="CUDA machines count in each benchmark's process")
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "per-process"])
+def test_cached_counts_equal_the_direct_probe_values(shared: bool, monkeypatch) -> None:
+    """asv's setup_cache (both frameworks' subprocesses) gives each benchmark the values the probes give for its
+    own combination, as does the per-process path CUDA machines take; a skipped combination keeps its reason."""
+    if shared and not common.SHARED_COUNTS:
+        pytest.skip("CUDA machines count in each benchmark's process")
+    monkeypatch.setattr(common, "SHARED_COUNTS", shared)
+    cls = custom_backward.CustomMemory_swiglu
+    cache = common._Counted.setup_cache(cls())
+    assert bool(cache) == shared
+    assert not shared or {k[1][0] for k in cache if k[0] == "custom_backward.CustomMemory_swiglu"} == set(FRAMEWORKS)
+    for framework in FRAMEWORKS:
+        fw = frameworks.load(framework)
+        for variant in ("plain", "custom"):
+            params = (framework, "swiglu", cls.params[2][0], variant, "float32", "highest", common.DEVICE)
+            inputs = workloads.make_inputs("swiglu", params[2], "float32")
+            saved = fw.probe.saved_bytes(*_flat(fw.steps.loss_fn(inputs, variant, common.DEVICE))).extra_bytes
+            peak = fw.probe.peak_bytes(*_flat(fw.steps.grad_fn(inputs, variant, common.DEVICE)))
+            bench = cls()
+            bench.setup(cache, *params)
+            assert bench.track_saved_bytes(cache, *params) == saved, (params, saved)
+            if common.DEVICE == "cpu":  # a CUDA peak depends on what the process allocated before
+                assert bench.track_peak_bytes(cache, *params) == peak.bytes, (params, peak)
+    skipped = ("torch", "lstm", recording.GraphCost_lstm.params[2][0], "scan", "float32", "highest", common.DEVICE)
+    entry = counts.count_one(recording.GraphCost_lstm, skipped)
+    assert entry == {"skip": "PyTorch has no scan form"}
+    with pytest.raises(common.Skip, match="PyTorch has no scan form"):
+        recording.GraphCost_lstm().setup({("recording.GraphCost_lstm", skipped): entry}, *skipped)
+
+
+def _flat(fn_args) -> tuple:
+    fn, args = fn_args
+    return (fn, *args)
+
+
+@SHARED_ONLY
+def test_a_failed_count_fails_its_benchmark_with_the_error(monkeypatch) -> None:
+    """A count that raised in the count process raises, with its text, in the benchmark that reports it (asv
+    records it as failed), never a None or 0; so does a combination whose framework could not be loaded."""
+    cls = remat.RematCost_mlp
+    params = ("jax", "mlp", "tiny", "plain", "float32", "highest", common.DEVICE)
+    monkeypatch.setattr(frameworks, "memory_method", lambda framework, device: "another method")
+    cache = {("remat.RematCost_mlp", params): counts.count_one(cls, params)}
+    bench = cls()
+    bench.setup(cache, *params)
+    assert bench.track_saved_bytes(cache, *params) > 0  # the other counts of the combination stand
+    with pytest.raises(RuntimeError, match="track_peak_bytes failed.*results declare 'another method'"):
+        bench.track_peak_bytes(cache, *params)
+    monkeypatch.setenv("TVT_INJECT_FAILURE", "jax")
+    cache = counts.collect([cls])
+    bench = cls()
+    with pytest.raises(RuntimeError, match="injected failure for jax"):
+        bench.setup(cache, *(p if p != "tiny" else cls.params[2][0] for p in params))
+    torch_params = ("torch", *params[1:2], cls.params[2][0], *params[3:])
+    bench.setup(cache, *torch_params)
+    assert bench.track_flops(cache, *torch_params) > 0
+
+
+@SHARED_ONLY
+def test_a_dead_count_process_fails_every_benchmark_it_had_to_count(monkeypatch) -> None:
+    """A count subprocess that dies (a crash, an out-of-memory kill) leaves no value behind: each of its
+    combinations fails with the process's last line of stderr, and no framework is imported to find that out."""
+    monkeypatch.setattr(counts, "_BOOT", "raise SystemExit('count process crashed')")
+    cache = counts.collect([remat.RematCost_mlp])
+    assert len(cache) == len(list(itertools.product(*remat.RematCost_mlp.params)))
+    for params in itertools.product(*remat.RematCost_mlp.params):
+        with pytest.raises(RuntimeError, match="count process failed: count process crashed"):
+            remat.RematCost_mlp().setup(cache, *params)
