@@ -90,7 +90,7 @@ def check_budget(mode: str, budget: float | None) -> None:
         raise ValueError(f"memory budget {budget!r} is outside [0, 1]")
 
 
-def memory_budget(budget: float | None) -> contextlib.AbstractContextManager:
+def _memory_budget(budget: float | None) -> contextlib.AbstractContextManager:
     """The partitioner's activation memory budget while torch.compile compiles (None: the default, 1.0: save what
     the min-cut partitioner chooses; 0: recompute everything it can)."""
     if budget is None:
@@ -133,7 +133,7 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layo
         value = loss(params, data)
         return sync((value.detach(), torch.autograd.grad(value, targets)), device)
 
-    with memory_budget(budget):
+    with _memory_budget(budget):
         return _warm(step)
 
 
