@@ -254,10 +254,64 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
     return Report(lines, agree, len(compared), timing_agree, len(timing))
 
 
+def _paired_files(folder: Path) -> dict[str, Path]:
+    return {p.stem: p for p in sorted((folder / "paired").glob("*.csv"))} if (folder / "paired").is_dir() else {}
+
+
+def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
+    """The paired comparisons and remat curve (results/paired/<machine>-<commit8>.csv) of the two runs, for every
+    file name both have: each point's time agrees when the two 95 % intervals overlap; each paired ratio whose
+    interval excludes 1 in either run must lie on the same side of 1 in the other. Empty when neither run has one."""
+    from tape_vs_trace.report import paired
+
+    files_a, files_b = _paired_files(folder_a), _paired_files(folder_b)
+    names = sorted(set(files_a) & set(files_b))
+    if not names:
+        return ["paired: no paired results of one machine and commit in both runs"] if files_a or files_b else []
+    lines: list[str] = []
+    agree = total = same_way = decided = flipped = 0
+    for name in names:
+        try:
+            ta, tb = (paired._read(f[name]) for f in (files_a, files_b))
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            raise ReportError(f"paired results {name}: {exc}") from None
+        rows_b = {(r["experiment"], r["point"]): r for r in tb.to_dict("records")}
+        for ra in ta.to_dict("records"):
+            rb = rows_b.get((ra["experiment"], ra["point"]))
+            if rb is None:
+                continue
+            where = f"paired {ra['experiment']}: {ra['point']} [{name}]"
+            ia = Interval(ra["time_ci_low"], ra["time_ci_high"], "95 % interval")
+            ib = Interval(rb["time_ci_low"], rb["time_ci_high"], "95 % interval")
+            ok = all(math.isfinite(v) for v in (ia.low, ia.high, ib.low, ib.high)) and \
+                ia.low <= ib.high and ib.low <= ia.high
+            total += 1
+            agree += ok
+            lines.append(f"{'agree' if ok else 'differ':<15} {where}: A {ra['time_s'] * 1e3:.4g} ms "
+                         f"[{ia.low * 1e3:.4g}–{ia.high * 1e3:.4g}] | B {rb['time_s'] * 1e3:.4g} ms "
+                         f"[{ib.low * 1e3:.4g}–{ib.high * 1e3:.4g}]; 95 % intervals "
+                         f"{'overlap' if ok else 'do not overlap'}")
+            ca, cb = paired.paired_ratio(ra), paired.paired_ratio(rb)
+            if ra["point"] == ra["baseline"] or not (ca.differs or cb.differs):
+                continue
+            decided += 1
+            both = bool(ca.differs and cb.differs)
+            same_side = (ca.ratio > 1) == (cb.ratio > 1)
+            same_way += both and same_side
+            flipped += not same_side
+            label = "same direction" if both and same_side else ("in one run only" if same_side
+                                                                 else "direction flipped")
+            lines.append(f"  {label:<17} {where} against {ra['baseline']}: A {_ratio(ca)} | B {_ratio(cb)}")
+    lines.append(f"paired: {same_way} of {decided} directions agree ({flipped} flipped)")
+    lines.append(f"paired: {agree} of {total} timing rows agree")
+    return lines
+
+
 def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None]) -> int:
     """Print the report; exit status 1 only under --strict with too few timing rows agreeing (or none compared)."""
     report = compare_runs(load(folder_a, warn), load(folder_b, warn), normalise)
-    print("\n".join(report.lines))
+    paired_lines = compare_paired(folder_a, folder_b)
+    print("\n".join(paired_lines[:-2] + report.lines[:-3] + paired_lines[-2:] + report.lines[-3:]))
     if strict and report.timing_share < AGREEMENT:
         warn(f"--strict: {report.timing_agree} of {report.timing_total} timing rows agree, fewer than "
              f"{AGREEMENT:.0%}")

@@ -155,3 +155,43 @@ def test_bad_folders_get_one_line_and_exit_1(runs, capsys, tmp_path, damage) -> 
     # the synthetic folder's unknown metric is warned about; beyond that, one error line
     lines = [x for x in err.splitlines() if not x.startswith("warning: metric track_mystery")]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err
+
+
+def _paired_csv(folder: Path, rows: list[tuple[str, float, float, float, float, float, float]]) -> None:
+    """results/paired/m-abcdef12.csv with rows (point, time_s, low, high, ratio, ratio_low, ratio_high) of one
+    experiment whose baseline is 'plain'."""
+    from tape_vs_trace import paired
+
+    table = [dict.fromkeys(paired.FIELDS, "") | dict(
+        experiment="remat L4 torch eager unrolled", group="remat", framework="torch", point=point,
+        baseline="plain", time_s=t, time_ci_low=lo, time_ci_high=hi, ratio=r, ratio_ci_low=rlo, ratio_ci_high=rhi,
+        processes=3, commit="abcdef1234", machine="m") for point, t, lo, hi, r, rlo, rhi in rows]
+    paired.write(table, folder / "paired", "m", "abcdef1234")
+
+
+def test_paired_rows_are_compared_by_interval_and_direction(runs, capsys) -> None:
+    a, b = runs
+    # plain agrees (intervals 9-11 and 10.5-12 ms overlap); remat_full does not (20-22 against 25-27 ms), but its
+    # ratio to plain lies above 1 in both runs; remat_dots is a difference below 1 in A and above 1 in B: flipped;
+    # remat_names excludes 1 in A only, on the same side in B: in one run only.
+    _paired_csv(a, [("plain", 0.010, 0.009, 0.011, 1, 1, 1), ("remat_full", 0.021, 0.020, 0.022, 2.0, 1.9, 2.1),
+                    ("remat_dots", 0.009, 0.0085, 0.0095, 0.9, 0.85, 0.95),
+                    ("remat_names", 0.012, 0.011, 0.013, 1.2, 1.1, 1.3)])
+    _paired_csv(b, [("plain", 0.011, 0.0105, 0.012, 1, 1, 1), ("remat_full", 0.026, 0.025, 0.027, 2.4, 2.3, 2.5),
+                    ("remat_dots", 0.012, 0.0115, 0.0125, 1.1, 1.05, 1.15),
+                    ("remat_names", 0.013, 0.012, 0.014, 1.1, 0.9, 1.3)])
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    assert "paired: 1 of 3 directions agree (1 flipped)" in out
+    assert "paired: 2 of 4 timing rows agree" in out  # remat_full and remat_dots do not overlap
+    assert any(line.startswith("differ") and "remat_full" in line for line in out)
+    assert any("direction flipped" in line and "remat_dots" in line for line in out)
+    assert any("in one run only" in line and "remat_names" in line for line in out)
+    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "11 of 11 timing rows agree", "21 of 21 rows agree"]
+
+
+def test_paired_results_in_one_run_only_are_said(runs, capsys) -> None:
+    a, b = runs
+    _paired_csv(a, [("plain", 0.010, 0.009, 0.011, 1, 1, 1)])
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0 and "paired: no paired results of one machine and commit in both runs" in out
