@@ -34,8 +34,9 @@ endif
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# `make test` is what CI runs (the 5-minute goal); tests marked slow (every compiled variant, the offline set-up,
-# failure isolation through asv) run in `make test-all`.
+# `make test` is what CI runs (the 5-minute goal); tests marked slow (over ~5 s each: every compiled variant,
+# failure isolation through asv, the GPU script's faked chunk runs, the shared count subprocesses) run in
+# `make test-all`. The offline set-up test stays in `make test`.
 test: $(STAMP) lint
 	$(PY) -m pytest -q -m "not slow"
 

@@ -186,7 +186,8 @@ def test_counted_classes_are_the_deterministic_metrics() -> None:
 SHARED_ONLY = pytest.mark.skipif(not common.SHARED_COUNTS, reason="CUDA machines count in each benchmark's process")
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["shared", "per-process"])
+@pytest.mark.parametrize("shared", [pytest.param(True, id="shared", marks=pytest.mark.slow),
+                                    pytest.param(False, id="per-process")])
 def test_cached_counts_equal_the_direct_probe_values(shared: bool, monkeypatch) -> None:
     """asv's setup_cache (both frameworks' subprocesses) gives each benchmark the values the probes give for its
     own combination, as does the per-process path CUDA machines take; a skipped combination keeps its reason."""

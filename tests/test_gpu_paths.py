@@ -204,6 +204,7 @@ def _run_gpu_script(repo: Path, env: dict, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
     env.update(TVT_GPU_BENCHMARKS="alpha beta gamma", TVT_CHUNK_TIMEOUT_S="3", FAKE_HANG="beta")
@@ -221,6 +222,7 @@ def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_
     assert saved["tape_vs_trace"]["graph_settings"]["torch_compile_mode"] == "default"
 
 
+@pytest.mark.slow
 def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
     env.update(TVT_GPU_BENCHMARKS="one two three", TVT_BUDGET_S="24", FAKE_SLEEP="5",
@@ -237,6 +239,7 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "gpu-nvidia-h200-torch-reduce-overhead").is_dir()
 
 
+@pytest.mark.slow
 def test_gpu_quick_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
     run = _run_gpu_script(repo, env, "quick")

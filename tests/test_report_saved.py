@@ -76,6 +76,7 @@ def build(results: Path, tmp_path: Path, capsys) -> tuple[Path, list[str]]:
     return out, err.splitlines()
 
 
+@pytest.mark.slow
 def test_saved_all_writes_each_case_under_its_own_name(tmp_path: Path) -> None:
     cases = [("mlp", "tiny", "plain", "float32"), ("swiglu", "tiny", "custom", "float32")]
     path = saved.run_all(tmp_path / "saved", cases, machine_name="m", commit="0123456789abcdef")
