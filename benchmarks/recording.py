@@ -133,6 +133,9 @@ class _Roofline(Benchmark):
     roofline. The rate is one number per machine, dtype and precision, measured once before the run by
     `tape-vs-trace calibrate` and used for both frameworks, so the ratio of two rooflines is the ratio of times."""
 
+    # asv keeps no samples of a track_ benchmark: further rounds would rerun the process and keep only the last value.
+    rounds = 1
+
     axes = [("mode", ["eager", "compiled"])]
     dtypes = STEP_DTYPES
     precisions = STEP_PRECISIONS

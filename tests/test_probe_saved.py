@@ -86,6 +86,7 @@ def test_saved_command_rejects_bad_input(argv, capsys):
     assert "valid choices" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_saved_command_csv_matches_the_probes(capsys):
     assert cli.main(["saved", "mlp", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

@@ -40,6 +40,7 @@ def test_warm_eager_jax_step_does_not_compile(workload: str) -> None:
     assert _compiles_in_warm_call(step) == 0
 
 
+@pytest.mark.slow
 def test_eager_scan_would_compile_every_call() -> None:
     """Why the eager modes run 'unrolled': an un-jitted lax.scan is compiled by XLA anew on every call."""
     step = jax_steps.grad_step(workloads.make_inputs("transformer"), "plain", "eager")
