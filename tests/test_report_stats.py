@@ -295,3 +295,23 @@ def test_split_refuses_what_it_cannot_assign() -> None:
     assert stats.Split(2, 4).chunks([1, 2, 3, 4, 5, 6])[0] is None
     assert stats.Split(2, [1, 10, 5.0]).chunks([1, 2, 3])[0] is None
     assert re.search("not a fixed count", stats.Split(2, 0).chunks([1.0])[1])
+
+
+def test_benchmarks_gone_from_the_suite_are_one_warning_per_file(tmp_path: Path) -> None:
+    # Results of benchmarks later removed from the suite (remat.RematStep_* of version 3, say) are skipped with one
+    # line per result file naming them all, not one line per benchmark on every command.
+    from tape_vs_trace.report.load import load_results
+
+    root = write_results(tmp_path)
+    path = root / "box" / "abc12300-existing-venv.json"
+    data = json.loads(path.read_text())
+    results = data["results"]
+    results["remat.RematStep_transformer.time_step"] = results["recording.GradStep_mlp.time_step"]
+    results["remat.RematCost_transformer.track_flops"] = results["recording.GraphCost_mlp.track_graph_size"]
+    path.write_text(json.dumps(data, allow_nan=True))
+    warnings: list[str] = []
+    loaded = load_results(root, warn=warnings.append)
+    gone = [w for w in warnings if "not in benchmarks.json" in w]
+    assert gone == ["abc12300-existing-venv.json: 2 benchmark(s) not in benchmarks.json (no longer in the suite), "
+                    "skipped: remat.RematStep_transformer.time_step, remat.RematCost_transformer.track_flops"]
+    assert not loaded.table.benchmark.str.contains("transformer").any()

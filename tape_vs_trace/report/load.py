@@ -169,10 +169,13 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
     requirements = data.get("requirements") or {}
     versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
     rows, skips = [], []
+    gone = [name for name in data["results"] if name not in benchmarks]
+    if gone:  # benchmarks removed from the suite since this run: one line per file, not one per benchmark
+        warn(f"{path.name}: {len(gone)} benchmark(s) not in benchmarks.json (no longer in the suite), skipped: "
+             + ", ".join(gone))
     for name, entry in data["results"].items():
         meta = benchmarks.get(name)
         if meta is None:
-            warn(f"{path.name}: {name} is not in benchmarks.json; skipped")
             continue
 
         def column(key: str, entry=entry):
