@@ -273,3 +273,18 @@ def test_the_file_of_the_shown_commit_is_chosen(tmp_path: Path) -> None:
     assert len(warnings) == 1 and "of commit ffffffff, the asv results of 93acfd55" in warnings[0]
     shutil.rmtree(results / "paired")
     assert paired.load(results, table, warnings.append) == {}
+
+
+def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
+    # The README's results block is what readers see first: the within-framework differences belong there.
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    write_csv(results / "paired", curve_rows() + paired_rows())
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- report:start -->\n<!-- report:end -->\n")
+    assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
+                     str(readme)]) == 0
+    block = readme.read_text()
+    assert f"Paired comparisons inside one framework (`tape-vs-trace paired`, commit `{COMMIT[:8]}`" in block
+    assert "- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval " \
+           "10.0–30.0 %) (1.2 ms against 1 ms)" in block
