@@ -225,3 +225,15 @@ def test_rounds_alternate_the_framework_order(monkeypatch: pytest.MonkeyPatch) -
         assert row["processes"] == 3
         assert row["time_s"] == pytest.approx(scale * statistics.geometric_mean([1, 2, 3]), rel=1e-12)
         assert row["ratio"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_which_steps_have_a_peak() -> None:
+    # A peak only where the framework's memory method measures the step as timed: on a CPU, PyTorch's tracker cannot
+    # see inside Inductor's kernels and op-by-op JAX has no buffer plan; on CUDA the allocators see every step but
+    # op-by-op JAX's (its probe jits the step, which would be another program).
+    have = {(f, m, d): not paired._no_peak(f, m, d)
+            for f in ("torch", "jax") for m in ("eager", "compiled") for d in ("cpu", "cuda")}
+    assert have == {("torch", "eager", "cpu"): True, ("torch", "compiled", "cpu"): False,
+                    ("jax", "eager", "cpu"): False, ("jax", "compiled", "cpu"): True,
+                    ("torch", "eager", "cuda"): True, ("torch", "compiled", "cuda"): True,
+                    ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}
