@@ -78,6 +78,14 @@ def test_lower_triangle_is_column_by_column() -> None:
     assert workloads.lower_triangle_indices(1)[0].size == 0
 
 
+def test_no_lower_triangle_still_indexes() -> None:
+    # d = 1 has no strict lower triangle; the empty index arrays must still be integers (an empty float array is
+    # refused as an index), so indexing with them works for d = 1 as for any other d.
+    rows, cols = workloads.lower_triangle_indices(1)
+    assert rows.dtype == cols.dtype == np.int64
+    assert np.ones((1, 1))[rows, cols].shape == (0,)
+
+
 def test_parameter_count() -> None:
     assert workloads.parameter_count(workloads.make_inputs("mlp", "tiny")) == 8 * 16 + 16 * 8
 
