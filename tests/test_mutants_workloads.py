@@ -78,6 +78,14 @@ def test_lower_triangle_is_column_by_column() -> None:
     assert workloads.lower_triangle_indices(1)[0].size == 0
 
 
+def test_no_lower_triangle_still_indexes() -> None:
+    # d = 1 has no strict lower triangle; the empty index arrays must still be integers (an empty float array is
+    # refused as an index), so indexing with them works for d = 1 as for any other d.
+    rows, cols = workloads.lower_triangle_indices(1)
+    assert rows.dtype == cols.dtype == np.int64
+    assert np.ones((1, 1))[rows, cols].shape == (0,)
+
+
 def test_parameter_count() -> None:
     assert workloads.parameter_count(workloads.make_inputs("mlp", "tiny")) == 8 * 16 + 16 * 8
 
@@ -88,3 +96,29 @@ def test_cache_file_names_the_dimensions_and_seed_in_a_new_folder(tmp_path) -> N
     assert [p.name for p in folder.iterdir()] == ["mlp-batch4-hidden16-width8-float32-seed3.npz"]
     cached = workloads.make_inputs("mlp", "tiny", "float32", seed=3, cache_dir=folder)
     assert _digest(cached) == _digest(workloads.make_inputs("mlp", "tiny", "float32", seed=3))
+
+
+def test_host_offload_is_a_cuda_only_variant() -> None:
+    # The transformer's variants as its spec lists them; the CPU (the default device) cannot offload to host memory.
+    everything = ("plain", "unrolled", "remat_full", "remat_dots", "remat_names", "remat_offload", "remat_every2")
+    assert workloads.variants("transformer", "cuda") == everything
+    assert workloads.variants("transformer") == workloads.variants("transformer", "cpu")
+    assert workloads.variants("transformer", "cpu") == tuple(v for v in everything if v != "remat_offload")
+    mlp = ("plain", "remat_full", "remat_dots")
+    assert workloads.variants("mlp", "cpu") == workloads.variants("mlp", "cuda") == mlp
+
+
+@pytest.mark.parametrize(("dtype", "stored"), [("float64", np.float64), ("bfloat16", np.uint16)])
+def test_cache_of_a_named_size_stores_plain_numpy_and_reads_back_the_same_case(tmp_path, dtype, stored) -> None:
+    # A size other than the test size (the cache must not fall back to it), float64 and bfloat16,
+    # which the file keeps as its bits so that plain numpy can read it.
+    direct = workloads.make_inputs("mlp", "64x256x1024", dtype)
+    workloads.make_inputs("mlp", "64x256x1024", dtype, cache_dir=tmp_path)
+    [path] = tmp_path.iterdir()
+    assert path.name == f"mlp-batch64-hidden1024-width256-{dtype}-seed0.npz"
+    with np.load(path) as archive:
+        assert archive["d:x"].dtype == stored and archive["d:x"].shape == (64, 256)
+    cached = workloads.make_inputs("mlp", "64x256x1024", dtype, cache_dir=tmp_path)  # read from the file
+    assert (cached.workload, cached.size, cached.dtype) == ("mlp", "64x256x1024", dtype)
+    assert cached.static == {}
+    assert _digest(cached) == _digest(direct)
