@@ -15,7 +15,7 @@ import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace.report import fmt
-from tape_vs_trace.report.load import Warn
+from tape_vs_trace.report.load import Warn, read_side_csv
 from tape_vs_trace.saved import ALL_FIELDS, saved_figure
 
 FOLDER = "saved"
@@ -25,19 +25,12 @@ FIGURE_OPS = 9  # ops drawn by name in a figure; the rest are "other ops"
 
 def _read(path: Path) -> pd.DataFrame:
     """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in ALL_FIELDS if c not in table.columns]
-    if missing:
-        raise ValueError(f"no column {', '.join(missing)}")
-    if table.empty:
-        raise ValueError("no rows")
+    table = read_side_csv(path, ALL_FIELDS)
     nbytes = pd.to_numeric(table.nbytes, errors="coerce")
     if nbytes.isna().any() or (nbytes < 0).any() or (nbytes % 1 != 0).any():
         raise ValueError("nbytes is not a byte count on every row")
     if not table.is_argument.isin(["True", "False"]).all():
         raise ValueError("is_argument is not True/False on every row")
-    if table.commit.nunique() != 1:
-        raise ValueError("rows of several commits")
     return table.assign(nbytes=nbytes.astype("int64"), is_argument=table.is_argument == "True")
 
 

@@ -155,6 +155,20 @@ def load_results(results: Path, warn: Warn) -> Results:
     return out
 
 
+def read_side_csv(path: Path, fields: tuple[str, ...]) -> pd.DataFrame:
+    """A CSV written beside the asv results (results/saved, results/paired), as strings, checked for what every such
+    file must have: its columns, at least one row, one commit. ValueError with the reason otherwise."""
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in fields if c not in table.columns]
+    if missing:
+        raise ValueError(f"no column {', '.join(missing)}")
+    if table.empty:
+        raise ValueError("no rows")
+    if table.commit.nunique() != 1:
+        raise ValueError("rows of several commits")
+    return table
+
+
 def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
                  path: Path) -> tuple[list[dict], list[dict]]:
     """The rows of one asv result file (format version 2: positional columns named by result_columns), and the

@@ -20,7 +20,7 @@ import pandas as pd
 from implementations import frameworks, metrics
 from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report import fmt, stats
-from tape_vs_trace.report.load import COLUMNS, Warn
+from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv
 
 FOLDER = "paired"
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
@@ -36,18 +36,11 @@ _NAME = re.compile(r"(.+)-([0-9a-f]{8})")
 
 def _read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in FIELDS if c not in table.columns]
-    if missing:
-        raise ValueError(f"no column {', '.join(missing)}")
-    if table.empty:
-        raise ValueError("no rows")
+    table = read_side_csv(path, FIELDS)
     for column in NUMBERS:
         table[column] = pd.to_numeric(table[column].replace("", math.nan), errors="coerce")
         if column in REQUIRED and table[column].isna().any():
             raise ValueError(f"{column} is not a number on every row")
-    if table.commit.nunique() != 1:
-        raise ValueError("rows of several commits")
     return table
 
 
