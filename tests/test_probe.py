@@ -247,26 +247,46 @@ def _fake_peak(stats):
         log.append("run")
         return jnp.zeros(2)
 
-    return jax_probe._measured_peak(run, _FakeDevice(stats, log), _FakeCompiled()), log
+    def fill(nbytes, device):
+        log.append(f"ballast {nbytes}")
+        return jnp.zeros(1)
+
+    return jax_probe._measured_peak(run, _FakeDevice(stats, log), _FakeCompiled(), fill), log
 
 
-def test_jax_gpu_peak_from_a_run_after_warm_up():
-    # Compilation (the autotuner) left a high-water mark of 5,000 B; the warm-up's outputs are held, so the measured
-    # run starts at 1,200 B and its peak rises to 6,000 B: the step's own peak is 4,800 B.
+def test_jax_gpu_peak_from_a_run_above_a_ballast_up_to_the_mark():
+    # Compilation (the autotuner) left a high-water mark of 5,000 B with 1,200 B in use after the warm-up (its
+    # outputs are held): 3,800 B of ballast lift the baseline to the mark, and the measured run's peak rises from
+    # there to 9,000 B: the step's own peak is 9,000 - 5,000 = 4,000 B, however small against the autotuner's.
     peak, log = _fake_peak([{}, {"bytes_in_use": 1_200, "peak_bytes_in_use": 5_000},
+                            {"bytes_in_use": 5_000, "peak_bytes_in_use": 5_000},
+                            {"bytes_in_use": 5_200, "peak_bytes_in_use": 9_000}])
+    assert peak == jax_probe.PeakBytes(4_000, "jax peak_bytes_in_use")
+    # The gap is read after the warm-up run, the baseline after the ballast, and the peak after the measured run.
+    assert log == ["stats", "run", "stats", "ballast 3800", "stats", "run", "stats"]
+
+
+def test_jax_gpu_peak_without_a_gap_places_no_ballast():
+    peak, log = _fake_peak([{}, {"bytes_in_use": 1_200, "peak_bytes_in_use": 1_200},
+                            {"bytes_in_use": 1_200, "peak_bytes_in_use": 1_200},
                             {"bytes_in_use": 1_400, "peak_bytes_in_use": 6_000}])
     assert peak == jax_probe.PeakBytes(4_800, "jax peak_bytes_in_use")
-    # The baseline is read after the warm-up run, and the peak after the measured one.
-    assert log == ["stats", "run", "stats", "run", "stats"]
+    assert log == ["stats", "run", "stats", "stats", "run", "stats"]
 
 
 def test_jax_gpu_peak_hidden_by_an_earlier_one_falls_back():
-    # The measured run never rose above the earlier mark: that mark is not the step's, so no allocator peak is
-    # claimed; XLA's buffer assignment (output + temp - alias) is reported under its own method.
+    # The measured run never rose above the mark (the ballast fell short of it): that mark is not the step's, so no
+    # allocator peak is claimed; XLA's buffer assignment (output + temp - alias) is reported under its own method.
     peak, _ = _fake_peak([{}, {"bytes_in_use": 1_200, "peak_bytes_in_use": 9_000},
+                          {"bytes_in_use": 1_200, "peak_bytes_in_use": 9_000},
                           {"bytes_in_use": 1_400, "peak_bytes_in_use": 9_000}])
     assert peak.bytes == 400
     assert peak.method.startswith("jax compiled.memory_analysis") and "hidden" in peak.method
+
+
+def test_jax_ballast_holds_the_bytes_asked_for():
+    ballast = jax_probe._ballast(3_800, jax.devices()[0])
+    assert ballast.nbytes == 3_800 and ballast.dtype == jnp.uint8
 
 
 def test_jax_peak_without_allocator_stats_uses_memory_analysis():
