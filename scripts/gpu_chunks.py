@@ -3,7 +3,8 @@
 asv saves a run's results only when the run ends, and `timeout` kills a chunk that overruns, losing that chunk:
 chunks are therefore small, the most cited first, and gpu_bench.sh copies the results out after every one.
 
-    python scripts/gpu_chunks.py quick     # one line per chunk: name <TAB> timeout seconds <TAB> asv -b regex
+    python scripts/gpu_chunks.py quick     # a line per chunk, tab-separated: name, timeout s, estimated s,
+                                           # rounds (0: the benchmarks' own), asv -b regex
     python scripts/gpu_chunks.py full
     python scripts/gpu_chunks.py estimate  # processes and estimated seconds per chunk of both profiles
 
@@ -27,19 +28,24 @@ from pathlib import Path
 # One H200, everything included: set-up, calibration, the chunks, the copies.
 QUICK_BUDGET_S = 420
 # What every quick run spends outside the chunks: offline set-up, machine record, calibration (two framework
-# processes) and the results copies (see RESERVE in gpu_bench.sh).
-QUICK_RESERVE_S = 60
+# processes) and the results copies. MEASURED on the H200 (2026-11-30, gpu_bench.sh logs): set-up 13-18 s,
+# calibration about 16 s.
+QUICK_RESERVE_S = 40
 
-# Per-process wall time on a GPU machine, ASSUMED (no GPU was available when this table was written; replace with
-# measured figures from a gpu_bench.sh log): interpreter start, framework import and CUDA initialisation; asv's
-# timing (Benchmark.repeat = (3, 10, 5.0): at most 5 s of samples); the compile of a compiled mode in setup.
-START_S = {"torch": 4.0, "jax": 5.0}
-TIMING_S = 2.0
+# Per-process wall time on a GPU machine. MEASURED on one H200 (2026-11-30, commits 6615410d and c7203706; both
+# runs' logs are in results/gpu-nvidia-h200/logs/): an eager float32 GradStep_mlp process at 2048x4096x16384 took
+# 18-35 s (6 processes of 3 rounds did not end within 85 s, 2 to 4 had), the eager CustomStep_swiglu processes over
+# 20 s, the RematCost peak processes about 10 s (the 4 LSTM ones and asv's discovery within 40 s). Interpreter,
+# torch and JAX imports, CUDA initialisation, loading the GPU-size inputs (0.5 GB of parameters for the mlp) and
+# asv's samples are all inside. PROCESS_S takes the middle of that range for a timed step; a count (track_) process
+# times nothing. The compiles of the compiled modes are still ASSUMED (no compiled chunk ran within the budget).
+PROCESS_S = {"time": 25.0, "track": 10.0}
 COMPILE_S = {("torch", "mlp"): 10.0, ("torch", "transformer"): 40.0, ("jax", "mlp"): 2.0, ("jax", "transformer"): 8.0}
-DISCOVERY_S = 4.0  # asv imports every benchmark file once per run, i.e. once per chunk
+DISCOVERY_S = 10.0  # asv imports every benchmark file once per run, i.e. once per chunk
 
 # Float32 at full precision and at TF32, and bfloat16 (at "highest": bfloat16 with tf32 is the same arithmetic).
 _NOT_BF16_TF32 = r"(?!.*'bfloat16', 'tf32')"
+_F32 = r"'float32', 'highest'"
 
 
 @dataclass(frozen=True)
@@ -47,20 +53,24 @@ class Chunk:
     name: str
     regex: str  # asv -b
     timeout_s: int
+    rounds: int = 0  # asv -a rounds=N (processes per combination); 0: each benchmark's own
 
 
-# In priority order: gpu_bench.sh starts no chunk after the quick budget is spent, so the last ones are the first
-# to go. Under the assumed costs above the whole list needs about 8 minutes: PyTorch's compiled steps (Inductor
-# compiles each process anew) come last and are the likeliest to be cut.
+# In priority order: gpu_bench.sh starts a chunk only while its estimate fits in what is left of the quick budget,
+# so the last ones are the first to go. Timings run in 2 processes per combination, the fewest that give a
+# between-process interval (3 in the full profile). At the measured costs the first three fill the 7 minutes:
+# float32 eager steps of mlp and transformer and the remat peaks. The compiled modes (a cold torch.compile of the
+# L12 transformer in every process) and the remat trade-off curve do not fit: they belong to the full profile.
 QUICK: tuple[Chunk, ...] = (
-    Chunk("gradstep-eager", rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager'", 110),
-    Chunk("remat-costs", r"remat\.RematCost_\w+\.track_peak_bytes\(", 60),
-    Chunk("custom-swiglu", r"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', 'float32', 'highest'", 50),
-    Chunk("inference-transformer", r"inference\.\w+_transformer\.", 50),
-    Chunk("gradstep-compiled-jax",
-          rf"recording\.GradStep_(mlp|transformer)\.time_step\('jax'{_NOT_BF16_TF32}.*'compiled'", 100),
-    Chunk("gradstep-compiled-torch",
-          rf"recording\.GradStep_(mlp|transformer)\.time_step\('torch'{_NOT_BF16_TF32}.*'compiled'", 240),
+    Chunk("gradstep-mlp-eager", rf"recording\.GradStep_mlp\.time_step\(.*'eager', 'plain', {_F32}", 180, 2),
+    Chunk("gradstep-transformer-eager",
+          rf"recording\.GradStep_transformer\.time_step\(.*'eager', 'unrolled', {_F32}", 180, 2),
+    Chunk("remat-costs", r"remat\.RematCost_\w+\.track_peak_bytes\(", 200),
+    Chunk("custom-swiglu", rf"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', {_F32}", 300, 2),
+    Chunk("inference-transformer", r"inference\.\w+_transformer\.", 120),
+    Chunk("gradstep-eager-precisions",
+          rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager', '(plain|unrolled)', "
+          r"('float32', 'tf32'|'bfloat16')", 600, 2),
 )
 
 # The full profile: one chunk per benchmark class, these first (most cited), then every other class discovered.
@@ -100,17 +110,22 @@ def discover() -> list[str]:
 
 
 def select(chunk: Chunk, names: list[str]) -> list[str]:
-    """The processes asv starts for `chunk` (a combination with rounds = 2 appears twice)."""
+    """The processes asv starts for `chunk`: a combination appears once per round (its class's `rounds`, or the
+    chunk's override)."""
     pattern = re.compile(chunk.regex)
-    return [n for n in names if pattern.search(n)]
+    picked = [n for n in names if pattern.search(n)]
+    if chunk.rounds:
+        picked = [n for n in dict.fromkeys(picked) for _ in range(chunk.rounds)]
+    return picked
 
 
 def process_seconds(name: str) -> float:
-    """Estimated wall time of one benchmark process (see the ASSUMED constants)."""
-    framework = next((fw for fw in START_S if f"('{fw}'" in name), "torch")
+    """Estimated wall time of one benchmark process (see the MEASURED and ASSUMED constants)."""
+    framework = next((fw for fw in ("torch", "jax") if f"('{fw}'" in name), "torch")
     workload = next((w for w in ("transformer", "mlp") if f"_{w}." in name), "")
     compiled = "'compiled'" in name or "CompileSeconds" in name or "Roofline" in name
-    return START_S[framework] + TIMING_S + (COMPILE_S.get((framework, workload), 10.0) if compiled else 0.0)
+    timed = ".time_" in name or compiled
+    return PROCESS_S["time" if timed else "track"] + (COMPILE_S.get((framework, workload), 10.0) if compiled else 0.0)
 
 
 def estimate(chunk: Chunk, names: list[str]) -> float:
@@ -156,8 +171,9 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    names = discover()
     for c in chunks:
-        print(f"{c.name}\t{c.timeout_s}\t{c.regex}")
+        print(f"{c.name}\t{c.timeout_s}\t{round(estimate(c, names))}\t{c.rounds}\t{c.regex}")
     return 0
 
 

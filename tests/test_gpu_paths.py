@@ -8,7 +8,6 @@ import importlib.util
 import itertools
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -114,20 +113,34 @@ def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
 
 
 def test_quick_chunks_select_what_they_promise(cuda_grid: list[str]) -> None:
-    picked = {c.name: chunks.select(c, cuda_grid) for c in chunks.QUICK}
+    picked = {c.name: sorted(set(chunks.select(c, cuda_grid))) for c in chunks.QUICK}
     assert all(picked.values()), {k: len(v) for k, v in picked.items()}
-    eager = picked["gradstep-eager"]
-    assert all("'eager'" in n and "GradStep_" in n for n in eager)
-    assert not any("'bfloat16', 'tf32'" in n for n in eager)
-    for needed in ("'torch'", "'jax'", "_mlp.", "_transformer.", "'float32', 'highest'", "'float32', 'tf32'",
-                   "'bfloat16', 'highest'"):
-        assert any(needed in n for n in eager), needed
-    compiled = picked["gradstep-compiled-torch"] + picked["gradstep-compiled-jax"]
-    assert all("'compiled'" in n for n in compiled) and len(compiled) == len(eager)
+    for workload, formulation in (("mlp", "plain"), ("transformer", "unrolled")):
+        steps = picked[f"gradstep-{workload}-eager"]
+        assert [n.split("(")[1].split(",")[0] for n in steps] == ["'jax'", "'torch'"]
+        assert all(f"GradStep_{workload}." in n and f"'eager', '{formulation}', 'float32', 'highest'" in n
+                   for n in steps)
+    precisions = picked["gradstep-eager-precisions"]
+    assert len(precisions) == 8 and not any("'float32', 'highest'" in n or "'scan'" in n for n in precisions)
+    assert {n.split("'eager', ")[1].split(", 'cuda'")[0] for n in precisions} == {
+        "'plain', 'float32', 'tf32'", "'plain', 'bfloat16', 'highest'",
+        "'unrolled', 'float32', 'tf32'", "'unrolled', 'bfloat16', 'highest'"}
     remat = picked["remat-costs"]
     assert {n.split("(")[0] for n in remat} == {"remat.RematCost_mlp.track_peak_bytes",
                                                 "remat.RematCost_lstm.track_peak_bytes"}
-    assert all("swiglu" in n for n in picked["custom-swiglu"])
+    assert all("swiglu" in n and "'eager', 'float32', 'highest'" in n for n in picked["custom-swiglu"])
+    assert not any("'compiled'" in n for names in picked.values() for n in names)
+
+
+def test_quick_chunks_count_their_rounds_and_fit_the_budget_in_order(cuda_grid: list[str]) -> None:
+    mlp = chunks.QUICK[0]
+    # 2 frameworks x 2 rounds of a timed step, plus asv's discovery.
+    assert len(chunks.select(mlp, cuda_grid)) == 4
+    assert chunks.estimate(mlp, cuda_grid) == chunks.DISCOVERY_S + 4 * chunks.PROCESS_S["time"]
+    # The three most cited chunks fit the quick budget after set-up at the measured costs; all six do not.
+    spent = chunks.QUICK_RESERVE_S + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[:3])
+    assert spent <= chunks.QUICK_BUDGET_S < spent + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[3:])
+    assert all(chunks.estimate(c, cuda_grid) <= c.timeout_s for c in chunks.QUICK)
 
 
 def test_full_profile_runs_every_benchmark_once(cuda_grid: list[str]) -> None:
@@ -147,7 +160,8 @@ regex, machine = args[args.index("-b") + 1], args[args.index("--machine") + 1]
 out = pathlib.Path(os.environ["FAKE_OUT"])
 seen = sorted(p.name for p in out.glob("*/*.json"))
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"regex": regex, "outdir": seen}) + "\n")
+    log.write(json.dumps({"regex": regex, "outdir": seen,
+                          "attributes": [args[i + 1] for i, a in enumerate(args) if a == "-a"]}) + "\n")
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 if regex == os.environ.get("FAKE_HANG"):
     time.sleep(60)
@@ -240,27 +254,51 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_gpu_quick_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) -> None:
+def test_gpu_quick_profile_runs_its_chunks_by_estimate_and_no_curve(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
+    # 100 s: only the chunks estimated under what is left start (inference-transformer, 50 s); the others would be
+    # killed by the budget and lose their results, so they are not started at all.
+    env.update(TVT_BUDGET_S="100")
     run = _run_gpu_script(repo, env, "quick")
     assert run.returncode == 0, run.stdout[-2000:]
     calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
-    # Every asv chunk of the quick profile first, then the curve at the small GPU depth, two processes per framework.
-    assert [c.get("regex") for c in calls[:-1]] == [c.regex for c in chunks.QUICK]
+    assert [c["regex"] for c in calls] == [chunks.QUICK[4].regex]
+    assert calls[0]["attributes"] == []  # a track_ chunk keeps its benchmarks' own rounds
+    assert "time budget reached: not run: gradstep-mlp-eager gradstep-transformer-eager remat-costs " \
+           "custom-swiglu gradstep-eager-precisions" in run.stdout
+    assert "remat-curve" not in run.stdout
+
+
+@pytest.mark.slow
+def test_gpu_quick_profile_times_in_two_rounds(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_BUDGET_S="160")
+    run = _run_gpu_script(repo, env, "quick")
+    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    assert calls[0] == {"regex": chunks.QUICK[0].regex, "outdir": [], "attributes": ["rounds=2"]}
+    assert "estimate 110s, -a rounds=2" in run.stdout
+
+
+@pytest.mark.slow
+def test_gpu_full_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1")
+    run = _run_gpu_script(repo, env, "full")
+    assert run.returncode == 0, run.stdout[-2000:]
+    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    assert calls[0]["regex"] == "alpha"
     assert calls[-1] == {"tape-vs-trace": ["paired", "--only", "remat L12-B8-S1024-D1024", "--rounds", "2", "--out",
                                            str(tmp_path / "out" / "paired")]}
     assert (tmp_path / "out" / "paired" / "gpu-nvidia-h200-abcdef12.csv").read_text().startswith("experiment,")
-    # Its own timeout (600 s by default) is cut to what is left of the quick budget (420 s), as a chunk's is.
-    [timeout_s] = re.findall(r"== remat-curve \(timeout (\d+)s\)", run.stdout)
-    assert 420 - 120 < int(timeout_s) < 420
+    assert "== remat-curve (timeout 3600s)" in run.stdout
 
 
-@pytest.mark.slow  # the six quick chunks again, each with its results scrubbed and copied: about 20 s here
+@pytest.mark.slow
 def test_gpu_remat_curve_has_its_own_timeout(tmp_path: Path) -> None:
     # A curve that overruns is killed, the run says so and fails; the asv chunks' results are kept.
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
-    run = _run_gpu_script(repo, env, "quick")
+    env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1", TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
+    run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 124, run.stdout[-2000:]
     assert "remat-curve timed out after 2s" in run.stdout
     assert not (tmp_path / "out" / "paired").exists()
