@@ -14,13 +14,12 @@ Rules for benchmark writers (numpy's asv README, adapted):
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from implementations import frameworks, metrics, workloads
+from implementations import frameworks, metrics, sampling, workloads
 
 frameworks.isolate_allocators()  # before any import of jax in this process
 
@@ -61,23 +60,15 @@ def memo(key: tuple, build: Callable[[], Any]) -> Any:
     return _MEMO[key]
 
 
-# Steps shorter than MIN_SAMPLE_SECONDS are timed as a loop of `calls` calls and reported per call; the count is
-# chosen once per process in setup from a timed call and published here for the timer (one combination per process).
-MIN_SAMPLE_SECONDS = 2e-3
+# Steps shorter than sampling.MIN_SAMPLE_SECONDS are timed as a loop of `calls` calls and reported per call; the
+# count is chosen once per process in setup (sampling.calls_for) and published here for the timer (one combination
+# per process).
 _LOOP = {"calls": 1}
 
 
 def per_call_timer() -> float:
     """asv's `timer`: a clock whose differences are per call of a body that loops `_LOOP['calls']` times."""
     return time.perf_counter() / _LOOP["calls"]
-
-
-def calls_for(step: Callable[[], Any]) -> int:
-    """How many calls of `step` make a sample of at least MIN_SAMPLE_SECONDS (1 for steps at least that long)."""
-    start = time.perf_counter()
-    step()
-    seconds = time.perf_counter() - start
-    return max(1, min(10_000, math.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-7))))
 
 
 class Case:
@@ -155,7 +146,7 @@ class Benchmark:
         except Skip as skip:  # found only once built (a missing calibration, say)
             return skip
         if "step" in state:
-            state["calls"] = calls_for(state["step"])
+            state["calls"] = sampling.calls_for(state["step"])
         return state
 
     def run_step(self) -> None:

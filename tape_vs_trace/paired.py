@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import subprocess
 import sys
@@ -32,15 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from implementations import frameworks, workloads
+from implementations import frameworks, sampling, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "point", "variant",
           "budget", "baseline", "time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high",
           "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes", "cost_method",
           "peak_method", "device", "commit", "machine")
-# A sample is at least this long: shorter steps are run as a loop of calls and timed per call (as in the asv suite).
-MIN_SAMPLE_SECONDS = 2e-3
 # Each experiment's points are cycled until about this long has passed, at least MIN_PASSES times, per process.
 TARGET_SECONDS = 1.0
 MIN_PASSES, MAX_PASSES = 5, 40
@@ -171,13 +168,6 @@ def build(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
     raise ValueError(f"unknown point kind {point.kind!r}")
 
 
-def _calls(step: Callable[[], Any]) -> int:
-    start = time.perf_counter()
-    step()
-    seconds = time.perf_counter() - start
-    return max(1, min(10_000, math.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-7))))
-
-
 def interleave(steps: list[Callable[[], Any]], calls: list[int]) -> list[list[float]]:
     """Per-call seconds of every step in every pass; each pass runs every step once, in an order rotated by one
     per pass, until TARGET_SECONDS have passed (at least MIN_PASSES passes)."""
@@ -265,7 +255,7 @@ def worker(framework: str, names: list[str], with_costs: bool, out: Path) -> Non
         if key not in inputs_of:
             inputs_of[key] = workloads.make_inputs(*key, "float32", cache_dir=os.environ.get("TVT_INPUT_CACHE"))
         steps = [build(fw, experiment, p, inputs_of[key], device) for p in experiment.points]
-        calls = [_calls(s) for s in steps]
+        calls = [sampling.calls_for(s) for s in steps]
         raw[experiment.name] = {"times": interleave(steps, calls), "calls": calls}
         del steps
         print(f"  {experiment.name}: {len(raw[experiment.name]['times'][0])} passes", file=sys.stderr, flush=True)

@@ -1,0 +1,23 @@
+"""How many calls make one timing sample: shared by the asv suite (benchmarks/common.py) and the paired runner
+(tape_vs_trace/paired.py), so both time a step the same way. Imports no framework."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Steps shorter than MIN_SAMPLE_SECONDS are timed as a loop of calls and reported per call: a timer read around a
+# microsecond step would measure the timer, and asv-runner's per-sample overhead would be part of it.
+MIN_SAMPLE_SECONDS = 2e-3
+MAX_CALLS = 10_000
+
+
+def calls_for(step: Callable[[], Any]) -> int:
+    """How many calls of `step` make a sample of at least MIN_SAMPLE_SECONDS (1 for steps at least that long),
+    from one timed call (which also serves as a warm-up)."""
+    start = time.perf_counter()
+    step()
+    seconds = time.perf_counter() - start
+    return max(1, min(MAX_CALLS, math.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-7))))

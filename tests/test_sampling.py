@@ -1,0 +1,37 @@
+"""The sample sizing both the asv suite and the paired runner use (implementations/sampling.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from implementations import sampling
+
+
+class _Clock:
+    """perf_counter for a step that takes `seconds` per call: advances only when the step runs."""
+
+    def __init__(self, seconds: float):
+        self.now, self.seconds, self.calls = 0.0, seconds, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def step(self) -> None:
+        self.calls += 1
+        self.now += self.seconds
+
+
+@pytest.mark.parametrize(("seconds", "calls"), [(4.5e-4, 5), (3e-4, 7), (2.5e-3, 1), (0.5, 1), (1e-9, 10_000)])
+def test_calls_make_a_sample_of_at_least_two_milliseconds(monkeypatch, seconds, calls):
+    clock = _Clock(seconds)
+    monkeypatch.setattr(sampling.time, "perf_counter", clock)
+    assert sampling.calls_for(clock.step) == calls
+    assert clock.calls == 1  # one call sizes the loop; it doubles as a warm-up
+
+
+def test_the_suite_and_the_paired_runner_size_samples_alike():
+    from benchmarks import common
+    from tape_vs_trace import paired
+
+    assert common.sampling is paired.sampling is sampling
+    assert sampling.MIN_SAMPLE_SECONDS == 2e-3
