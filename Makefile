@@ -49,7 +49,7 @@ test-all: $(STAMP) lint
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
 # ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
-# result, and benchmark processes read it through TVT_CALIBRATION (the roofline's one matmul rate).
+# result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
 CALIBRATION := $(abspath .asv/calibration.json)
 bench: $(STAMP)
@@ -57,7 +57,7 @@ bench: $(STAMP)
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	{ TVT_DEVICE=$(DEVICE) TVT_CALIBRATION=$(CALIBRATION) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \

@@ -299,3 +299,17 @@ class _SavedBytes(_Counted):
         return self.counted("track_saved_bytes")
 
     track_saved_bytes.unit = unit("track_saved_bytes")
+
+
+class _Flops(_Counted):
+    """Mixin: `track_flops`, the matmul flops (``probe.flops``) of one call of the forward + backward the class's
+    `flops_fn(case)` returns as (fn, args)."""
+
+    def count_flops(self) -> float:
+        fn, args = self.flops_fn(self.case)
+        return self.case.fw.probe.flops(fn, *args)
+
+    def track_flops(self, *params):
+        return self.counted("track_flops")
+
+    track_flops.unit = unit("track_flops")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
-import time
+import contextlib
 
-from benchmarks.calibration import matmul_rate
 from benchmarks.common import (
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
+    _Flops,
     _GradStepTime,
     _SavedBytes,
     by_device,
@@ -19,7 +18,6 @@ from benchmarks.common import (
 )
 from implementations import workloads
 
-ROOFLINE_REPEATS = 11
 SIZES = by_device(
     cpu={"mlp": ["64x256x1024"], "transformer": ["L4-B4-S64-D128"], "chain": ["d50-4x64"], "lstm": ["l2-c128-b14"]},
     cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"], "chain": ["d100-256x4096"],
@@ -79,9 +77,10 @@ def _eager_variant(case) -> str:
     return "unrolled" if "unrolled" in workloads.spec(case.workload).variants else "plain"
 
 
-class _GraphCost(_SavedBytes, Benchmark):
+class _GraphCost(_SavedBytes, _Flops, Benchmark):
     """What one recorded/traced step keeps before it runs: graph size (PyTorch autograd nodes / JAX jaxpr
-    equations: different things, no ratio) and the bytes saved for the backward beyond inputs and parameters."""
+    equations: different things, no ratio), the bytes saved for the backward beyond inputs and parameters, and the
+    matmul flops of one forward + backward (the report divides GradStep's per-process times by them: the roofline)."""
 
     axes = [("formulation", formulations)]
     rounds = 1
@@ -97,6 +96,9 @@ class _GraphCost(_SavedBytes, Benchmark):
     def saved_fn(self, case):
         return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
 
+    def flops_fn(self, case):
+        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
+
     def count_graph_size(self) -> int:
         fn, args = self.case.fw.steps.loss_fn(self.case.inputs, self.case.variant, self.case.device)
         return self.case.fw.probe.graph_size(fn, *args)
@@ -108,54 +110,43 @@ class _GraphCost(_SavedBytes, Benchmark):
 
 
 class _CompileSeconds(Benchmark):
-    """Cold compile of one forward + backward step, kept apart from step time: torch.compile's first call minus a
-    steady call, and JAX's trace + lower + compile, each compiler's one-time start-up warmed on another function
-    first. `cache`: 'cold' (caches off or cleared) or 'warm' (Inductor's FX-graph and AOTAutograd caches /
-    JAX's persistent compilation cache filled by an earlier compile)."""
+    """Compile of one forward + backward step (jax.jit / torch.compile of steps.grad_fn), kept apart from step
+    time: the timed call is the first call of the compiled step, built fresh in this process (trace, compile and
+    one execution of the step, synchronised). That execution is one step, milliseconds against seconds of compile
+    on CPU (GradStep's compiled rows give its time). Set-up pays each compiler's one-time start-up on another
+    function first and prepares `cache`: 'cold' (caches off or cleared) or 'warm' (Inductor's FX-graph and
+    AOTAutograd caches / JAX's persistent compilation cache filled by an earlier compile of the step). One compile
+    per process, three processes: the interval is between processes, as for every time."""
 
-    # Warm caches on the mlp only: a cold torch.compile of the transformer takes half a minute on a 2-core CPU.
-    axes = [("cache", lambda workload: ["cold", "warm"] if workload == "mlp" else ["cold"])]
-    rounds = 1
+    # Warm caches on CUDA machines' mlp only: on a 2-core CPU three processes of each cache state do not fit the
+    # suite's 15 minutes (a cold torch.compile of the transformer takes half a minute there).
+    axes = [("cache", lambda workload: by_device(cpu=["cold"], cuda=["cold", "warm"] if workload == "mlp"
+                                                 else ["cold"]))]
+    # One timed call per process, no warm-up call, setup once (asv_runner: with number = repeat = 1 and no
+    # warm-up, setup runs before the one timed call and not again).
+    repeat = 1
+    number = 1
+    warmup_time = 0
+    # 5: the first call of the compiled step (one execution included) timed in each of three processes; it was a
+    # track_ of one process (PyTorch: first call minus a steady one; JAX: trace + lower + compile).
+    version = "5"
 
     def build(self, case):
         fn, args = case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
-        # Every phase and the total from this one call (JAX: trace, lower, compile; PyTorch: first minus steady).
-        return {"seconds": case.fw.probe.compile_seconds(fn, *args, cache=case.cache)}
+        return {"fn": fn, "args": args}
 
-    def track_compile_seconds(self, *params):
-        return self.seconds["total"]
+    def setup(self, *params):
+        Benchmark.setup(self, *params)
+        self._compile = contextlib.ExitStack()
+        self.first_call = self._compile.enter_context(
+            self.case.fw.probe.first_compiled_call(self.fn, *self.args, cache=self.case.cache))
 
-    track_compile_seconds.unit = unit("track_compile_seconds")
+    def teardown(self, *params):
+        if hasattr(self, "_compile"):  # not there when setup skipped the combination
+            self._compile.close()
 
-
-class _Roofline(Benchmark):
-    """Step time over the time its matmul flops take at the machine's matmul rate: 1 would be the matmul
-    roofline. The rate is one number per machine, dtype and precision, measured once before the run by
-    `tape-vs-trace calibrate` and used for both frameworks, so the ratio of two rooflines is the ratio of times."""
-
-    # asv keeps no samples of a track_ benchmark: further rounds would rerun the process and keep only the last value.
-    rounds = 1
-
-    axes = [("mode", ["eager", "compiled"])]
-    dtypes = STEP_DTYPES
-    precisions = STEP_PRECISIONS
-
-    def build(self, case):
-        variant = _eager_variant(case)
-        step = case.fw.steps.grad_step(case.inputs, variant, case.mode, case.device)
-        fn, args = case.fw.steps.grad_fn(case.inputs, variant, case.device)
-        return {"step": step, "flops": case.fw.probe.matmul_flops(fn, *args),
-                "rate": matmul_rate(case.dtype, case.precision)}
-
-    def track_time_over_matmul_peak(self, *params):
-        seconds = []
-        for _ in range(ROOFLINE_REPEATS):
-            start = time.perf_counter()
-            self.step()  # synchronises before returning
-            seconds.append(time.perf_counter() - start)
-        return statistics.median(seconds) * self.rate / self.flops
-
-    track_time_over_matmul_peak.unit = unit("track_time_over_matmul_peak")
+    def time_compile_seconds(self, *params):
+        self.first_call()
 
 
 globals().update(by_workload(_GradStep, SIZES))
@@ -163,5 +154,4 @@ globals().update(by_workload(_GradStep, SIZES))
 GradStep_lstm.repeat = 3  # noqa: F821 (made just above)
 globals().update(by_workload(_ForwardRecording, {w: SIZES[w] for w in ("transformer", "chain")}))
 globals().update(by_workload(_GraphCost, SIZES))
-globals().update(by_workload(_Roofline, {w: SIZES[w] for w in ("mlp", "transformer")}))
 globals().update(by_workload(_CompileSeconds, {w: SIZES[w] for w in ("mlp", "transformer")}))

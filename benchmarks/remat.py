@@ -11,7 +11,7 @@ per point it would take several times the suite's time budget.
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _PeakBytes, _SavedBytes, by_device, by_workload, unit
+from benchmarks.common import Benchmark, _Flops, _PeakBytes, _SavedBytes, by_device, by_workload
 from implementations import workloads
 
 SIZES = by_device(
@@ -29,7 +29,7 @@ def _policies(names: list[str]):
     return variants
 
 
-class _RematCost(_SavedBytes, _PeakBytes, Benchmark):
+class _RematCost(_SavedBytes, _PeakBytes, _Flops, Benchmark):
     """Peak bytes, saved bytes and matmul flops of one forward + backward per remat policy."""
 
     axes = [("variant", _policies(VARIANTS))]
@@ -44,14 +44,8 @@ class _RematCost(_SavedBytes, _PeakBytes, Benchmark):
     def peak_fn(self, case):
         return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
 
-    def count_flops(self) -> float:
-        fn, args = self.peak_fn(self.case)
-        return self.case.fw.probe.flops(fn, *args)
-
-    def track_flops(self, *params):
-        return self.counted("track_flops")
-
-    track_flops.unit = unit("track_flops")
+    def flops_fn(self, case):
+        return self.peak_fn(case)
 
 
 globals().update(by_workload(_RematCost, SIZES))

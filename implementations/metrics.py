@@ -30,8 +30,9 @@ METRICS: dict[str, Metric] = {
                "Wall time of one step, device synchronised inside the timed region; compile and warm-up excluded."),
         Metric("time_forward", "seconds", "forward time", True, True,
                "Wall time of one forward pass, device synchronised inside the timed region; compile excluded."),
-        Metric("track_compile_seconds", "seconds", "compile time", True, True,
-               "Cold compile time of the step, with each compiler's one-time start-up warmed on another function."),
+        Metric("time_compile_seconds", "seconds", "compile time", True, True,
+               "First call of the freshly compiled step (trace, compile and one execution), one per process, with "
+               "each compiler's one-time start-up warmed on another function."),
         Metric("track_peak_bytes", "bytes", "peak memory", False, True,
                "Peak bytes live during one step above what was resident before it; the method is recorded."),
         Metric("track_saved_bytes", "bytes", "saved for backward", False, True,
@@ -41,8 +42,16 @@ METRICS: dict[str, Metric] = {
                "different things, so no ratio."),
         Metric("track_flops", "flops", "matmul flops", False, True,
                "Matmul-like operations of one step at 2*m*n*k, every loop iteration counted, in both frameworks."),
-        Metric("track_time_over_matmul_peak", "ratio", "time over matmul-peak time", True, True,
-               "Median step time over the time its matmul flops take at the machine's calibrated matmul rate."),
+        Metric("time_over_matmul_peak", "ratio", "time over matmul-peak time", True, True,
+               "Derived by the report: each process's median step time (GradStep) times the run's calibrated "
+               "matmul rate over the step's matmul flops (GraphCost); 1 would be the matmul roofline."),
+        # Benchmarks of version 4 and older, whose results stay in results/: one process each, no interval.
+        Metric("track_compile_seconds", "seconds", "compile time (one process)", True, True,
+               "Cold compile time of the step in one process (version 4 and older): PyTorch's first call minus a "
+               "steady call, JAX's trace + lower + compile."),
+        Metric("track_time_over_matmul_peak", "ratio", "time over matmul-peak time (one process)", True, True,
+               "Median of 11 step times in one process over the time its matmul flops take at the calibrated "
+               "matmul rate (version 4 and older)."),
     )
 }
 

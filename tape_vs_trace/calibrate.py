@@ -3,9 +3,10 @@
 Three measurements, each in a fresh process per framework with the benchmarks' settings
 (`implementations.frameworks.load(name, "highest")`: same threads, same matmul precision):
 
-- matmul rate per dtype (float32; bfloat16 too on CUDA): square products, flop/s. The roofline uses ONE rate for
-  both frameworks, PyTorch's (`matmul_flops_per_s`), so that a JAX/PyTorch ratio of roofline fractions is the ratio
-  of their times; JAX's own rate is recorded beside it for information (`matmul_flops_per_s_jax`).
+- matmul rate per dtype (float32; bfloat16 too on CUDA): square products, flop/s. The report's roofline
+  (tape_vs_trace/report/roofline.py) uses ONE rate for both frameworks, PyTorch's (`matmul_flops_per_s`, read by
+  `matmul_rate`), so that a JAX/PyTorch ratio of roofline fractions is the ratio of their times; JAX's own rate is
+  recorded beside it for information (`matmul_flops_per_s_jax`).
 - copy bandwidth: one large array copied with PyTorch, bytes read + bytes written per second.
 - dispatch cost: a loop of tiny adds, seconds per op: PyTorch eager on a 16-element tensor, JAX op-by-op (no jit).
 
@@ -142,6 +143,17 @@ def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -
         "samples": {"torch": torch_part, "jax": jax_part},
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
+
+
+def matmul_rate(calibration: dict[str, Any], dtype: str, precision: str) -> float | None:
+    """The one matmul rate (flop/s) the roofline divides by for (dtype, precision), from a calibration as `combine`
+    writes it: the entry "<dtype>/<precision>" where there is one, else the dtype's; None where it has neither."""
+    rates = calibration.get("matmul_flops_per_s") if isinstance(calibration, dict) else None
+    for key in (f"{dtype}/{precision}", dtype):
+        rate = rates.get(key) if isinstance(rates, dict) else None
+        if isinstance(rate, int | float) and rate > 0:
+            return float(rate)
+    return None
 
 
 def _child(framework: str, device: str) -> dict[str, Any]:

@@ -129,7 +129,7 @@ def method(row: dict) -> str:
         how = f"median of one process's {row['samples']} samples; no between-process interval"
     else:
         how = f"asv's median of all samples; no between-process interval: {basis.removeprefix('asv: ')}"
-    return how
+    return f"{row['method']}; {how}" if row.get("method") else how
 
 
 def anchor(results: Results, row: dict, with_framework: bool) -> str:
@@ -148,7 +148,8 @@ def anchor(results: Results, row: dict, with_framework: bool) -> str:
             continue
         stored = next((v for v in values if literal(v) == params.get(name)), repr(params.get(name)))
         parts.append(f"p-{enc(name)}={enc(stored)}")
-    return f"#{row['benchmark']}?" + "&".join(parts)
+    # A derived row (the roofline) has no graph of its own: the anchor is that of the benchmark it comes from.
+    return f"#{meta.get('derived_from') or row['benchmark']}?" + "&".join(parts)
 
 
 def record(results: Results, row: dict) -> dict:

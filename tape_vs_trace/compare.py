@@ -86,7 +86,7 @@ def judge(a: dict, b: dict) -> tuple[str, str]:
         if a["value"] == b["value"]:  # the same measurement (a folder against its copy): nothing to disagree
             return "agree", "identical values (no interval)"
         if not ia.kind and not ib.kind and a["basis"] == b["basis"] == "one process":
-            # measured once per run by design (a compile time, the roofline): no interval to hold the other run
+            # measured once per run by design (version 4 and older: a compile time, the roofline): no interval
             return "not judged", "one measurement per run"
         return "cannot tell", "no interval in " + ("run A" if not ia.kind else "run B")
     if ia.kind != ib.kind:  # a 95 % interval against an IQR: judged by the weaker, and said so

@@ -65,7 +65,7 @@ def _tiny_combination(cls):
             args["size"] = "tiny"
         if args["framework"] == "torch" and args.get("mode") == "compiled" and args.get("workload") != "mlp":
             continue
-        if args["framework"] == "torch" and "cache" in args:  # torch's compile seconds: tests/test_probe.py
+        if args["framework"] == "torch" and "cache" in args:  # torch's compile: tests/test_probe_compile.py (slow)
             continue
         if not _expected_skip(cls, args):
             return args
@@ -73,7 +73,7 @@ def _tiny_combination(cls):
 
 
 CASES = [pytest.param(cls, _tiny_combination(cls), id=f"{pillar}.{name}")
-         for pillar, name, cls in _benchmark_classes() if not name.startswith("Roofline")]
+         for pillar, name, cls in _benchmark_classes()]
 
 
 def test_every_pillar_has_both_frameworks() -> None:
@@ -110,29 +110,73 @@ def test_benchmark_runs_once(cls, args: dict) -> None:
 @pytest.mark.parametrize(("pillar", "name", "cls"), list(_benchmark_classes()), ids=lambda v: getattr(v, "__name__", v))
 def test_skips_are_exactly_the_expected_ones(pillar, name, cls) -> None:
     """Every combination of the real grid: skipped exactly where SKIPS says, with a reason (no framework import)."""
-    if name.startswith("Roofline") or name == "Overhead":
+    if name == "Overhead":
         return
     for args in _combinations(cls):
         reason = cls().reason_to_skip(common.Case(args))
         assert bool(reason) == _expected_skip(cls, args), (name, args, reason)
 
 
-def test_roofline_uses_the_one_calibrated_rate(tmp_path, monkeypatch) -> None:
-    """Both frameworks divide by the same calibrated rate, so the ratio of their rooflines is the ratio of times;
-    without a calibration the benchmark is skipped with the reason, never measured against another rate."""
-    from benchmarks import recording
+def test_graph_cost_counts_the_matmul_flops_the_roofline_divides_by() -> None:
+    """GraphCost's track_flops is the matmul flops of one forward + backward, the same number in both frameworks
+    for the same program (the report divides each framework's GradStep times by its own count)."""
+    for framework in FRAMEWORKS:
+        bench = recording.GraphCost_mlp()
+        params = _setup(bench, [framework, "mlp", "tiny", "plain", "float32", "highest", common.DEVICE])
+        # 2 matmuls of 4 x 8 x 16 in the tiny mlp, 3 products each (forward, two in the backward), 2 flops each
+        assert bench.track_flops(*params) == 2 * 2 * (4 * 8 * 16) * 3, framework
 
-    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "missing.json"))
-    params = ("jax", "mlp", "tiny", "compiled", "float32", "highest", common.DEVICE)
-    with pytest.raises(NotImplementedError, match="no calibration"):
-        recording.Roofline_mlp().setup(*params)
+
+def _asv_run(cls, params: tuple) -> dict:
+    """One asv process's work on one combination, as asv_runner does it: discovery's TimeBenchmark of the class's
+    time_ method, set-up, the timed run, teardown."""
+    from asv_runner.benchmarks.time import TimeBenchmark
+
+    instance = cls()
+    [method] = [m for m in _methods(cls) if m.startswith("time_")]
+    timed = TimeBenchmark(f"recording.{cls.__name__}.{method}", getattr(instance, method),
+                          [getattr(instance, method), instance, recording])
+    timed.set_param_idx([list(c) for c in itertools.product(*cls.params)].index(list(params)))
+    assert not timed.do_setup()
+    try:
+        return timed.do_run()
+    finally:
+        timed.do_teardown()
+
+
+def test_compile_seconds_times_the_first_call_after_a_warmed_compiler(monkeypatch) -> None:
+    """asv_runner with the class's settings: set-up warms the compiler and prepares the cache, then exactly one
+    timed call, which is the step's first (its trace and compile): a second call (a warm-up round, repeat > 1)
+    would be a steady call, and raises."""
+    import jax.numpy as jnp
+
+    from implementations.jax import probe, steps
+
+    log: list[str] = []
+    warm_up = probe._warm_up_compiler
+    monkeypatch.setattr(probe, "_warm_up_compiler", lambda device: (log.append("warm-up"), warm_up(device)))
+
+    def grad_fn(inputs, variant, device):
+        def fn(x):
+            log.append("traced")
+            return jnp.sin(x).sum()
+        return fn, (jnp.ones(8, dtype=jnp.float32),)
+
+    monkeypatch.setattr(steps, "grad_fn", grad_fn)
     common._MEMO.clear()
-    (tmp_path / "calibration.json").write_text('{"matmul_flops_per_s": {"float32": 1e9}}')
-    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "calibration.json"))
-    bench = recording.Roofline_mlp()
+    cls = recording.CompileSeconds_mlp
+    assert (cls.rounds, cls.repeat, cls.number, cls.warmup_time) == (3, 1, 1, 0)
+    params = ("jax", "mlp", "64x256x1024", "cold", "float32", "highest", common.DEVICE)
+    result = _asv_run(cls, params)
+    assert log == ["warm-up", "traced"] and len(result["samples"]) == 1 and result["number"] == 1
+    bench = cls()
     bench.setup(*params)
-    assert bench.rate == 1e9 and bench.flops == 2 * 2 * (4 * 8 * 16) * 3  # 2 matmuls, 3 products each (fwd + 2 bwd)
-    assert bench.track_time_over_matmul_peak(*params) > 0
+    assert log[2:] == ["warm-up"], "set-up warms the compiler and compiles nothing of the step"
+    bench.time_compile_seconds(*params)
+    with pytest.raises(RuntimeError, match="would not compile"):
+        bench.time_compile_seconds(*params)
+    bench.teardown(*params)
+    common._MEMO.clear()
 
 
 def test_asv_check_passes() -> None:
@@ -168,8 +212,8 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
 
 
 def test_counted_classes_are_the_deterministic_metrics() -> None:
-    """Every track_ method of a counted class is an exact metric, and every exact metric of the suite outside the
-    roofline is counted: a timing in the shared count process would be measured once, in the wrong place."""
+    """Every track_ method of a counted class is an exact metric, and every exact metric of the suite is counted: a
+    timing in the shared count process would be measured once, in the wrong place."""
     from implementations.metrics import get
 
     classes = counts.counted_classes()

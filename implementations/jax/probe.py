@@ -348,38 +348,43 @@ def _persistent_cache(directory: str | None) -> Iterator[None]:
         compilation_cache.reset_cache()
 
 
-def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -> dict[str, float]:
-    """Seconds of ``jax.jit(step).trace``, ``.lower`` and ``.compile``, each timed alone in one call, and "total"
-    (their sum, the counterpart of PyTorch's one number); "startup" is the warm-up's own seconds.
+@contextlib.contextmanager
+def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold") -> Iterator[Callable[[], Any]]:
+    """Everything a timed compile needs before the clock starts, then the call to time: yields `first_call`, the
+    first call of ``jax.jit(step)`` built here (trace, lower, compile and one execution, synchronised). A second
+    call would be a steady one and raises.
 
     The process's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the PyTorch
-    side, so neither framework's number carries it. `cache`: "cold" clears the in-memory caches and turns the
-    persistent cache off; "warm" compiles once into a persistent cache in a fresh temporary directory, clears the
-    in-memory caches and times the compile that the cache serves (PyTorch: Inductor's FX-graph and AOTAutograd
-    caches, likewise).
+    side, so neither framework's time carries it. `cache`: "cold" clears the in-memory caches and turns the
+    persistent cache off; "warm" compiles `step` once into a persistent cache in a fresh temporary directory and
+    clears the in-memory caches, so the timed compile is the one the cache serves (PyTorch: Inductor's FX-graph and
+    AOTAutograd caches, likewise). The caller's cache settings are back on exit.
     """
     if cache not in ("cold", "warm"):
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     jax.clear_caches()
     with _persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
-        start = time.perf_counter()
         _warm_up_compiler(_device(args))
-        startup = time.perf_counter() - start
     with contextlib.ExitStack() as stack:
         directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
         stack.enter_context(_persistent_cache(directory))
         if directory is not None:
             jax.jit(step).lower(*args).compile()
         jax.clear_caches()
-        start = time.perf_counter()
-        traced = jax.jit(step).trace(*args)
-        traced_at = time.perf_counter()
-        lowered = traced.lower()
-        lowered_at = time.perf_counter()
-        lowered.compile()
-        compiled_at = time.perf_counter()
-    return {"trace": traced_at - start, "lower": lowered_at - traced_at, "compile": compiled_at - lowered_at,
-            "total": compiled_at - start, "startup": startup}
+        yield _once(jax.jit(step), args, jax.block_until_ready)
+
+
+def _once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) -> Callable[[], Any]:
+    """`compiled(*args)`, synchronised, callable once: the first call is the only one that compiles."""
+    calls = []
+
+    def first_call() -> Any:
+        if calls:
+            raise RuntimeError("first_call was called before: this call would not compile")
+        calls.append(1)
+        return sync(compiled(*args))
+
+    return first_call
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:

@@ -383,18 +383,21 @@ def _compile_caches(directory: str | None) -> Iterator[None]:
         yield
 
 
-def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -> dict[str, float]:
-    """Seconds ``torch.compile`` adds, "total": the first call of the compiled step minus a steady call (the
-    fastest of three after it). torch.compile has no phases that can be timed apart; JAX's are reported apart.
+@contextlib.contextmanager
+def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold") -> Iterator[Callable[[], Any]]:
+    """Everything a timed compile needs before the clock starts, then the call to time: yields `first_call`, the
+    first call of ``torch.compile(step)`` built here (Dynamo's trace, AOTAutograd, Inductor's compile and one
+    execution, synchronised). A second call would be a steady one and raises. torch.compile has no phases that can
+    be timed apart. Graph breaks are allowed (a step that calls ``torch.autograd.grad`` has one); their graphs
+    compile within the first call.
 
-    Inductor's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), and its seconds are
-    returned apart as "startup", so "total" is the step's own compile, as JAX's is. `cache`: "cold" turns Inductor's
-    on-disk caches off and resets Dynamo's in-memory state; "warm" compiles once with the FX-graph and AOTAutograd
-    caches on in a fresh temporary directory, resets the in-memory state (``torch._dynamo.reset()``) and times the
-    compile that the caches serve (JAX: its persistent compilation cache, likewise). Graph breaks are allowed (a
-    step that calls ``torch.autograd.grad`` has one); their graphs compile within the first call.
+    Inductor's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the JAX side,
+    so neither framework's time carries it. `cache`: "cold" turns Inductor's on-disk caches off and resets Dynamo's
+    in-memory state; "warm" compiles `step` once with the FX-graph and AOTAutograd caches on in a fresh temporary
+    directory and resets the in-memory state (``torch._dynamo.reset()``), so the timed compile is the one the caches
+    serve (JAX: its persistent compilation cache, likewise). Dynamo is reset again on exit.
     """
-    # Imported here: loading Inductor takes seconds and only this function needs it.
+    # Imported here: loading Inductor takes seconds and only the compile probes need it.
     from torch import _dynamo
 
     if cache not in ("cold", "warm"):
@@ -402,28 +405,31 @@ def compile_seconds(step: Callable[..., Any], *args: Any, cache: str = "cold") -
     device = _device(args)
     _dynamo.reset()
     with _compile_caches(None):
-        start = time.perf_counter()
         _warm_up_compiler(device)
-        startup = time.perf_counter() - start
     with contextlib.ExitStack() as stack:
         directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
         stack.enter_context(_compile_caches(directory))
         if directory is not None:
             torch.compile(step, mode=frameworks.torch_compile_mode())(*args)
             _dynamo.reset()
-        compiled = torch.compile(step, mode=frameworks.torch_compile_mode())
-        start = time.perf_counter()
-        compiled(*args)
-        _sync(device)
-        first = time.perf_counter() - start
-        steady = []
-        for _ in range(3):
-            start = time.perf_counter()
-            compiled(*args)
-            _sync(device)
-            steady.append(time.perf_counter() - start)
-    _dynamo.reset()
-    return {"total": first - min(steady), "first_call": first, "steady_call": min(steady), "startup": startup}
+        try:
+            yield _once(torch.compile(step, mode=frameworks.torch_compile_mode()), args,
+                        lambda out: (_sync(device), out)[1])
+        finally:
+            _dynamo.reset()
+
+
+def _once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) -> Callable[[], Any]:
+    """`compiled(*args)`, synchronised, callable once: the first call is the only one that compiles."""
+    calls = []
+
+    def first_call() -> Any:
+        if calls:
+            raise RuntimeError("first_call was called before: this call would not compile")
+        calls.append(1)
+        return sync(compiled(*args))
+
+    return first_call
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:

@@ -18,6 +18,8 @@ from tape_vs_trace.report.select import Cells, display, ordered
 # The transformer's remat trade-off curve is report/curve.py's (remat_curve_<size>.png, from the paired results).
 FIGURES = ["recording.png", "custom_backward.png", "remat.png", "inference.png", "engine.png", "harness.png"]
 WIDTH, FONT, DPI = 7.5, 9, 130
+# Compile times get a panel of their own (seconds, but not step times): this suite's and that of version 4 and older.
+COMPILE_METRICS = ("time_compile_seconds", "track_compile_seconds")
 POLICIES = ("remat_full", "remat_dots")
 
 
@@ -158,9 +160,9 @@ def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[
 def pillar_figure(rows: pd.DataFrame, pillar: str, title: str, footer: str, path: Path) -> None:
     """Times (and compile times) as dots, memory as bars in MiB."""
     sel = ordered(rows[rows.pillar == pillar])
-    panels = [(t, p, d) for t, p, d in (("time", sel[sel.sampled & (sel.unit == "seconds")
-                                                    & (sel.metric != "track_compile_seconds")], True),
-                                         ("compile time", sel[sel.metric == "track_compile_seconds"], True),
+    compile_ = sel.metric.isin(COMPILE_METRICS)
+    panels = [(t, p, d) for t, p, d in (("time", sel[sel.sampled & (sel.unit == "seconds") & ~compile_], True),
+                                         ("compile time", sel[compile_], True),
                                          ("memory", sel[sel.unit == "bytes"], False)) if len(p)]
     panels = panels or [(pillar, sel, True)]
     heights = [max(1.6, 0.32 * p.assign(l=_labels(p, True)).l.nunique() + 0.9) for _, p, _ in panels]

@@ -18,15 +18,15 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics
-from tape_vs_trace.report import stats
+from tape_vs_trace.report import roofline, stats
 
 # The parameters that vary within a benchmark class, joined with "/" in this order into the `variant` column
 # (custom_backward has two, variant and mode: "plain/eager"). A formulation of "plain" (a workload with one form)
 # adds nothing and is left out: "eager" for the mlp, "eager/unrolled" and "compiled/scan" for the transformer.
 VARIANT_PARAMS = ("variant", "feature", "mode", "formulation", "cache", "phase", "path")
 COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",
-           "ci_low", "ci_high", "processes", "samples", "basis", "process_medians", "sampled", "comparable", "type",
-           "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
+           "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled", "comparable",
+           "type", "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
            "torch_version", "jax_version", "dtype", "precision", "memory_method", "status", "file"]
 
 Warn = Callable[[str], None]
@@ -150,9 +150,24 @@ def load_results(results: Path, warn: Warn) -> Results:
     if not rows:
         found = f"{seen} result file(s), none readable" if seen else "no result files"
         raise ReportError(f"no benchmark results in {results} ({found})")
+    rows.extend(_derived(out, pd.DataFrame(rows, columns=COLUMNS), warn))
     out.table = pd.DataFrame(rows, columns=COLUMNS).astype({"processes": "Int64", "samples": "Int64"})
     out.skipped = pd.DataFrame(skipped, columns=COLUMNS)
     return out
+
+
+def _derived(out: Results, table: pd.DataFrame, warn: Warn) -> list[dict]:
+    """The rows the report derives from measured ones (the roofline), each under a benchmark name of its own whose
+    parameters are its source's (benchmarks.json's entry copied, with `derived_from`: cite and the dashboard anchor
+    read them)."""
+    rows = roofline.derive(table, out.details, warn)
+    for workload in roofline.WORKLOADS:
+        source = out.benchmarks.get(roofline.source(workload))
+        if source is not None and any(r["benchmark"] == roofline.name(workload) for r in rows):
+            out.benchmarks[roofline.name(workload)] = {**source, "name": roofline.name(workload), "type": "derived",
+                                                       "unit": metrics.get(roofline.METRIC).unit,
+                                                       "derived_from": roofline.source(workload)}
+    return rows
 
 
 def read_side_csv(path: Path, fields: tuple[str, ...]) -> pd.DataFrame:
@@ -229,6 +244,7 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
                 "env": str(data.get("env_name", "")), "machine": machine_name, "device": device,
                 "torch_version": versions["torch"], "jax_version": versions["jax"],
                 "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
+                "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
                 "memory_method": _memory_method(framework, device_kind) if metric == "track_peak_bytes" else "",
                 "file": path.name,
             }

@@ -1,0 +1,98 @@
+"""The roofline, derived when the results are loaded: time over matmul-peak time of every op-by-op-formulation
+GradStep row of the mlp and the transformer (every mode, dtype and precision).
+
+Each process's median step time (recording.GradStep_<w>.time_step) is multiplied by the run's calibrated matmul
+rate for the row's dtype and precision (the calibration `tape-vs-trace scrub-results` stores in each result file,
+read by ``calibrate.matmul_rate``: one rate for both frameworks) and divided by that framework's matmul flops of one
+forward + backward (recording.GraphCost_<w>.track_flops, same formulation). Rate and flops are constants of the
+row, so the per-process values keep the step's between-process spread, and the value, interval and JAX/PyTorch
+ratio come from the same machinery as every time (``stats.summarise``, ``stats.compare``); the ratio of two
+rooflines is the ratio of the times where both frameworks count the same flops.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pandas as pd
+
+from implementations import metrics
+from tape_vs_trace.calibrate import matmul_rate
+from tape_vs_trace.report import stats
+
+METRIC = "time_over_matmul_peak"
+METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
+WORKLOADS = ("mlp", "transformer")
+# The formulations the roofline covers: the Python loop where a workload has one, else its one form.
+FORMULATIONS = ("unrolled", "plain")
+
+
+def source(workload: str) -> str:
+    """The measured benchmark the roofline of `workload` is derived from."""
+    return f"recording.GradStep_{workload}.time_step"
+
+
+def _flops_benchmark(workload: str) -> str:
+    return f"recording.GraphCost_{workload}.track_flops"
+
+
+def name(workload: str) -> str:
+    """The derived rows' benchmark name: the GradStep class they come from, with the derived metric."""
+    return f"recording.GradStep_{workload}.{METRIC}"
+
+
+def _flops(table: pd.DataFrame) -> dict[tuple, float]:
+    """(file, framework, workload, size, formulation) -> matmul flops, from the counts that ran."""
+    rows = table[table.benchmark.isin([_flops_benchmark(w) for w in WORKLOADS]) & (table.status == "ok")]
+    out = {}
+    for r in rows.itertuples(index=False):
+        if r.value > 0:
+            p = json.loads(r.params)
+            out[(r.machine, r.file, r.framework, r.workload, r.size, p.get("formulation", "plain"))] = float(r.value)
+    return out
+
+
+def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Callable[[str], None]) -> list[dict]:
+    """The derived rows (dicts in the tidy table's columns). A result file without a calibration, or without a
+    flops count for a step that needs one, gets no derived row for it, and one warning."""
+    steps = table[table.benchmark.isin([source(w) for w in WORKLOADS]) & (table.status == "ok")]
+    flops = _flops(table)
+    meaning = metrics.get(METRIC)
+    out: list[dict] = []
+    for (machine, file), rows in steps.groupby(["machine", "file"], sort=False):
+        calibration = (details.get((machine, rows.commit.iloc[0])) or {}).get("calibration")
+        if not isinstance(calibration, dict):
+            warn(f"{file}: no calibration recorded (tape-vs-trace scrub-results stores it): no {METRIC} derived")
+            continue
+        missing = set()
+        for row in rows.to_dict("records"):
+            p = json.loads(row["params"])
+            formulation = p.get("formulation", "plain")
+            if formulation not in FORMULATIONS:
+                continue
+            rate = matmul_rate(calibration, row["dtype"], row["precision"])
+            count = flops.get((machine, file, row["framework"], row["workload"], row["size"], formulation))
+            if rate is None or count is None:
+                missing.add(f"{row['dtype']}/{row['precision']} matmul rate" if rate is None
+                            else f"{_flops_benchmark(row['workload'])} of {row['framework']}")
+                continue
+            factor = rate / count
+            out.append({**row, **_values(row, factor), "metric": METRIC, "unit": meaning.unit,
+                        "sampled": meaning.sampled, "comparable": meaning.comparable, "type": "derived",
+                        "benchmark": name(row["workload"]),
+                        "method": f"{METHOD} ({rate:.6g} flop/s, {count:.6g} flops)"})
+        if missing:
+            warn(f"{file}: no {METRIC} derived where the result file has no {', '.join(sorted(missing))}")
+    return out
+
+
+def _values(row: dict, factor: float) -> dict:
+    """The value, spread and interval columns of the scaled step: each process's median times `factor`, through
+    stats.summarise (one "sample" per process); a row without per-process medians scales asv's statistics."""
+    medians = json.loads(row["process_medians"]) if row["process_medians"] else []
+    if medians:
+        values = stats.summarise(1.0, None, None, [m * factor for m in medians], True, stats.Split(len(medians), 1))
+        return values | {"samples": row["samples"]}
+    return stats.summarise(row["value"] * factor, row["q25"] * factor, row["q75"] * factor, None, True,
+                           stats.Split(1, None))

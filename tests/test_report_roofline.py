@@ -1,0 +1,129 @@
+"""The roofline derived in the report (per process: GradStep median x calibrated matmul rate / matmul flops) and the
+compile time sampled across processes, against numbers worked out by hand from the synthetic results folder of
+tests/test_report_stats.py (t(0.975, 2) = 4.3027)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tape_vs_trace.report import roofline, stats
+from tape_vs_trace.report.load import load_results
+from tests.test_report_stats import FW, TAIL, bench, entry, md_table, write_results
+
+RATE = 1e11  # flop/s, the calibration's float32 matmul rate
+FLOPS = {"torch": 2e6, "jax": 4e6}  # GraphCost_mlp.track_flops per framework
+COST_NAMES = ["framework", "workload", "size", "dtype", "precision", "device"]
+COMPILE_NAMES = ["framework", "workload", "size", "cache", "dtype", "precision", "device"]
+# Seconds of the first compiled call, one per process: three processes per framework.
+COMPILE = {"torch": [10.0, 12.0, 11.0], "jax": [2.0, 2.2, 2.1]}
+
+
+def _edit(root: Path, calibration: dict | None) -> Path:
+    """The synthetic folder plus GraphCost_mlp.track_flops and CompileSeconds_mlp.time_compile_seconds, with
+    `calibration` (None: none recorded)."""
+    benchmarks = json.loads((root / "benchmarks.json").read_text())
+    cost = [FW, ["'mlp'"], ["'s'"], *TAIL]
+    compile_ = [FW, ["'mlp'"], ["'s'"], ["'cold'"], *TAIL]
+    benchmarks["recording.GraphCost_mlp.track_flops"] = bench("recording.GraphCost_mlp.track_flops", "track",
+                                                              "flops", COST_NAMES, cost)
+    benchmarks["recording.CompileSeconds_mlp.time_compile_seconds"] = bench(
+        "recording.CompileSeconds_mlp.time_compile_seconds", "time", "seconds", COMPILE_NAMES, compile_,
+        rounds=3, repeat=1)
+    (root / "benchmarks.json").write_text(json.dumps(benchmarks))
+    path = root / "box" / "abc12300-existing-venv.json"
+    data = json.loads(path.read_text())
+    data["results"]["recording.GraphCost_mlp.track_flops"] = entry(cost, [FLOPS["torch"], FLOPS["jax"]])
+    data["results"]["recording.CompileSeconds_mlp.time_compile_seconds"] = entry(
+        compile_, [11.0, 2.1], [COMPILE["torch"], COMPILE["jax"]])
+    if calibration is None:
+        data["tape_vs_trace"].pop("calibration")
+    else:
+        data["tape_vs_trace"]["calibration"] = calibration
+    path.write_text(json.dumps(data, allow_nan=True))
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
+    from tape_vs_trace import report
+
+    root = _edit(write_results(tmp_path_factory.mktemp("roofline") / "results"),
+                 {"matmul_flops_per_s": {"float32": RATE}})
+    warnings: list[str] = []
+    report.write_report(root, root.parent / "report", warnings.append)
+    table = pd.read_csv(root.parent / "report" / "summary.csv", keep_default_na=False)
+    return table, (root.parent / "report" / "summary.md").read_text(), warnings
+
+
+def _row(table: pd.DataFrame, metric: str, framework: str, variant: str) -> pd.Series:
+    [r] = [r for _, r in table.iterrows() if r.metric == metric and r.framework == framework and r.variant == variant]
+    return r
+
+
+def test_roofline_is_scaled_per_process_and_gets_an_interval(built) -> None:
+    table, _, warnings = built
+    r = _row(table, "time_over_matmul_peak", "torch", "eager")
+    # PyTorch eager per-process medians 1.15, 2.15, 1.55 ms x 1e11 flop/s / 2e6 flops = 57.5, 107.5, 77.5
+    assert json.loads(r.process_medians) == pytest.approx([57.5, 107.5, 77.5])
+    assert float(r.value) == pytest.approx(77.5) and int(r.processes) == 3 and int(r.samples) == 12
+    # logs 4.05178, 4.67750, 4.35028: mean 4.35985, sd 0.31296, sem 0.18069, half-width 4.3027 x 0.18069 = 0.77744:
+    # exp(4.35985 -+ 0.77744) = [35.96, 170.3]
+    assert float(r.ci_low) == pytest.approx(35.96, rel=1e-3) and float(r.ci_high) == pytest.approx(170.3, rel=1e-3)
+    assert r.basis == "processes" and r.benchmark == "recording.GradStep_mlp.time_over_matmul_peak"
+    assert r.method.startswith(roofline.METHOD) and "1e+11 flop/s" in r.method and "2e+06 flops" in r.method
+    # JAX compiled: 1.1, 1.3, 0.9 ms x 1e11 / 4e6 = 27.5, 32.5, 22.5
+    assert float(_row(table, "time_over_matmul_peak", "jax", "compiled").value) == pytest.approx(27.5)
+    assert not [w for w in warnings if roofline.METRIC in w]
+
+
+def test_roofline_ratio_comes_from_the_same_rule(built, tmp_path: Path) -> None:
+    _, text, _ = built
+    table = load_results(_edit(write_results(tmp_path / "results"), {"matmul_flops_per_s": {"float32": RATE}}),
+                         lambda _: None).table
+    ratio = stats.compare(*(_row(table, "time_over_matmul_peak", fw, "eager").to_dict() for fw in ("torch", "jax")))
+    # JAX eager 3.2 ms x 1e11 / 4e6 = 80 over PyTorch's 77.5
+    assert ratio.ratio == pytest.approx(80 / 77.5) and math.isfinite(ratio.low) and math.isfinite(ratio.high)
+    # the per-process logs are the step's shifted by constants: Welch's interval is the time ratio's, scaled by
+    # (1e11 / 4e6) / (1e11 / 2e6) = 0.5 (time ratio 2.065, interval 0.975-4.28)
+    assert ratio.low == pytest.approx(0.975 * 0.5, rel=2e-3) and ratio.high == pytest.approx(4.28 * 0.5, rel=2e-3)
+    cells = md_table(text, "time_over_matmul_peak")["mlp s eager"]
+    assert "95 % interval" in cells[-1]
+
+
+def test_compile_seconds_ratio_has_an_interval(built) -> None:
+    table, text, _ = built
+    r = _row(table, "time_compile_seconds", "torch", "cold")
+    assert float(r.value) == 11.0 and int(r.processes) == 3 and r.basis == "processes" and r.ci_low != ""
+    # 2.1 / 11 = 0.191; logs: JAX mean 0.74118, var/n 0.000757, PyTorch mean 2.39513, var/n 0.002772; Welch dof
+    # 3.02, t = 3.18, half-width 0.189 around -1.65395: [0.158, 0.231], which excludes 1 (no "no difference")
+    cells = md_table(text, "time_compile_seconds")["mlp s cold"]
+    assert cells[-1] == "0.191× [0.158–0.231]"
+
+
+def test_without_a_calibration_nothing_is_derived_and_one_warning_says_so(tmp_path: Path) -> None:
+    root = _edit(write_results(tmp_path / "results"), None)
+    warnings: list[str] = []
+    table = load_results(root, warnings.append).table
+    assert not (table.metric == roofline.METRIC).any()
+    assert [w for w in warnings if roofline.METRIC in w] == [
+        "abc12300-existing-venv.json: no calibration recorded (tape-vs-trace scrub-results stores it): "
+        "no time_over_matmul_peak derived"]
+
+
+def test_without_a_flops_count_nothing_is_derived_for_that_framework(tmp_path: Path) -> None:
+    root = _edit(write_results(tmp_path / "results"), {"matmul_flops_per_s": {"float32": RATE}})
+    path = root / "box" / "abc12300-existing-venv.json"
+    data = json.loads(path.read_text())
+    data["results"]["recording.GraphCost_mlp.track_flops"][0] = [None, FLOPS["jax"]]  # PyTorch's count failed
+    path.write_text(json.dumps(data))
+    warnings: list[str] = []
+    table = load_results(root, warnings.append).table
+    assert set(table[table.metric == roofline.METRIC].framework) == {"jax"}
+    assert [w for w in warnings if roofline.METRIC in w] == [
+        "abc12300-existing-venv.json: no time_over_matmul_peak derived where the result file has no "
+        "recording.GraphCost_mlp.track_flops of torch"]
