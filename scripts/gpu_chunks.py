@@ -74,7 +74,7 @@ QUICK: tuple[Chunk, ...] = (
 )
 
 # The full profile: one chunk per benchmark class, these first (most cited), then every other class discovered.
-FULL_FIRST = ("harness.", "recording.Roofline", "recording.GradStep_mlp", "recording.GradStep_transformer",
+FULL_FIRST = ("harness.", "recording.GradStep_mlp", "recording.GradStep_transformer",
               "remat.RematCost_mlp", "custom_backward.CustomStep_swiglu",
               "custom_backward.CustomMemory", "inference.")
 FULL_MIN_TIMEOUT_S = 600  # asv's own per-benchmark timeout (asv.conf.json): a chunk may always finish one
@@ -123,7 +123,7 @@ def process_seconds(name: str) -> float:
     """Estimated wall time of one benchmark process (see the MEASURED and ASSUMED constants)."""
     framework = next((fw for fw in ("torch", "jax") if f"('{fw}'" in name), "torch")
     workload = next((w for w in ("transformer", "mlp") if f"_{w}." in name), "")
-    compiled = "'compiled'" in name or "CompileSeconds" in name or "Roofline" in name
+    compiled = "'compiled'" in name or "CompileSeconds" in name
     timed = ".time_" in name or compiled
     return PROCESS_S["time" if timed else "track"] + (COMPILE_S.get((framework, workload), 10.0) if compiled else 0.0)
 
