@@ -21,3 +21,17 @@ def calls_for(step: Callable[[], Any]) -> int:
     step()
     seconds = time.perf_counter() - start
     return max(1, min(MAX_CALLS, math.ceil(MIN_SAMPLE_SECONDS / max(seconds, 1e-7))))
+
+
+def once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) -> Callable[[], Any]:
+    """`compiled(*args)`, synchronised by `sync`, callable once: a compile-time benchmark times the first call, the
+    only one that compiles, and a second call would time a cached program."""
+    calls = []
+
+    def first_call() -> Any:
+        if calls:
+            raise RuntimeError("first_call was called before: this call would not compile")
+        calls.append(1)
+        return sync(compiled(*args))
+
+    return first_call

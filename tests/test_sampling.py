@@ -35,3 +35,12 @@ def test_the_suite_and_the_paired_runner_size_samples_alike():
 
     assert common.sampling is paired.sampling is sampling
     assert sampling.MIN_SAMPLE_SECONDS == 2e-3
+
+
+def test_once_runs_the_compiled_step_once_and_synchronises_it():
+    seen = []
+    first = sampling.once(lambda a, b: a + b, (2, 3), lambda out: seen.append(out) or out * 10)
+    assert first() == 50 and seen == [5]
+    with pytest.raises(RuntimeError, match="would not compile"):
+        first()
+    assert seen == [5]

@@ -20,6 +20,8 @@ import jax.extend.core as jex
 import jax.numpy as jnp
 import numpy as np
 
+from implementations import sampling
+
 # Primitives whose one sub-jaxpr has their inputs and outputs in the same order (a scan's outputs are its carry and
 # its stacked per-iteration values): a residual they return is looked for inside.
 _CALLS = ("pjit", "jit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call",
@@ -371,20 +373,7 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
         if directory is not None:
             jax.jit(step).lower(*args).compile()
         jax.clear_caches()
-        yield _once(jax.jit(step), args, jax.block_until_ready)
-
-
-def _once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) -> Callable[[], Any]:
-    """`compiled(*args)`, synchronised, callable once: the first call is the only one that compiles."""
-    calls = []
-
-    def first_call() -> Any:
-        if calls:
-            raise RuntimeError("first_call was called before: this call would not compile")
-        calls.append(1)
-        return sync(compiled(*args))
-
-    return first_call
+        yield sampling.once(jax.jit(step), args, jax.block_until_ready)
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:

@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
-from implementations import frameworks
+from implementations import frameworks, sampling
 
 # (device, data pointer) names one allocation; device is part of the key because pointers of different devices
 # live in different address spaces.
@@ -413,23 +413,10 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
             torch.compile(step, mode=frameworks.torch_compile_mode())(*args)
             _dynamo.reset()
         try:
-            yield _once(torch.compile(step, mode=frameworks.torch_compile_mode()), args,
+            yield sampling.once(torch.compile(step, mode=frameworks.torch_compile_mode()), args,
                         lambda out: (_sync(device), out)[1])
         finally:
             _dynamo.reset()
-
-
-def _once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) -> Callable[[], Any]:
-    """`compiled(*args)`, synchronised, callable once: the first call is the only one that compiles."""
-    calls = []
-
-    def first_call() -> Any:
-        if calls:
-            raise RuntimeError("first_call was called before: this call would not compile")
-        calls.append(1)
-        return sync(compiled(*args))
-
-    return first_call
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:
