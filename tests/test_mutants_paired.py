@@ -83,3 +83,45 @@ def test_choices_when_nothing_is_affordable_or_measured() -> None:
         "1.3× [1.28–1.4] plain), the least memory is **remat_full**: 2 MiB, 1.3× [1.28–1.4] plain; no point is at "
         "most 25.0 % slower than plain by its upper 95 % bound")
     assert paired.choices(KEY, pd.DataFrame([row("plain", NAN, saved=1), row("a", 1.0, saved=NAN)])) is None
+
+
+KEY_C = ("torch", "compiled", "unrolled", "S")
+
+
+def test_budgets_falling_with_a_tie_and_one_budget_against_plain() -> None:
+    curve = pd.DataFrame([row("plain", 1.0, saved=8, peak=5),
+                          row("budget 0.5", 1.0, saved=8, peak=5, budget="0.5"),
+                          row("remat_full", 1.2, saved=1, peak=1),  # neither a budget nor plain: not on this line
+                          row("budget 0", 1.3, saved=3, peak=5, budget="0")])
+    assert paired.budgets(KEY_C, curve) == [
+        "PyTorch compiled unrolled S: saved for backward falls monotonically with the budget, from 8 MiB (budget 1) "
+        "to 3 MiB (budget 0) (MiB by budget: 1: 8, 0.5: 8, 0: 3)",
+        "PyTorch compiled unrolled S: peak memory does not change with the budget (5 MiB at budgets 1, 0.5, 0)"]
+    one = pd.DataFrame([row("budget 0.5", 1.0, saved=6, budget="0.5"), row("plain", 1.0, saved=8)])
+    assert paired.budgets(KEY_C, one) == [  # sorted by budget, plain first as 1.0; no peak anywhere: no peak line
+        "PyTorch compiled unrolled S: saved for backward falls monotonically with the budget, from 8 MiB (budget 1) "
+        "to 6 MiB (budget 0.5) (MiB by budget: 1: 8, 0.5: 6)"]
+
+
+def test_budgets_that_rise_are_named_pair_by_pair() -> None:
+    curve = pd.DataFrame([row("plain", 1.0, saved=8), row("budget 0.5", 1.0, saved=6, budget="0.5"),
+                          row("budget 0.25", 1.0, saved=7, budget="0.25"),
+                          row("budget 0.1", 1.0, saved=7, budget="0.1"), row("budget 0", 1.0, saved=3, budget="0")])
+    assert paired.budgets(KEY_C, curve) == [
+        "PyTorch compiled unrolled S: saved for backward does **not** fall monotonically with the budget (MiB by "
+        "budget: 1: 8, 0.5: 6, 0.25: 7, 0.1: 7, 0: 3; rises 0.5 → 0.25)"]
+    assert paired.budgets(KEY_C, pd.DataFrame([row("plain", 1.0, saved=8), row("remat_full", 1.2, saved=2)])) == []
+
+
+def test_granularity_in_layers_per_checkpoint_order() -> None:
+    curve = pd.DataFrame([row("remat_full", 1.2, 1.1, 1.3, saved=2), row("remat_dots", 1.1, 1.0, 1.2, saved=5),
+                          row("remat_every2", 1.1, 1.05, 1.2, saved=4), row("plain", 1.0, 1.0, 1.0, saved=8),
+                          row("remat_every4", 1.05, 1.01, 1.1, saved=6)])
+    assert paired.granularity(KEY, curve) == (
+        "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 6 MiB, 1.05× [1.01–1.1]; remat_every2 "
+        "4 MiB, 1.1× [1.05–1.2]; remat_full 2 MiB, 1.2× [1.1–1.3]")
+    every4 = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8), row("remat_every4", 1.05, 1.01, 1.1, saved=6)])
+    assert paired.granularity(KEY, every4) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 " \
+        "6 MiB, 1.05× [1.01–1.1]"
+    assert paired.granularity(KEY, pd.DataFrame([row("plain", 1.0, saved=8), row("remat_full", 1.2, saved=2)])) \
+        is None
