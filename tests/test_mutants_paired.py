@@ -125,3 +125,32 @@ def test_granularity_in_layers_per_checkpoint_order() -> None:
         "6 MiB, 1.05× [1.01–1.1]"
     assert paired.granularity(KEY, pd.DataFrame([row("plain", 1.0, saved=8), row("remat_full", 1.2, saved=2)])) \
         is None
+
+
+def curve_point(framework: str, mode: str, formulation: str, point: str, time: tuple, ratio: tuple, saved: float,
+                peak: float, peak_method: str, gflop: float, group: str = "remat") -> dict:
+    """A row of the paired table; time (s, low, high), ratio (ratio, low, high), memory in MiB."""
+    return {"group": group, "framework": framework, "mode": mode, "formulation": formulation, "size": "S",
+            "point": point, "baseline": "plain", "time_s": time[0], "time_ci_low": time[1], "time_ci_high": time[2],
+            "ratio": ratio[0], "ratio_ci_low": ratio[1], "ratio_ci_high": ratio[2], "saved_bytes": saved * MIB,
+            "peak_bytes": peak * MIB, "peak_method": peak_method, "flops": gflop * 1e9}
+
+
+def test_curve_table_every_cell_of_every_point() -> None:
+    table = pd.DataFrame([
+        curve_point("torch", "eager", "unrolled", "plain", (0.012, 0.010, 0.014), (1.0, 1.0, 1.0), 8, 10,
+                    "torch method", 2),
+        curve_point("jax", "compiled", "scan", "plain", (0.020, 0.018, 0.022), (1.0, 1.0, 1.0), 4, NAN, "", 1.5),
+        curve_point("torch", "eager", "unrolled", "remat_full", (0.015, NAN, NAN), (1.2, 1.1, 1.3), 2, NAN,
+                    "not measured: inside kernels", 3),
+        curve_point("torch", "eager", "plain", "hooks", (0.001, NAN, NAN), (1.0, 1.0, 1.0), 1, 1, "m", 1,
+                    group="paired"),  # a two-point experiment: not a curve point
+    ])
+    assert paired.curve_table(table) == [
+        "| framework | mode | formulation | size | point | time (ms) [95 % interval] | ratio to plain [95 % interval] "
+        "| saved (MiB) | peak (MiB) | matmul GFLOP |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|",
+        "| PyTorch | eager | unrolled | S | plain | 12 [10–14] | 1 (baseline) | 8 | 10 | 2 |",
+        "| PyTorch | eager | unrolled | S | remat_full | 15 | 1.2× [1.1–1.3] | 2 | n/a (inside kernels) | 3 |",
+        "| JAX | compiled | scan | S | plain | 20 [18–22] | 1 (baseline) | 4 | n/a (not measured) | 1.5 |",
+    ]
