@@ -154,3 +154,31 @@ def test_curve_table_every_cell_of_every_point() -> None:
         "| PyTorch | eager | unrolled | S | remat_full | 15 | 1.2× [1.1–1.3] | 2 | n/a (inside kernels) | 3 |",
         "| JAX | compiled | scan | S | plain | 20 [18–22] | 1 (baseline) | 4 | n/a (not measured) | 1.5 |",
     ]
+
+
+def across_point(framework: str, formulation: str, point: str, time: float, saved: float, mode: str = "compiled",
+                 group: str = "remat") -> dict:
+    """A curve point of one process (no between-process interval); memory in MiB."""
+    return {"group": group, "framework": framework, "workload": "transformer", "size": "S", "mode": mode,
+            "formulation": formulation, "point": point, "device": "cpu", "time_s": time,
+            "process_medians": str(time), "saved_bytes": saved * MIB, "cost_method": "compiled"}
+
+
+def test_across_table_pairs_each_jax_point_with_its_pytorch_counterpart() -> None:
+    table = pd.DataFrame([
+        across_point("torch", "unrolled", "plain", 0.010, 8),
+        across_point("jax", "unrolled", "plain", 0.020, 4),
+        across_point("torch", "unrolled", "remat_full", 0.012, 2),
+        across_point("jax", "scan", "remat_full", 0.030, 1),
+        across_point("jax", "unrolled", "plain", 0.020, 4, mode="eager"),  # no PyTorch eager point: no line
+        across_point("torch", "unrolled", "remat_dots", 0.011, 5),  # no JAX point: no line
+        across_point("jax", "unrolled", "remat_dots", 0.011, 5, group="paired"),  # not a curve point
+    ])
+    assert paired.across_table(table) == [
+        "| size | mode | formulation (PyTorch / JAX) | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch step time "
+        "| JAX/PyTorch saved for backward |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+        "| S | compiled | unrolled / unrolled | plain | 10 | 20 | 2× (no interval: one process) | 0.5× (exact) |",
+        "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against loop) | — (scan against loop) |",
+    ]
+    assert paired.across_table(table[table.framework == "torch"]) == []
