@@ -182,3 +182,28 @@ def test_across_table_pairs_each_jax_point_with_its_pytorch_counterpart() -> Non
         "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against loop) | — (scan against loop) |",
     ]
     assert paired.across_table(table[table.framework == "torch"]) == []
+
+
+def experiment_point(experiment: str, framework: str, workload: str, size: str, point: str, baseline: str,
+                     time: float, ratio: tuple = (1.0, 1.0, 1.0), group: str = "paired") -> dict:
+    return {"group": group, "experiment": experiment, "framework": framework, "workload": workload, "size": size,
+            "mode": "eager", "point": point, "baseline": baseline, "time_s": time, "ratio": ratio[0],
+            "ratio_ci_low": ratio[1], "ratio_ci_high": ratio[2]}
+
+
+def test_paired_findings_one_sentence_per_point_in_file_order() -> None:
+    table = pd.DataFrame([
+        experiment_point("z hooks", "torch", "mlp", "64", "no hooks", "no hooks", 0.001),
+        experiment_point("z hooks", "torch", "mlp", "64", "hooks", "no hooks", 0.0012, (1.2, 1.1, 1.3)),
+        experiment_point("m orphan", "torch", "mlp", "64", "x", "y", 0.001, (1.5, 1.4, 1.6)),  # no baseline row
+        experiment_point("a custom", "jax", "swiglu", "", "custom", "autodiff", 0.0019, (0.95, 0.9, 1.02)),
+        experiment_point("a custom", "jax", "swiglu", "", "autodiff", "autodiff", 0.002),
+        experiment_point("remat", "jax", "transformer", "S", "remat_full", "plain", 0.01, (1.2, 1.1, 1.3),
+                         group="remat"),  # a curve point: not a two-point experiment
+    ])
+    assert paired.paired_findings(table) == [
+        "PyTorch mlp 64 eager: hooks costs 20.0 % more time than no hooks (95 % interval 10.0–30.0 %) (1.2 ms "
+        "against 1 ms)",
+        "JAX swiglu eager: custom against autodiff: no difference measurable on this machine (ratio 0.95, 95 % "
+        "interval 0.9–1.02) (1.9 ms against 2 ms)",
+    ]
