@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from tape_vs_trace.report import paired
 from tape_vs_trace.report.stats import Comparison
@@ -207,3 +208,52 @@ def test_paired_findings_one_sentence_per_point_in_file_order() -> None:
         "JAX swiglu eager: custom against autodiff: no difference measurable on this machine (ratio 0.95, 95 % "
         "interval 0.9–1.02) (1.9 ms against 2 ms)",
     ]
+
+
+def tidy_point(**values) -> dict:
+    return {"experiment": "remat torch", "group": "remat", "framework": "torch", "workload": "transformer",
+            "size": "S", "mode": "compiled", "formulation": "scan", "point": "budget 0.5", "budget": "0.5",
+            "commit": "abcdef0123456789", "machine": "m1", "device": "cpu", "time_s": 0.01, "time_ci_low": 0.009,
+            "time_ci_high": 0.011, "ratio": 1.1, "ratio_ci_low": 1.05, "ratio_ci_high": 1.15, "processes": 3,
+            "process_medians": "0.008;0.01;0.012", "saved_bytes": 2048.0, "flops": 1e9, "peak_bytes": 4096.0,
+            "peak_method": "torch allocator"} | values
+
+
+def same(row: dict, expected: dict) -> None:
+    for k, v in expected.items():
+        if isinstance(v, float) and math.isnan(v):
+            assert isinstance(row[k], float) and math.isnan(row[k]), k
+        else:
+            assert row[k] == (pytest.approx(v) if isinstance(v, float) else v), k
+
+
+def test_tidy_writes_a_time_row_and_one_exact_row_per_measured_cost() -> None:
+    table = pd.DataFrame([tidy_point(),
+                          tidy_point(experiment="hooks", group="paired", workload="mlp", size="64", mode="eager",
+                                     formulation="plain", point="hooks", budget="", time_s=0.001, time_ci_low=NAN,
+                                     time_ci_high=NAN, processes=1, process_medians="", saved_bytes=NAN, flops=NAN,
+                                     peak_bytes=NAN)])
+    rows = paired.tidy(table).to_dict("records")
+    assert [r["metric"] for r in rows] == ["time_step", "track_saved_bytes", "track_flops", "track_peak_bytes",
+                                           "time_step"]
+    where = {"workload": "transformer", "size": "S", "framework": "torch", "commit": "abcdef0123456789",
+             "machine": "m1", "device": "cpu", "status": "ok", "type": "paired", "file": "paired/m1-abcdef01.csv",
+             "group": "remat", "experiment": "remat torch", "point": "budget 0.5", "pillar": "remat",
+             "variant": "budget 0.5/compiled/scan", "benchmark": "paired.remat", "env": "", "dtype": "",
+             "params": '{"framework":"torch","workload":"transformer","size":"S","mode":"compiled",'
+                       '"formulation":"scan","point":"budget 0.5","budget":"0.5"}'}
+    # q25 and q75 of the three medians by linear interpolation: 0.009 and 0.011.
+    same(rows[0], where | {"unit": "seconds", "value": 0.01, "spread": 0.002, "q25": 0.009, "q75": 0.011,
+                           "ci_low": 0.009, "ci_high": 0.011, "processes": 3, "basis": "paired processes",
+                           "process_medians": "[0.008, 0.01, 0.012]", "sampled": True, "comparable": True,
+                           "ratio": 1.1, "ratio_ci_low": 1.05, "ratio_ci_high": 1.15, "memory_method": ""})
+    exact = {"spread": 0.0, "basis": "exact", "sampled": False, "comparable": True, "ratio": NAN,
+             "ratio_ci_low": NAN, "ratio_ci_high": NAN, "processes": ""}
+    for row, unit, value, method in ((rows[1], "bytes", 2048.0, ""), (rows[2], "flops", 1e9, ""),
+                                     (rows[3], "bytes", 4096.0, "torch allocator")):
+        same(row, where | exact | {"unit": unit, "value": value, "q25": value, "q75": value, "ci_low": value,
+                                   "ci_high": value, "memory_method": method})
+    same(rows[4], {"pillar": "paired", "variant": "hooks/eager", "benchmark": "paired.paired", "group": "paired",
+                   "experiment": "hooks", "point": "hooks", "workload": "mlp", "size": "64", "value": 0.001,
+                   "spread": NAN, "q25": NAN, "q75": NAN, "ci_low": NAN, "process_medians": "[]", "processes": 1,
+                   "ratio": 1.1})
