@@ -257,3 +257,20 @@ def test_tidy_writes_a_time_row_and_one_exact_row_per_measured_cost() -> None:
                    "experiment": "hooks", "point": "hooks", "workload": "mlp", "size": "64", "value": 0.001,
                    "spread": NAN, "q25": NAN, "q75": NAN, "ci_low": NAN, "process_medians": "[]", "processes": 1,
                    "ratio": 1.1})
+
+
+def test_choices_bounds_are_inclusive_and_use_the_upper_bound() -> None:
+    curve = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8),
+                          row("x", 1.1, 1.05, 1.2, saved=5),  # exactly 10 % slower than the fastest: near it
+                          row("y", 1.2, 1.1, 1.25, saved=3),  # upper bound exactly 1.25: affordable
+                          row("z", 1.2, 1.1, 1.3, saved=1)])  # ratio 1.2 but upper bound 1.3: not affordable
+    assert paired.choices(KEY, curve) == (
+        "PyTorch eager unrolled S (memory: saved for backward): within 10.0 % of the fastest point (plain), the least "
+        "memory is **x**: 5 MiB, 1.1× [1.05–1.2] plain; the least memory at most 25.0 % slower than plain (upper "
+        "95 % bound) is **y**: 3 MiB, 1.2× [1.1–1.25] plain")
+
+
+def test_granularity_with_every_second_layer_only() -> None:
+    curve = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8), row("remat_every2", 1.1, 1.05, 1.2, saved=4)])
+    assert paired.granularity(KEY, curve) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every2 " \
+        "4 MiB, 1.1× [1.05–1.2]"
