@@ -274,3 +274,11 @@ def test_granularity_with_every_second_layer_only() -> None:
     curve = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8), row("remat_every2", 1.1, 1.05, 1.2, saved=4)])
     assert paired.granularity(KEY, curve) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every2 " \
         "4 MiB, 1.1× [1.05–1.2]"
+
+
+def test_curve_table_shows_an_interval_only_with_both_bounds() -> None:
+    table = pd.DataFrame([
+        curve_point("torch", "eager", "unrolled", "plain", (0.012, NAN, 0.014), (1.0, 1.0, 1.0), 8, 10, "m", 2),
+        curve_point("torch", "eager", "unrolled", "remat_full", (0.015, 0.013, NAN), (1.2, 1.1, 1.3), 2, 4, "m", 3),
+    ])
+    assert [line.split(" | ")[5] for line in paired.curve_table(table)[2:]] == ["12", "15"]
