@@ -4,8 +4,11 @@ values unchecked."""
 
 from __future__ import annotations
 
+import time
+
 import torch
 
+from implementations.jax import probe as jax_probe
 from implementations.torch import probe as torch_probe
 
 
@@ -34,3 +37,15 @@ def test_an_argument_inside_a_dict_is_named_with_its_own_shape() -> None:
     [record] = torch_probe.saved_breakdown(step, {"w": base})
     assert record.op == "argument" and record.is_argument
     assert record.shape == (4, 3) and record.dtype == "float32" and record.nbytes == 4 * 3 * 4
+
+
+def test_jax_compile_seconds_each_lie_within_the_call() -> None:
+    # Every phase, the warm-up included, is a difference of clock readings inside the call: none can exceed the
+    # call's own wall time (a sum of two clock readings instead of a difference would be about the machine's uptime).
+    import jax.numpy as jnp
+
+    start = time.perf_counter()
+    seconds = jax_probe.compile_seconds(lambda a: jnp.sin(a).sum(), jnp.ones(8, dtype=jnp.float32))
+    wall = time.perf_counter() - start
+    assert 0 < seconds["startup"] + seconds["total"] <= wall
+    assert all(0 < v <= wall for v in seconds.values())
