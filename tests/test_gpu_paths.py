@@ -434,32 +434,6 @@ def test_torch_cuda_peak_counts_the_cublas_workspace_inside(monkeypatch: pytest.
     assert peak == probe.PeakBytes(132, "torch.cuda.max_memory_allocated", workspace_bytes=32)
 
 
-HLO_WITH_WORKSPACES = """\
-ENTRY %main.42 (p0: f32[64,256], p1: f32[256,1024]) -> (f32[64,1024], f32[]) {
-  %custom-call.1 = (f32[64,1024]{1,0}, s8[4194304]{0}) custom-call(%p0, %p1), custom_call_target="__cublas$gemm"
-  %lt.2 = (f32[64,1024], f32[64,1024], s8[33554432]{0}) custom-call(%p0, %p1), custom_call_target="__cublas$lt$matmul"
-  %cudnn.3 = (f32[64,1024]{1,0}, s8[1048576]{0}) custom-call(f32[64,1024]{1,0} %x), custom_call_target="__cudnn$fusion"
-  %sort.4 = (f32[64]{0}, s8[999999999]{0}) custom-call(f32[64]{0} %y), custom_call_target="__cub$DeviceRadixSort"
-  %bitcast.5 = s8[777777777]{0} bitcast(f32[64,1024]{1,0} %custom-call.1)
-}
-"""
-
-
-def test_jax_gemm_workspace_is_read_from_the_compiled_hlo(monkeypatch: pytest.MonkeyPatch) -> None:
-    import jax.numpy as jnp
-
-    from implementations.jax import probe
-
-    # The cuBLASLt call's workspace (last in its tuple, after an aux output) is the largest of the library calls';
-    # a sort's scratch and a plain s8 array are no GEMM workspace.
-    assert probe._gemm_workspace_bytes(HLO_WITH_WORKSPACES) == 33554432
-    assert probe._gemm_workspace_bytes("") == 0
-    x = jnp.ones((8, 8), dtype=jnp.float32)
-    assert probe.peak_bytes(lambda a: a @ a, x).workspace_bytes == 0  # XLA:CPU takes no library workspace
-    monkeypatch.setattr(probe, "_gemm_workspace_bytes", lambda text: 7 if "dot" in text else -1)
-    assert probe.peak_bytes(lambda a: a @ a, x).workspace_bytes == 7  # read from this step's compiled program
-
-
 def test_the_upper_bound_makes_room_for_the_counted_workspace() -> None:
     expected = gpucheck.bounds(resident=50, saved=1000, returned=100, workspace=32)
     assert (expected.lower, expected.upper) == (1050, 1182)
