@@ -27,7 +27,7 @@ def _python_version(value: str) -> str:
 
 
 def _calibration() -> dict | None:
-    """This run's calibration: the file named by TVT_CALIBRATION (what make bench gives asv), else
+    """This run's calibration: the file named by TVT_CALIBRATION (what make bench gives scrub-results), else
     .asv/calibration.json; None when there is none or it is unreadable (the record then says so)."""
     path = Path(os.environ.get("TVT_CALIBRATION") or ".asv/calibration.json")
     try:
