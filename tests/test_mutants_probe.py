@@ -70,6 +70,9 @@ def test_jax_gemm_workspace_of_each_call_alone() -> None:
     lines = HLO_WITH_WORKSPACES.splitlines()
     assert probe._gemm_workspace_bytes(lines[3]) == 1048576 and probe._gemm_workspace_bytes(lines[1]) == 4194304
     assert probe._gemm_workspace_bytes('  %c = s8[4096]{0} custom-call(%p0), custom_call_target="__cublas$gemm"') == 0
+    # An s8 operand is no workspace: only the result tuple, before "custom-call(", is read.
+    assert probe._gemm_workspace_bytes('  %c = (f32[2], s8[64]{0}) custom-call(s8[999]{0} %w), '
+                                       'custom_call_target="__cublas$gemm"') == 64
     assert probe._gemm_workspace_bytes('custom-call(%p0) (f32[2], s8[64]) custom_call_target="__cublas$gemm"') == 0
 
 

@@ -62,6 +62,7 @@ def test_the_block_is_provenance_first_findings_and_pillar_figures() -> None:
         "number, interval and provenance is [docs/report/summary.md](docs/report/summary.md)._", "",
         "**cpu-amd-epyc-2c** (device cpu), commit `93acfd55` (2026-11-29 09:42:21 UTC), torch 2.13.0+cpu, "
         "jax 0.10.2, float32 at highest precision."]
+    assert block[5] == ""
     findings = [line.split(":", 1)[0] for line in block if line.startswith("- ")]
     assert findings == ["- recording", "- custom_backward", "- remat", "- inference", "- harness"]
     assert block[6].startswith("- recording: **saved for backward, JAX's jax.vjp residuals (before XLA) against "
@@ -84,6 +85,8 @@ def test_the_headline_table_names_the_numerics_only_when_there_are_several() -> 
     assert one[at + 1] == "" and one[at + 2] == "**step time** (`time_step`, sampled: median of per-process " \
                                                 "medians [95 % interval]):"
     assert "| case | PyTorch (" in "\n".join(one) and "dtype, precision" not in "\n".join(one)
+    last_row = max(i for i, line in enumerate(one) if line.startswith("| "))
+    assert one[last_row + 1] == "" and one[last_row + 2].startswith("- recording: ")
     table.loc[steps & (table.framework == "jax"), "dtype"] = "bfloat16"
     two = readme.section(data, {}, "r").splitlines()
     assert two[4].endswith("torch 2.13.0+cpu, jax 0.10.2, bfloat16 at highest precision, float32 at highest "

@@ -288,3 +288,10 @@ def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
     assert f"Paired comparisons inside one framework (`tape-vs-trace paired`, commit `{COMMIT[:8]}`" in block
     assert "- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval " \
            "10.0–30.0 %) (1.2 ms against 1 ms)" in block
+    # After the pillar findings: a blank line, the heading naming the paired file's commit, a blank line, the list.
+    lines = block.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Paired comparisons"))
+    assert lines[at] == ("Paired comparisons inside one framework (`tape-vs-trace paired`, commit "
+                         f"`{COMMIT[:8]}`; the remat curve is in the figures below):")
+    assert lines[at - 1] == "" and lines[at - 2].startswith("- ") and lines[at + 1] == ""
+    assert lines[at + 2].startswith("- ") and lines[2] == "<!-- report:start -->"  # nothing before it was dropped
