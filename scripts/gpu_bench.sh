@@ -8,7 +8,7 @@
 #        remat peaks of mlp and LSTM, the custom-backward swiglu, transformer inference, the eager steps in TF32 and
 #        bfloat16), timings in 2 processes per combination (asv -a rounds=2), within TVT_BUDGET_S (default 420 s:
 #        7 minutes, set-up included). A chunk starts only while its estimate (gpu_chunks.py, from per-process times
-#        measured on an H200) fits in what is left, and its timeout never reaches past the budget.
+#        seen on an H200) fits in what is left, and its timeout never reaches past the budget.
 # full:  every benchmark, one chunk per class, most cited first, then the transformer's remat trade-off curve
 #        (`tape-vs-trace paired`, every policy and memory budget of both frameworks at L12, written to OUTDIR/paired;
 #        TVT_CURVE=0 leaves it out, TVT_CURVE=1 keeps it with TVT_GPU_BENCHMARKS); no budget (see the README for its wall time).

@@ -32,13 +32,15 @@ QUICK_BUDGET_S = 420
 # calibration about 16 s.
 QUICK_RESERVE_S = 40
 
-# Per-process wall time on a GPU machine. MEASURED on one H200 (2026-11-30, commits 6615410d and c7203706; both
-# runs' logs are in results/gpu-nvidia-h200/logs/): an eager float32 GradStep_mlp process at 2048x4096x16384 took
-# 18-35 s (6 processes of 3 rounds did not end within 85 s, 2 to 4 had), the eager CustomStep_swiglu processes over
-# 20 s, the RematCost peak processes about 10 s (the 4 LSTM ones and asv's discovery within 40 s). Interpreter,
-# torch and JAX imports, CUDA initialisation, loading the GPU-size inputs (0.5 GB of parameters for the mlp) and
-# asv's samples are all inside. PROCESS_S takes the middle of that range for a timed step; a count (track_) process
-# times nothing. The compiles of the compiled modes are still ASSUMED (no compiled chunk ran within the budget).
+# Per-process wall time on a GPU machine, INFERRED from asv's progress lines on one H200 (2026-11-30, commits
+# 6615410d and c7203706; logs in results/gpu-nvidia-h200/logs/); no process was timed on its own. Run 1 ended round
+# 1 of the eager GradStep_mlp (6 processes at 2048x4096x16384) and started the transformer's within its 110 s chunk:
+# at most about 16 s each. Run 2, on a fresh machine (inputs not yet cached), had not ended 4 such processes within
+# 85 s: about 19 s or more each. Round 1 of the eager CustomStep_swiglu (4 processes) did not end within 50 s: over
+# 10 s each. Interpreter, torch and JAX imports, CUDA initialisation, loading the GPU-size inputs (0.5 GB of
+# parameters for the mlp) and asv's samples are all inside. PROCESS_S takes 25 s for a timed step, above that
+# range; 10 s for a count (track_) process, which times nothing, is ASSUMED. The compiles of the compiled modes are
+# ASSUMED too (no compiled chunk ran within the budget).
 PROCESS_S = {"time": 25.0, "track": 10.0}
 COMPILE_S = {("torch", "mlp"): 10.0, ("torch", "transformer"): 40.0, ("jax", "mlp"): 2.0, ("jax", "transformer"): 8.0}
 DISCOVERY_S = 10.0  # asv imports every benchmark file once per run, i.e. once per chunk
@@ -58,7 +60,7 @@ class Chunk:
 
 # In priority order: gpu_bench.sh starts a chunk only while its estimate fits in what is left of the quick budget,
 # so the last ones are the first to go. Timings run in 2 processes per combination, the fewest that give a
-# between-process interval (3 in the full profile). At the measured costs the first three fill the 7 minutes:
+# between-process interval (3 in the full profile). At the planned costs the first three fill the 7 minutes:
 # float32 eager steps of mlp and transformer and the remat peaks. The compiled modes (a cold torch.compile of the
 # L12 transformer in every process) and the remat trade-off curve do not fit: they belong to the full profile.
 QUICK: tuple[Chunk, ...] = (

@@ -137,7 +137,7 @@ def test_quick_chunks_count_their_rounds_and_fit_the_budget_in_order(cuda_grid: 
     # 2 frameworks x 2 rounds of a timed step, plus asv's discovery.
     assert len(chunks.select(mlp, cuda_grid)) == 4
     assert chunks.estimate(mlp, cuda_grid) == chunks.DISCOVERY_S + 4 * chunks.PROCESS_S["time"]
-    # The three most cited chunks fit the quick budget after set-up at the measured costs; all six do not.
+    # The three most cited chunks fit the quick budget after set-up at the planned costs; all six do not.
     spent = chunks.QUICK_RESERVE_S + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[:3])
     assert spent <= chunks.QUICK_BUDGET_S < spent + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[3:])
     assert all(chunks.estimate(c, cuda_grid) <= c.timeout_s for c in chunks.QUICK)
