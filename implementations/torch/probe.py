@@ -414,7 +414,7 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
             _dynamo.reset()
         try:
             yield sampling.once(torch.compile(step, mode=frameworks.torch_compile_mode()), args,
-                        lambda out: (_sync(device), out)[1])
+                                lambda out: (_sync(device), out)[1])
         finally:
             _dynamo.reset()
 
