@@ -3,7 +3,10 @@
 A row (machine, environment, commit, benchmark, parameters) present in both runs agrees when its two 95 %
 intervals overlap (timings) or its two values are equal (exact metrics: bytes, counts). Old results without
 samples have no between-process interval; there asv's own interquartile range stands in, and the line says so. Every
-JAX/PyTorch ratio that excludes 1 in either run must point the same way in the other. Absolute times of two runs
+JAX/PyTorch ratio stated as a difference in either run (its interval excludes 1 and it lies beyond the report's
+resolution, `stats.Comparison.differs`) must not point the other way in the other run: it agrees when the other run
+states the same difference, or has its ratio on the same side of 1 without stating it ("in one run only"); it flipped
+when the other run's ratio lies on the other side. Absolute times of two runs
 are only compared when `machine.same_host` finds the same host; otherwise they are flagged, and offered in
 calibrated units (`machine.normalised`), never as seconds.
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from implementations import frameworks
 from tape_vs_trace import machine
-from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report.load import ReportError, Results, load_results
 
 AGREEMENT = 0.95  # --strict: the share of timing rows that must agree
@@ -141,6 +144,8 @@ def _directions(rows: dict[tuple, dict]) -> dict[tuple, stats.Comparison]:
     """Every JAX/PyTorch ratio of a run, by (machine, env, commit, benchmark, parameters but the framework)."""
     cases: dict[tuple, dict[str, dict]] = {}
     for r in rows.values():
+        if r["metric"] == roofline.METRIC:  # the step-time ratio again (times a flops ratio of 1): not a second finding
+            continue
         params = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
         key = (r["machine"], r["env"], r["commit"], r["benchmark"], json.dumps(params, sort_keys=True))
         cases.setdefault(key, {})[r["framework"]] = r
@@ -245,10 +250,7 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
             ok = sum(c.normalised.endswith(": overlap") for c in checks)
             lines.append(f"{ok} of {flagged} timing rows on different hosts agree after normalisation by "
                          f"{normalise} (calibrated units, not seconds)")
-    if one_run:
-        lines.append(f"{one_run} ratio(s) a difference in one run only (same side of 1, interval holding 1 in the "
-                     "other): counted as not agreeing")
-    lines.append(f"{same_way} of {len(decided)} directions agree ({len(decided) - same_way - one_run} flipped)")
+    lines.append(directions(same_way, one_run, len(decided)))
     lines.append(f"{timing_agree} of {len(timing)} timing rows agree")
     lines.append(f"{agree} of {len(compared)} rows agree")
     return Report(lines, agree, len(compared), timing_agree, len(timing))
@@ -302,9 +304,16 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
             label = "same direction" if both and same_side else ("in one run only" if same_side
                                                                  else "direction flipped")
             lines.append(f"  {label:<17} {where} against {ra['baseline']}: A {_ratio(ca)} | B {_ratio(cb)}")
-    lines.append(f"paired: {same_way} of {decided} directions agree ({flipped} flipped)")
+    lines.append("paired: " + directions(same_way, decided - same_way - flipped, decided))
     lines.append(f"paired: {agree} of {total} timing rows agree")
     return lines
+
+
+def directions(both: int, one_run: int, decided: int) -> str:
+    """The directions line: of the ratios stated as a difference in either run, how many the other run does not
+    contradict (stated the same way in both, or in one run only with the other's ratio on the same side of 1)."""
+    return (f"{both + one_run} of {decided} directions agree ({decided - both - one_run} flipped; {both} stated in "
+            f"both runs, {one_run} in one run only with the other run's ratio on the same side of 1)")
 
 
 def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None]) -> int:

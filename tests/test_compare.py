@@ -18,7 +18,11 @@ from pathlib import Path
 import pytest
 
 from tape_vs_trace import cli
+from tape_vs_trace.compare import directions
 from tests.test_report_stats import chunk, write_results
+
+SAME_WAY = "2 of 2 directions agree (0 flipped; 2 stated in both runs, 0 in one run only with the other run's ratio " \
+    "on the same side of 1)"
 
 RESULT = Path("box") / "abc12300-existing-venv.json"
 SAMPLES = 11  # position of "samples" in the synthetic result_columns
@@ -62,7 +66,7 @@ def test_a_copy_agrees_in_every_row(runs, capsys) -> None:
     a, b = runs
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0
-    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "11 of 11 timing rows agree", "21 of 21 rows agree"]
+    assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
 
 
 def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
@@ -70,7 +74,7 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     edit(b, slow_torch_eager_and_bigger_peak)
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0  # a report, not a gate
-    assert out[-3:] == ["2 of 3 directions agree (1 flipped)", "10 of 11 timing rows agree", "19 of 21 rows agree"]
+    assert out[-3:] == [directions(2, 0, 3), "10 of 11 timing rows agree", "19 of 21 rows agree"]
     [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
     assert line.startswith("differ") and "95 % intervals do not overlap" in line
     # t intervals on the logs (see tests/test_report_stats.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
@@ -119,7 +123,7 @@ def test_different_hosts_under_one_name_are_flagged_not_compared(runs, capsys) -
     assert "box" in flag and "model_name differs" in flag and "--normalise" in flag
     assert sum(x.startswith("different hosts") for x in out) == 11
     # exact values (bytes, counts) do not depend on the host's speed: still compared
-    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "0 of 0 timing rows agree", "10 of 10 rows agree"]
+    assert out[-3:] == [SAME_WAY, "0 of 0 timing rows agree", "10 of 10 rows agree"]
     assert "11 timing row(s) on different hosts not compared" in out
 
 
@@ -182,12 +186,12 @@ def test_paired_rows_are_compared_by_interval_and_direction(runs, capsys) -> Non
                     ("remat_names", 0.013, 0.012, 0.014, 1.1, 0.9, 1.3)])
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0
-    assert "paired: 1 of 3 directions agree (1 flipped)" in out
+    assert "paired: " + directions(1, 1, 3) in out
     assert "paired: 2 of 4 timing rows agree" in out  # remat_full and remat_dots do not overlap
     assert any(line.startswith("differ") and "remat_full" in line for line in out)
     assert any("direction flipped" in line and "remat_dots" in line for line in out)
     assert any("in one run only" in line and "remat_names" in line for line in out)
-    assert out[-3:] == ["2 of 2 directions agree (0 flipped)", "11 of 11 timing rows agree", "21 of 21 rows agree"]
+    assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
 
 
 def test_paired_results_in_one_run_only_are_said(runs, capsys) -> None:
@@ -195,3 +199,27 @@ def test_paired_results_in_one_run_only_are_said(runs, capsys) -> None:
     _paired_csv(a, [("plain", 0.010, 0.009, 0.011, 1, 1, 1)])
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0 and "paired: no paired results of one machine and commit in both runs" in out
+
+
+def _row(framework: str, metric: str, medians: list[float]) -> dict:
+    return {"machine": "m", "env": "e", "commit": "c", "benchmark": "recording.GradStep_mlp." + metric,
+            "benchmark_version": "5", "params": json.dumps({"framework": framework, "mode": "compiled"}),
+            "framework": framework, "metric": metric, "status": "ok", "comparable": True, "memory_method": "",
+            "sampled": True, "basis": "processes", "value": sorted(medians)[1],
+            "process_medians": json.dumps(medians)}
+
+
+def test_directions_leave_out_the_derived_roofline_and_ratios_within_the_resolution() -> None:
+    from tape_vs_trace import compare
+
+    rows = [_row("torch", "time_step", [1.0, 1.01, 0.99]), _row("jax", "time_step", [1.5, 1.52, 1.48]),
+            _row("torch", "time_over_matmul_peak", [2.0, 2.02, 1.98]),
+            _row("jax", "time_over_matmul_peak", [3.0, 3.03, 2.97])]
+    found = compare._directions({i: r for i, r in enumerate(rows)})
+    assert [k[3] for k in found] == ["recording.GradStep_mlp.time_step"]
+    [c] = found.values()
+    assert c.differs and c.ratio == pytest.approx(1.5)
+    # 5 % slower with a tight interval: within the 10 % a rerun moves a ratio between processes, so not a finding
+    rows[1]["process_medians"], rows[1]["value"] = json.dumps([1.05, 1.06, 1.04]), 1.05
+    [c] = compare._directions({i: r for i, r in enumerate(rows[:2])}).values()
+    assert c.low > 1 and c.differs is False

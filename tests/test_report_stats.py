@@ -315,3 +315,47 @@ def test_benchmarks_gone_from_the_suite_are_one_warning_per_file(tmp_path: Path)
     assert gone == ["abc12300-existing-venv.json: 2 benchmark(s) not in benchmarks.json (no longer in the suite), "
                     "skipped: remat.RematStep_transformer.time_step, remat.RematCost_transformer.track_flops"]
     assert not loaded.table.benchmark.str.contains("transformer").any()
+
+
+@pytest.mark.parametrize(("comparison", "differs", "below"), [
+    # between processes (the default resolution, 10 %): an interval excluding 1 is not enough
+    (stats.Comparison(1.05, 1.02, 1.08), False, True),
+    (stats.Comparison(0.95, 0.93, 0.97), False, True),
+    (stats.Comparison(1.12, 1.05, 1.2), True, False),
+    (stats.Comparison(0.9, 0.85, 0.95), True, False),  # |ln 0.9| = 0.1054 > ln 1.1 = 0.0953
+    (stats.Comparison(1.1, 1.05, 1.15), False, True),  # exactly at the resolution: not beyond it
+    (stats.Comparison(1.5, 0.9, 2.5), False, False),  # the interval holds 1, however large the ratio
+    # paired, within one process (3 %)
+    (stats.Comparison(1.05, 1.02, 1.08, resolution=stats.WITHIN_PROCESS), True, False),
+    (stats.Comparison(1.01, 1.005, 1.015, resolution=stats.WITHIN_PROCESS), False, True),
+    (stats.Comparison(0.96, 0.95, 0.97, resolution=stats.WITHIN_PROCESS), True, False),  # ln 0.96 = -0.0408
+    # exact values: any difference is one
+    (stats.Comparison(1.01, 1.01, 1.01), True, None),
+    (stats.Comparison(1.0, 1.0, 1.0), False, None),
+    (stats.Comparison(1.05, note="one process"), None, True),
+])
+def test_a_sampled_ratio_differs_only_beyond_its_resolution(comparison, differs, below) -> None:
+    assert comparison.differs is differs
+    assert comparison.below_resolution is below
+
+
+def test_a_ratio_within_its_resolution_says_why_it_is_no_difference() -> None:
+    from tape_vs_trace.report import fmt
+
+    assert fmt.ratio(stats.Comparison(1.05, 1.02, 1.08)) == (
+        "no difference measurable on this machine (1.05×, 95 % interval 1.02–1.08; within the 10 % a rerun moves "
+        "such a ratio)")
+    assert fmt.ratio(stats.Comparison(1.05, 0.98, 1.08)) == (
+        "no difference measurable on this machine (1.05×, 95 % interval 0.98–1.08)")
+    assert fmt.ratio(stats.Comparison(1.05, 1.04, 1.06, resolution=0.03)) == "1.05× [1.04–1.06]"
+
+
+def test_paired_ratios_have_the_within_process_resolution() -> None:
+    from tape_vs_trace.report import paired
+
+    row = {"ratio": 1.04, "ratio_ci_low": 1.02, "ratio_ci_high": 1.06}
+    assert paired.paired_ratio(row).resolution == stats.WITHIN_PROCESS and paired.paired_ratio(row).differs
+    assert paired.costs(paired.paired_ratio({"ratio": 1.02, "ratio_ci_low": 1.01, "ratio_ci_high": 1.03}),
+                        "remat", "plain") == (
+        "remat against plain: no difference measurable on this machine (ratio 1.02, 95 % interval 1.01–1.03; "
+        "within the 3 % a rerun moves such a ratio)")

@@ -97,7 +97,7 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
         return f"{_values(a, b)} ({c.ratio:.3g}×, {fmt.NO_INTERVAL})"
     span = f"ratio 95 % interval {c.low:.3g}–{c.high:.3g}×"
     if not c.differs:
-        return f"{fmt.NO_DIFFERENCE} ({_values(a, b)}; {span})"
+        return f"{fmt.NO_DIFFERENCE} ({_values(a, b)}; {span}{fmt.small(c)})"
     return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)}; {span})"
 
 

@@ -57,4 +57,14 @@ def ratio(c: Comparison) -> str:
     if c.low == c.high == c.ratio:
         return r + " (exact)"
     span = f"{c.low:.3g}–{c.high:.3g}"
-    return f"{r} [{span}]" if c.differs else f"{NO_DIFFERENCE} ({r}, 95 % interval {span})"
+    if c.differs:
+        return f"{r} [{span}]"
+    return f"{NO_DIFFERENCE} ({r}, 95 % interval {span}{small(c)})"
+
+
+def small(c: Comparison) -> str:
+    """'; within the N % a rerun moves it' for a ratio whose interval excludes 1 but that lies within its
+    resolution ('' otherwise)."""
+    if c.below_resolution and not c.low <= 1.0 <= c.high:
+        return f"; within the {c.resolution * 100:g} % a rerun moves such a ratio"
+    return ""

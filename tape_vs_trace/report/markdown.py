@@ -156,7 +156,9 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
               "without samples give asv's median and quartiles and no interval.",
               "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
               "metric counts the same thing and was measured the same way; its interval is Welch's t interval on the "
-              f"difference of mean log per-process medians. An interval holding 1 reads '{fmt.NO_DIFFERENCE}'."]
+              "difference of mean log per-process medians. A sampled ratio is stated as a difference only when its "
+              f"interval excludes 1 and it lies more than {stats.BETWEEN_PROCESSES * 100:g} % from 1 (how far such "
+              f"ratios moved between two runs of one commit); otherwise it reads '{fmt.NO_DIFFERENCE}'."]
     return lines
 
 

@@ -87,8 +87,8 @@ def paired_ratio(row: dict) -> stats.Comparison:
     if not _finite(row["ratio"]):
         return stats.Comparison(reason="no ratio")
     if not _finite(row["ratio_ci_low"], row["ratio_ci_high"]):
-        return stats.Comparison(row["ratio"], note="one process")
-    return stats.Comparison(row["ratio"], row["ratio_ci_low"], row["ratio_ci_high"])
+        return stats.Comparison(row["ratio"], note="one process", resolution=stats.WITHIN_PROCESS)
+    return stats.Comparison(row["ratio"], row["ratio_ci_low"], row["ratio_ci_high"], resolution=stats.WITHIN_PROCESS)
 
 
 def costs(c: stats.Comparison, x: str, y: str) -> str:
@@ -98,7 +98,8 @@ def costs(c: stats.Comparison, x: str, y: str) -> str:
     if c.differs is None:
         return f"{x} against {y}: {c.ratio:.3g}× ({fmt.NO_INTERVAL}: {c.note})"
     if not c.differs:
-        return f"{x} against {y}: {fmt.NO_DIFFERENCE} (ratio {c.ratio:.3g}, 95 % interval {c.low:.3g}–{c.high:.3g})"
+        return (f"{x} against {y}: {fmt.NO_DIFFERENCE} (ratio {c.ratio:.3g}, 95 % interval {c.low:.3g}–{c.high:.3g}"
+                f"{fmt.small(c)})")
     near, far = sorted(abs(v - 1) * 100 for v in (c.low, c.high))
     return (f"{x} costs {fmt.pct(c.ratio - 1)} {'more' if c.ratio > 1 else 'less'} time than {y} "
             f"(95 % interval {near:.1f}–{far:.1f} %)")
@@ -297,7 +298,9 @@ def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: 
              "process and timed call by call, alternating; a time is the geometric mean of the per-process medians "
              "with its 95 % Student-t interval across processes; a ratio to the baseline is formed pass by pass in "
              "one process (median per process, geometric mean and 95 % interval across processes). A difference "
-             f"is stated only where the ratio's interval excludes 1, else '{fmt.NO_DIFFERENCE}'.", ""]
+             "is stated only where the ratio's interval excludes 1 and the ratio lies more than "
+             f"{stats.WITHIN_PROCESS * 100:g} % from 1 ({stats.BETWEEN_PROCESSES * 100:g} % for JAX/PyTorch, "
+             f"between processes), else '{fmt.NO_DIFFERENCE}'.", ""]
     lines += [f"![{Path(n).stem}]({n})\n" for n in figures]
     found = [("The least memory near the fastest, and the least memory within 25 % of plain", [
         c for key, curve in curves(table) if (c := choices(key, curve))]),

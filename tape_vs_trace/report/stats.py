@@ -18,6 +18,16 @@ from scipy import stats as sps
 from implementations import metrics
 
 CONFIDENCE = 0.95
+# The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes 1
+# AND it lies further from 1 than this (the rule of `asv compare`, a significant change beyond a factor, whose
+# default factor is 1.1). Measured on cpu-intel-xeon-f6m167-2c, how far the same ratio moved between two `make bench`
+# runs of one commit (|log ratio_A / ratio_B|): paired ratios, alternated call by call in one process, median 0.9-1.8
+# %, upper quartile 2.2-3.6 %; ratios between processes (JAX/PyTorch, a variant's asv row over its baseline's),
+# median 4-8 %, upper quartile 11-16 %. A smaller effect with a tight interval was seen to change sides between runs
+# (JAX's compiled custom swiglu against autodiff: 1.01x [1.00-1.01], then 0.988x). Exact values (bytes, counts) have
+# no such floor: any difference of them is real.
+WITHIN_PROCESS = 0.03
+BETWEEN_PROCESSES = 0.10
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,7 @@ class Comparison:
     high: float = math.nan
     reason: str = ""  # why there is no ratio; "" when there is one
     note: str = ""  # why a ratio has no interval
+    resolution: float = BETWEEN_PROCESSES  # the smallest change a sampled ratio states (WITHIN_PROCESS for paired)
 
     @property
     def formed(self) -> bool:
@@ -112,10 +123,20 @@ class Comparison:
 
     @property
     def differs(self) -> bool | None:
-        """True when the interval excludes 1, False when it holds 1, None when there is no interval."""
+        """True when the interval excludes 1 and, for a sampled ratio, the ratio lies beyond `resolution` (an exact
+        ratio, low == high, differs whenever it is not 1); False otherwise; None when there is no interval."""
         if not self.formed or not (math.isfinite(self.low) and math.isfinite(self.high)):
             return None
-        return not self.low <= 1.0 <= self.high
+        if self.low <= 1.0 <= self.high:
+            return False
+        return self.low == self.high or self.below_resolution is False
+
+    @property
+    def below_resolution(self) -> bool | None:
+        """Whether a sampled ratio lies within `resolution` of 1 (None for an exact or missing ratio)."""
+        if not self.formed or self.low == self.high or not math.isfinite(self.ratio):
+            return None
+        return abs(math.log(self.ratio)) <= math.log1p(self.resolution) + 1e-12  # 1.1 at 10 % is within
 
 
 def _medians(row: dict) -> list[float]:
