@@ -12,7 +12,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(DEVICE)
 
-.PHONY: setup test test-all lint bench report preview mutate
+.PHONY: setup test test-all lint bench report preview mutate mutate-sample
 
 setup: $(STAMP)
 
@@ -90,3 +90,9 @@ MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)
 	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) \
 		$(foreach p,$(MUTATE_PATHS),'$(subst /,.,$(basename $(p))).*')
+
+# The score that fits in a session: every MUTATE_EVERY-th mutant of each mutated file (scripts/mutate_sample.py),
+# run by mutmut and scored per file into mutants/sample-score.md, survivors listed by name.
+MUTATE_EVERY ?= 20
+mutate-sample: $(STAMP)
+	$(PY) scripts/mutate_sample.py --every $(MUTATE_EVERY) --children $(MUTATE_CHILDREN)
