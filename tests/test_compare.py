@@ -12,6 +12,7 @@ unknown metric count different things.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -188,6 +189,9 @@ def test_paired_rows_are_compared_by_interval_and_direction(runs, capsys) -> Non
     assert rc == 0
     assert "paired: " + directions(1, 1, 3) in out
     assert "paired: 2 of 4 timing rows agree" in out  # remat_full and remat_dots do not overlap
+    # half-widths over the value: A 1/10, 1/21, 0.5/9, 1/12 -> median (0.05556 + 0.08333) / 2 = 6.9 %;
+    # B 0.75/11, 1/26, 0.5/12, 1/13 -> median (0.04167 + 0.06818) / 2 = 5.5 %
+    assert "paired: median 95 % interval half-width, times of 1 ms or more: A 6.9 % (4 rows), B 5.5 % (4 rows)" in out
     assert any(line.startswith("differ") and "remat_full" in line for line in out)
     assert any("direction flipped" in line and "remat_dots" in line for line in out)
     assert any("in one run only" in line and "remat_names" in line for line in out)
@@ -223,3 +227,12 @@ def test_directions_leave_out_the_derived_roofline_and_ratios_within_the_resolut
     rows[1]["process_medians"], rows[1]["value"] = json.dumps([1.05, 1.06, 1.04]), 1.05
     [c] = compare._directions({i: r for i, r in enumerate(rows[:2])}).values()
     assert c.low > 1 and c.differs is False
+
+
+def test_half_widths_of_times_of_a_millisecond_or_more() -> None:
+    from tape_vs_trace import compare
+
+    assert compare._half_width(2e-3, 1.8e-3, 2.4e-3) == pytest.approx(0.15)
+    assert math.isnan(compare._half_width(9e-4, 8e-4, 1e-3))  # under 1 ms: left out
+    assert math.isnan(compare._half_width(2e-3, math.nan, 2.4e-3))
+    assert compare._widths([0.1, 0.3, math.nan], []) == "A 20.0 % (2 rows), B none (0 rows)"

@@ -26,7 +26,7 @@ def mib(value: float) -> dict:
     (Comparison(1.2, note="one process"), secs(0.01), secs(0.012), "10 ms → 12 ms (1.2×, no interval)"),
     (Comparison(1.05, 0.95, 1.1), secs(0.01), secs(0.0105),
      "no difference measurable on this machine (10 ms → 10.5 ms; ratio 95 % interval 0.95–1.1×)"),
-    (Comparison(1.2, 1.1, 1.3), secs(0.01), secs(0.012), "+20.0 % (10 ms → 12 ms; ratio 95 % interval 1.1–1.3×)"),
+    (Comparison(1.2, 1.12, 1.3), secs(0.01), secs(0.012), "+20.0 % (10 ms → 12 ms; ratio 95 % interval 1.12–1.3×)"),
     (Comparison(0.8, 0.7, 0.9), secs(0.01), secs(0.008), "−20.0 % (10 ms → 8 ms; ratio 95 % interval 0.7–0.9×)"),
 ])
 def test_describe(c: Comparison, a: dict, b: dict, text: str) -> None:

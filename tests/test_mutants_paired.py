@@ -54,14 +54,14 @@ def test_costs_reads_the_interval_as_percent_from_1() -> None:
 
 def test_choices_by_peak_memory() -> None:
     curve = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8, peak=10),
-                          row("remat_dots", 1.05, 1.02, 1.08, saved=5, peak=6),
+                          row("remat_dots", 1.05, 1.04, 1.08, saved=5, peak=6),
                           row("remat_full", 1.2, 1.15, 1.24, saved=2, peak=4),
                           row("remat_every2", 1.3, 1.2, 1.4, saved=1, peak=3)])
     # Near the fastest (ratio <= 1.1): plain and remat_dots, the smaller is remat_dots. At most 25 % slower by the
     # upper bound: plain, remat_dots and remat_full (1.24), not remat_every2 (1.4); the smallest is remat_full.
     assert paired.choices(KEY, curve) == (
         "PyTorch eager unrolled S (memory: peak memory): within 10.0 % of the fastest point (plain), the least memory "
-        "is **remat_dots**: 6 MiB, 1.05× [1.02–1.08] plain; the least memory at most 25.0 % slower than plain "
+        "is **remat_dots**: 6 MiB, 1.05× [1.04–1.08] plain; the least memory at most 25.0 % slower than plain "
         "(upper 95 % bound) is **remat_full**: 4 MiB, 1.2× [1.15–1.24] plain")
 
 
@@ -117,13 +117,13 @@ def test_budgets_that_rise_are_named_pair_by_pair() -> None:
 def test_granularity_in_layers_per_checkpoint_order() -> None:
     curve = pd.DataFrame([row("remat_full", 1.2, 1.1, 1.3, saved=2), row("remat_dots", 1.1, 1.0, 1.2, saved=5),
                           row("remat_every2", 1.1, 1.05, 1.2, saved=4), row("plain", 1.0, 1.0, 1.0, saved=8),
-                          row("remat_every4", 1.05, 1.01, 1.1, saved=6)])
+                          row("remat_every4", 1.05, 1.04, 1.1, saved=6)])
     assert paired.granularity(KEY, curve) == (
-        "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 6 MiB, 1.05× [1.01–1.1]; remat_every2 "
+        "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 6 MiB, 1.05× [1.04–1.1]; remat_every2 "
         "4 MiB, 1.1× [1.05–1.2]; remat_full 2 MiB, 1.2× [1.1–1.3]")
-    every4 = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8), row("remat_every4", 1.05, 1.01, 1.1, saved=6)])
+    every4 = pd.DataFrame([row("plain", 1.0, 1.0, 1.0, saved=8), row("remat_every4", 1.05, 1.04, 1.1, saved=6)])
     assert paired.granularity(KEY, every4) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 " \
-        "6 MiB, 1.05× [1.01–1.1]"
+        "6 MiB, 1.05× [1.04–1.1]"
     assert paired.granularity(KEY, pd.DataFrame([row("plain", 1.0, saved=8), row("remat_full", 1.2, saved=2)])) \
         is None
 

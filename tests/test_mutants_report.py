@@ -84,7 +84,7 @@ def test_ratio_cell(c: Comparison, text: str) -> None:
     (0.9, math.inf, None),
 ])
 def test_differs_is_whether_the_interval_excludes_one(low: float, high: float, differs) -> None:
-    assert Comparison(1.15, low, high).differs is differs  # 1.15: beyond the 10 % resolution
+    assert Comparison(1.1, low, high, resolution=0.0).differs is differs  # no resolution: 1 alone
     assert Comparison(reason="failed", low=low, high=high).differs is None
 
 

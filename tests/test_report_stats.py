@@ -317,34 +317,36 @@ def test_benchmarks_gone_from_the_suite_are_one_warning_per_file(tmp_path: Path)
     assert not loaded.table.benchmark.str.contains("transformer").any()
 
 
-@pytest.mark.parametrize(("comparison", "differs", "below"), [
-    # between processes (the default resolution, 10 %): an interval excluding 1 is not enough
+@pytest.mark.parametrize(("comparison", "differs", "reaches"), [
+    # between processes (the default resolution, 10 %): the interval must exclude every change up to 10 %
     (stats.Comparison(1.05, 1.02, 1.08), False, True),
     (stats.Comparison(0.95, 0.93, 0.97), False, True),
-    (stats.Comparison(1.12, 1.05, 1.2), True, False),
-    (stats.Comparison(0.9, 0.85, 0.95), True, False),  # |ln 0.9| = 0.1054 > ln 1.1 = 0.0953
-    (stats.Comparison(1.1, 1.05, 1.15), False, True),  # exactly at the resolution: not beyond it
-    (stats.Comparison(1.5, 0.9, 2.5), False, False),  # the interval holds 1, however large the ratio
+    (stats.Comparison(1.25, 1.05, 1.4), False, True),  # a large ratio whose interval reaches 1.05: not stated
+    (stats.Comparison(1.2, 1.11, 1.3), True, False),
+    (stats.Comparison(0.8, 0.7, 0.9), True, False),  # 0.9 < 1 / 1.1 = 0.90909
+    (stats.Comparison(0.85, 0.7, 0.91), False, True),  # 0.91 > 0.90909
+    (stats.Comparison(1.2, 1.1, 1.3), False, True),  # an interval ending at exactly 1.1 reaches the band
+    (stats.Comparison(1.5, 0.9, 2.5), False, True),  # the interval holds 1
     # paired, within one process (3 %)
-    (stats.Comparison(1.05, 1.02, 1.08, resolution=stats.WITHIN_PROCESS), True, False),
-    (stats.Comparison(1.01, 1.005, 1.015, resolution=stats.WITHIN_PROCESS), False, True),
-    (stats.Comparison(0.96, 0.95, 0.97, resolution=stats.WITHIN_PROCESS), True, False),  # ln 0.96 = -0.0408
+    (stats.Comparison(1.05, 1.04, 1.06, resolution=stats.WITHIN_PROCESS), True, False),
+    (stats.Comparison(1.07, 1.01, 1.13, resolution=stats.WITHIN_PROCESS), False, True),
+    (stats.Comparison(0.96, 0.95, 0.97, resolution=stats.WITHIN_PROCESS), True, False),  # 0.97 < 1 / 1.03 = 0.9709
     # exact values: any difference is one
     (stats.Comparison(1.01, 1.01, 1.01), True, None),
     (stats.Comparison(1.0, 1.0, 1.0), False, None),
-    (stats.Comparison(1.05, note="one process"), None, True),
+    (stats.Comparison(1.05, note="one process"), None, None),
 ])
-def test_a_sampled_ratio_differs_only_beyond_its_resolution(comparison, differs, below) -> None:
+def test_a_sampled_ratio_differs_only_when_its_interval_clears_the_resolution(comparison, differs, reaches) -> None:
     assert comparison.differs is differs
-    assert comparison.below_resolution is below
+    assert comparison.reaches_resolution is reaches
 
 
 def test_a_ratio_within_its_resolution_says_why_it_is_no_difference() -> None:
     from tape_vs_trace.report import fmt
 
-    assert fmt.ratio(stats.Comparison(1.05, 1.02, 1.08)) == (
-        "no difference measurable on this machine (1.05×, 95 % interval 1.02–1.08; within the 10 % a rerun moves "
-        "such a ratio)")
+    assert fmt.ratio(stats.Comparison(1.15, 1.02, 1.3)) == (
+        "no difference measurable on this machine (1.15×, 95 % interval 1.02–1.3; the interval reaches within the "
+        "10 % a rerun moves such a ratio)")
     assert fmt.ratio(stats.Comparison(1.05, 0.98, 1.08)) == (
         "no difference measurable on this machine (1.05×, 95 % interval 0.98–1.08)")
     assert fmt.ratio(stats.Comparison(1.05, 1.04, 1.06, resolution=0.03)) == "1.05× [1.04–1.06]"
@@ -353,9 +355,9 @@ def test_a_ratio_within_its_resolution_says_why_it_is_no_difference() -> None:
 def test_paired_ratios_have_the_within_process_resolution() -> None:
     from tape_vs_trace.report import paired
 
-    row = {"ratio": 1.04, "ratio_ci_low": 1.02, "ratio_ci_high": 1.06}
+    row = {"ratio": 1.05, "ratio_ci_low": 1.035, "ratio_ci_high": 1.06}
     assert paired.paired_ratio(row).resolution == stats.WITHIN_PROCESS and paired.paired_ratio(row).differs
     assert paired.costs(paired.paired_ratio({"ratio": 1.02, "ratio_ci_low": 1.01, "ratio_ci_high": 1.03}),
                         "remat", "plain") == (
         "remat against plain: no difference measurable on this machine (ratio 1.02, 95 % interval 1.01–1.03; "
-        "within the 3 % a rerun moves such a ratio)")
+        "the interval reaches within the 3 % a rerun moves such a ratio)")

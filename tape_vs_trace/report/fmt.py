@@ -63,8 +63,8 @@ def ratio(c: Comparison) -> str:
 
 
 def small(c: Comparison) -> str:
-    """'; within the N % a rerun moves it' for a ratio whose interval excludes 1 but that lies within its
-    resolution ('' otherwise)."""
-    if c.below_resolution and not c.low <= 1.0 <= c.high:
-        return f"; within the {c.resolution * 100:g} % a rerun moves such a ratio"
+    """'; the interval reaches within the N % a rerun moves such a ratio' where the interval excludes 1 but not every
+    change up to the ratio's resolution ('' otherwise)."""
+    if c.reaches_resolution and not c.low <= 1.0 <= c.high:
+        return f"; the interval reaches within the {c.resolution * 100:g} % a rerun moves such a ratio"
     return ""

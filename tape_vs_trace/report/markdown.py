@@ -157,8 +157,8 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
               "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
               "metric counts the same thing and was measured the same way; its interval is Welch's t interval on the "
               "difference of mean log per-process medians. A sampled ratio is stated as a difference only when its "
-              f"interval excludes 1 and it lies more than {stats.BETWEEN_PROCESSES * 100:g} % from 1 (how far such "
-              f"ratios moved between two runs of one commit); otherwise it reads '{fmt.NO_DIFFERENCE}'."]
+              f"interval excludes every change up to {stats.BETWEEN_PROCESSES * 100:g} % (how far such ratios moved "
+              f"between two runs of one commit); otherwise it reads '{fmt.NO_DIFFERENCE}'."]
     return lines
 
 

@@ -298,9 +298,9 @@ def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: 
              "process and timed call by call, alternating; a time is the geometric mean of the per-process medians "
              "with its 95 % Student-t interval across processes; a ratio to the baseline is formed pass by pass in "
              "one process (median per process, geometric mean and 95 % interval across processes). A difference "
-             "is stated only where the ratio's interval excludes 1 and the ratio lies more than "
-             f"{stats.WITHIN_PROCESS * 100:g} % from 1 ({stats.BETWEEN_PROCESSES * 100:g} % for JAX/PyTorch, "
-             f"between processes), else '{fmt.NO_DIFFERENCE}'.", ""]
+             "is stated only where the ratio's interval excludes every change up to "
+             f"{stats.WITHIN_PROCESS * 100:g} % ({stats.BETWEEN_PROCESSES * 100:g} % for JAX/PyTorch, between "
+             f"processes): how far such ratios moved between two runs of one commit; else '{fmt.NO_DIFFERENCE}'.", ""]
     lines += [f"![{Path(n).stem}]({n})\n" for n in figures]
     found = [("The least memory near the fastest, and the least memory within 25 % of plain", [
         c for key, curve in curves(table) if (c := choices(key, curve))]),
