@@ -18,6 +18,7 @@ results (mutants/**/*.meta) into mutants/sample-score.md. `--score` only reads t
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -52,10 +53,13 @@ def generate(children: int) -> None:
     mm.create_mutants(children)
 
 
-def results() -> dict[str, dict[str, int | None]]:
-    """{mutated file: {mutant name: mutmut's exit code or None}}, from mutants/**/*.meta."""
+def results(files: str = "*") -> dict[str, dict[str, int | None]]:
+    """{mutated file: {mutant name: mutmut's exit code or None}}, from mutants/**/*.meta, for the files matching the
+    glob `files` (relative to the repository root, e.g. 'implementations/*')."""
     found = {}
     for meta in sorted(MUTANTS.rglob("*.py.meta")):
+        if not fnmatch.fnmatch(str(meta.relative_to(MUTANTS).with_suffix("")), files):
+            continue
         try:
             codes = json.loads(meta.read_text())["exit_code_by_key"]
         except (OSError, ValueError, KeyError) as exc:
@@ -63,7 +67,7 @@ def results() -> dict[str, dict[str, int | None]]:
         if codes:
             found[str(meta.relative_to(MUTANTS).with_suffix(""))] = codes
     if not found:
-        raise SampleError(f"no mutants under {MUTANTS}: run without --score first")
+        raise SampleError(f"no mutants of {files!r} under {MUTANTS}: run without --score first, or check --files")
     return found
 
 
@@ -112,13 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--every", type=int, default=20, help="take every Nth mutant of each file (default 20)")
     parser.add_argument("--children", type=int, default=2, help="mutmut's --max-children (default 2)")
+    parser.add_argument("--files", default="*", help="only the mutated files matching this glob (default: all)")
     parser.add_argument("--score", action="store_true",
                         help="only score the sample of an earlier run (mutants/sample.txt)")
     args = parser.parse_args(argv)
     try:
         if not args.score:
             generate(args.children)
-        by_file = results()
+        by_file = results(args.files)
         saved = MUTANTS / "sample.txt"
         chosen = saved.read_text().split() if args.score and saved.is_file() else sample(by_file, args.every)
         if not args.score:
@@ -127,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(every {args.every}th of each file)", flush=True)
             subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.children), *chosen],
                            cwd=ROOT, check=False)
-            by_file = results()
+            by_file = results(args.files)
         table = score(by_file, chosen)
     except SampleError as exc:
         print(f"error: {exc}", file=sys.stderr)

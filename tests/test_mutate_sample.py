@@ -42,10 +42,12 @@ def test_the_score_counts_only_the_sample_and_lists_its_survivors() -> None:
 def test_unreadable_results_are_one_error(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(ms, "MUTANTS", tmp_path)
     assert ms.main(["--score"]) == 2
-    assert capsys.readouterr().err.startswith("error: no mutants under")
+    assert capsys.readouterr().err.startswith("error: no mutants of '*' under")
     (tmp_path / "a.py.meta").write_text("{not json")
     assert ms.main(["--score"]) == 2
     assert "cannot read mutmut's results" in capsys.readouterr().err
     (tmp_path / "a.py.meta").write_text(json.dumps({"exit_code_by_key": {"a.x_f__mutmut_1": 1}}))
     assert ms.main(["--score", "--every", "1"]) == 0
     assert "| **all** | 1 | 1 |" in capsys.readouterr().out
+    assert ms.main(["--score", "--every", "1", "--files", "b*"]) == 2
+    assert "no mutants of 'b*'" in capsys.readouterr().err
