@@ -130,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             (MUTANTS / "sample.txt").write_text("\n".join(chosen) + "\n")
             print(f"mutate_sample: {len(chosen)} of {sum(map(len, by_file.values()))} mutants "
                   f"(every {args.every}th of each file)", flush=True)
-            subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.children), *chosen],
-                           cwd=ROOT, check=False)
+            done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.children),
+                                   *chosen], cwd=ROOT, check=False)
+            if done.returncode != 0:
+                raise SampleError(f"mutmut run failed (status {done.returncode}; its output is above)")
             by_file = results(args.files)
         table = score(by_file, chosen)
     except SampleError as exc:
