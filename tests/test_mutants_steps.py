@@ -1,0 +1,64 @@
+"""Tests prompted by the sampled mutation run (scripts/mutate_sample.py) over the steps and probes: the forward steps
+return the forward's output in every mode, the memory budget reaches torch's partitioner, and a CUDA tensor sends
+PyTorch's peak probe to the allocator with its device."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+import torch
+import torch._functorch.config
+
+from implementations import workloads
+from implementations.jax import steps as jax_steps
+from implementations.torch import probe as torch_probe
+from implementations.torch import steps as torch_steps
+
+
+@pytest.fixture(scope="module")
+def inputs() -> workloads.Inputs:
+    return workloads.make_inputs("mlp", "tiny", "float64")
+
+
+@pytest.mark.parametrize("mode", ["record", "no_grad", "inference_mode"])
+def test_torch_forward_step_returns_the_forward(inputs, mode: str) -> None:
+    fn, (params, data) = torch_steps.forward_fn(inputs, "plain", "no_grad")
+    want = fn(params, data)
+    got = torch_steps.forward_step(inputs, "plain", mode)()
+    assert isinstance(got, torch.Tensor) and got.shape == want.shape
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-14)
+    assert got.requires_grad is (mode == "record")  # only the recording forward builds a tape
+
+
+@pytest.mark.parametrize("mode", ["record", "no_grad", "compiled"])
+def test_jax_forward_step_returns_the_forward(inputs, mode: str) -> None:
+    fn, (params, data) = jax_steps.forward_fn(inputs, "plain", "no_grad")
+    want = np.asarray(fn(params, data))
+    got = jax_steps.forward_step(inputs, "plain", mode)()
+    if mode == "record":  # jax.vjp: (output, the backward function)
+        got, vjp = got
+        assert callable(vjp)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    assert isinstance(got, jax.Array)
+
+
+@pytest.mark.parametrize("budget", [0.0, 0.25, 1.0])
+def test_the_memory_budget_is_the_partitioners_while_compiling(budget: float) -> None:
+    before = torch._functorch.config.activation_memory_budget
+    with torch_steps._memory_budget(budget):
+        assert torch._functorch.config.activation_memory_budget == budget
+    assert torch._functorch.config.activation_memory_budget == before
+    with torch_steps._memory_budget(None):  # None: the default, left alone
+        assert torch._functorch.config.activation_memory_budget == before
+
+
+def test_a_cuda_tensor_sends_the_peak_probe_to_the_allocator_with_its_device(monkeypatch) -> None:
+    calls = []
+    cuda = torch.device("cuda", 1)
+    monkeypatch.setattr(torch_probe, "_device", lambda args: cuda)
+    monkeypatch.setattr(torch_probe, "_allocator_peak",
+                        lambda step, args, device: calls.append((step, args, device)) or "peak")
+    step = object()
+    assert torch_probe.peak_bytes(step, 1, 2) == "peak"
+    assert calls == [(step, (1, 2), cuda)]
