@@ -1,0 +1,119 @@
+"""The remat trade-off figure (tape_vs_trace.report.curve) drawn once from four hand-built curve points and read
+back from its Figure (styles, colours, rings, titles, shared axis, footer, layout): found by mutation testing
+(`make mutate`), where the end-to-end figure test checked only the labels and rings, so a dropped colour, style
+fallback, shared axis or footer word stayed green."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+
+from implementations import frameworks
+from tape_vs_trace.report import curve
+from tests.test_mutants_paired import curve_point
+
+NAN = math.nan
+ONE = (1.0, 1.0, 1.0)
+FOOTER = "commit 93acfd55 · machine m1 (EPYC, 2 cores) · device cpu · 3, 5 processes per framework · " \
+         "tape-vs-trace paired"
+SHORT = "commit 93acfd55 · 3 processes per framework"  # fits one line of the figure's note
+
+
+def table() -> pd.DataFrame:
+    """Two eager curves with peaks (PyTorch unrolled, and a JAX formulation STYLES has no entry for) and one
+    compiled JAX scan curve without a peak: its row's peak panel has no curve. Times in s, memory in MiB."""
+    return pd.DataFrame([
+        curve_point("torch", "eager", "unrolled", "plain", (0.010, 0.009, 0.0115), ONE, 8, 12, "m", 1),
+        curve_point("torch", "eager", "unrolled", "remat_full", (0.012, NAN, NAN), ONE, 2, 6, "m", 1),
+        curve_point("jax", "eager", "custom", "plain", (0.011, 0.010, 0.012), ONE, 9, 10, "m", 1),
+        curve_point("jax", "compiled", "scan", "plain", (0.014, 0.013, 0.015), ONE, 9, NAN, "", 1),
+    ])
+
+
+@pytest.fixture(scope="module")
+def fig(tmp_path_factory) -> Figure:
+    """The figure as figure() leaves it before writing (savefig records it instead of encoding a PNG)."""
+    seen: list[Figure] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Figure, "savefig", lambda self, path, *args, **kwargs: seen.append(self))
+        curve.figure(table(), "S", SHORT, tmp_path_factory.mktemp("curve") / "x.png")
+    [figure] = seen
+    return figure
+
+
+def data_lines(ax) -> dict[str, object]:
+    """The errorbar data line of each curve, by legend label."""
+    return {c.get_label(): c.lines[0] for c in ax.containers}
+
+
+def test_each_line_has_its_framework_colour_and_mode_formulation_style(fig: Figure) -> None:
+    eager_peak, _, _, compiled_saved = fig.axes
+    torch, jax = frameworks.FRAMEWORKS["torch"].color, frameworks.FRAMEWORKS["jax"].color
+    got = {label: (to_hex(line.get_color()), line.get_linestyle(), line.get_marker())
+           for ax in (eager_peak, compiled_saved) for label, line in data_lines(ax).items()}
+    assert got == {
+        "PyTorch eager unrolled": (to_hex(torch), "-", "o"),
+        "JAX eager custom": (to_hex(jax), "-", "o"),  # no STYLES entry: a solid line with circles
+        "JAX compiled scan": (to_hex(jax), ":", "^"),
+    }
+
+
+def test_legend_names_each_curve_once_in_panel_order(fig: Figure) -> None:
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["PyTorch eager unrolled", "JAX eager custom",
+                                                          "JAX compiled scan"]
+
+
+def test_rings_are_drawn_in_the_line_colour_and_width(fig: Figure) -> None:
+    # PyTorch eager by peak: remat_full (6 MiB, 12 ms) and plain (12 MiB, 10 ms), neither both faster and smaller
+    rings = [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+    torch = [c for c in rings if to_hex(c.get_edgecolor()[0]) == to_hex(frameworks.FRAMEWORKS["torch"].color)]
+    [ring] = torch
+    assert sorted(tuple(p) for p in ring.get_offsets()) == [(6.0, pytest.approx(12.0)), (12.0, pytest.approx(10.0))]
+    assert list(ring.get_linewidths()) == [1.2]
+
+
+def test_panels_titled_by_mode_and_memory_and_the_empty_one_says_so(fig: Figure) -> None:
+    assert [ax.get_title() for ax in fig.axes] == ["eager: peak, where measured", "eager: saved, every line",
+                                                   "compiled: peak, where measured", "compiled: saved, every line"]
+    # compiled JAX has no peak: nothing drawn on the compiled peak panel, a note in its middle instead
+    [note] = fig.axes[2].texts
+    assert note.get_text() == "no curve has this memory\non this device"
+    assert note.get_position() == (0.5, 0.5) and note.get_transform() == fig.axes[2].transAxes
+    assert not fig.axes[2].containers and not fig.axes[0].texts[0].get_text().startswith("no curve")
+
+
+def test_one_log_time_axis_shared_by_every_panel_spanning_the_points(fig: Figure) -> None:
+    first = fig.axes[0]
+    assert all(first.get_shared_y_axes().joined(first, ax) for ax in fig.axes[1:])
+    assert [ax.get_yscale() for ax in fig.axes] == ["log"] * 4
+    # times 10, 11, 12, 14 ms: the middle one (12 ms) picks ms; the axis runs from 10 / 1.4 to 14 × 1.4 ms
+    assert all(ax.get_ylim() == pytest.approx((10 / 1.4, 14 * 1.4)) for ax in fig.axes)
+    assert first.get_ylabel() == "step time (ms, log)"
+
+
+def test_footer_ends_the_note_inside_the_figure_below_the_legend(fig: Figure) -> None:
+    [text] = [t for t in fig.texts if t.get_text().startswith("bars: ")]
+    assert text.get_text().endswith("\n" + SHORT)
+    assert text.get_position() == (0.01, 0.05 / fig.get_figheight())
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    box = text.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    # the panels' tick labels and axis labels stay above the legend, the legend above the note
+    legend = fig.legends[0].get_window_extent(renderer)
+    assert min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) >= legend.y1 and legend.y0 >= box.y1
+
+
+def test_footer_sentence() -> None:
+    rows = table().assign(commit="93acfd557dc6d3533c8d26b62e737c3b1f3b0e8b", machine="m1", device="cpu",
+                          processes=[5, 3, 5, 3])
+    assert curve.footer(rows, {"cpu": "EPYC", "num_cpu": 2}) == FOOTER
+    assert curve.footer(rows.assign(processes=[3] * 4), {}) == (
+        "commit 93acfd55 · machine m1 (?, ? cores) · device cpu · 3 processes per framework · tape-vs-trace paired")
+
