@@ -62,3 +62,28 @@ def test_a_cuda_tensor_sends_the_peak_probe_to_the_allocator_with_its_device(mon
     step = object()
     assert torch_probe.peak_bytes(step, 1, 2) == "peak"
     assert calls == [(step, (1, 2), cuda)]
+
+
+def test_sync_waits_for_a_cuda_device_only(monkeypatch) -> None:
+    from implementations.torch import common
+
+    waited = []
+    monkeypatch.setattr(torch.cuda, "synchronize", waited.append)
+    result = object()
+    assert common.sync(result, "cuda:0") is result and waited == ["cuda:0"]
+    assert common.sync(result, "cpu") is result and waited == ["cuda:0"]  # CPU work is synchronous already
+
+
+def test_grad_step_builds_the_asked_variant_and_guards_the_compiled_graph_on_its_budget(inputs, monkeypatch) -> None:
+    """The step's loss is the variant's, in the layout asked for; a compiled step is guarded on its own budget (the
+    curve's points each compile their own graph: test_remat.py's slow budget tests show the graphs)."""
+    built, guarded = [], []
+    real_loss_fn, real_guarded = torch_steps.loss_fn, torch_steps._guarded
+    monkeypatch.setattr(torch_steps, "loss_fn", lambda *a: built.append(a) or real_loss_fn(*a))
+    monkeypatch.setattr(torch_steps, "_guarded", lambda loss, budget: guarded.append(budget) or real_guarded(loss,
+                                                                                                          budget))
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # no compile: only what is handed to it matters
+    torch_steps.grad_step(inputs, "remat_full", "eager", "cpu", layout=None)
+    torch_steps.grad_step(inputs, "plain", "compiled", "cpu", layout=None, budget=0.25)
+    assert built == [(inputs, "remat_full", "cpu", None), (inputs, "plain", "cpu", None)]
+    assert guarded == [0.25]
