@@ -87,3 +87,38 @@ def test_grad_step_builds_the_asked_variant_and_guards_the_compiled_graph_on_its
     torch_steps.grad_step(inputs, "plain", "compiled", "cpu", layout=None, budget=0.25)
     assert built == [(inputs, "remat_full", "cpu", None), (inputs, "plain", "cpu", None)]
     assert guarded == [0.25]
+
+
+def test_named_regions_are_restored_to_the_outer_state_after_a_call() -> None:
+    from implementations.torch import common
+
+    inner = common._names_enabled(lambda: common._NAMING["on"])
+    outer = common._names_enabled(lambda: (inner(), common._NAMING["on"]))
+    assert outer() == (True, True)  # the inner call hands the outer one its named() regions back
+    assert common._NAMING["on"] is False
+
+
+def _breakdown(tmp_path, nbytes: str, is_argument: str):
+    import csv
+
+    from tape_vs_trace import saved
+
+    path = tmp_path / "m-abcdef12.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=saved.ALL_FIELDS)
+        writer.writeheader()
+        writer.writerow(dict(workload="mlp", size="tiny", variant="plain", dtype="float32", framework="torch",
+                             op="aten.mm", shape="(0, 4)", tensor_dtype="float32", nbytes=nbytes,
+                             is_argument=is_argument, commit="abcdef12"))
+    return path
+
+
+def test_a_breakdown_row_may_hold_zero_bytes_but_not_a_bad_flag(tmp_path) -> None:
+    from tape_vs_trace.report import breakdown
+
+    table = breakdown._read(_breakdown(tmp_path, "0", "False"))  # an empty tensor is saved, with 0 bytes
+    assert table.nbytes.tolist() == [0] and table.is_argument.tolist() == [False]
+    with pytest.raises(ValueError, match="^nbytes is not a byte count on every row$"):
+        breakdown._read(_breakdown(tmp_path, "-1", "False"))
+    with pytest.raises(ValueError, match="^is_argument is not True/False on every row$"):
+        breakdown._read(_breakdown(tmp_path, "8", "yes"))
