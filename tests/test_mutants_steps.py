@@ -122,3 +122,27 @@ def test_a_breakdown_row_may_hold_zero_bytes_but_not_a_bad_flag(tmp_path) -> Non
         breakdown._read(_breakdown(tmp_path, "-1", "False"))
     with pytest.raises(ValueError, match="^is_argument is not True/False on every row$"):
         breakdown._read(_breakdown(tmp_path, "8", "yes"))
+
+
+class _Clock:
+    """perf_counter that advances by the next of `steps` seconds per timed product (one read before, one after)."""
+
+    def __init__(self, steps: list[float]) -> None:
+        self.now, self.reads, self.steps = 0.0, 0, list(steps)
+
+    def __call__(self) -> float:
+        if self.reads % 2:
+            self.now += self.steps.pop(0)
+        self.reads += 1
+        return self.now
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_matmul_rate_is_two_n_cubed_over_the_best_timed_product_after_the_warm_up(framework: str,
+                                                                                    monkeypatch) -> None:
+    from implementations.jax import probe as jax_probe
+
+    probe = torch_probe if framework == "torch" else jax_probe
+    # 6 products: the first (warm-up) is fastest and is left out; the best of the other five is 0.5 s
+    monkeypatch.setattr(probe.time, "perf_counter", _Clock([0.1, 2.0, 0.5, 1.0, 3.0, 0.75]))
+    assert probe.matmul_rate("float32", "cpu") == 2 * 1024**3 / 0.5  # a 1024 x 1024 product on a CPU
