@@ -100,3 +100,37 @@ def test_markdown_heads_each_machine_of_several_with_a_blank_line_after() -> Non
     for i in heads:
         assert lines[i + 1] == ""
         assert lines[i + 2] == "### Provenance"
+
+
+def test_rows_panel_draws_ok_rows_as_unjoined_dots_and_bars_in_the_framework_colour() -> None:
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+
+    first, second = frameworks.NAMES
+    rows = pd.DataFrame([row(first), row(second) | {"status": "failed"}])
+    ax = Figure().subplots()
+    figures._rows_panel(ax, rows, "time", True)
+    [dot] = [line for line in ax.lines if len(line.get_xdata()) == 1]  # the ok row: a dot, not "failed"
+    assert dot.get_linestyle() == "None" and dot.get_marker() == "o"
+    assert [t.get_text() for t in ax.texts] == [f"{frameworks.label(second)}: failed"]
+    mib = [row(fw, value=2 ** 21, metric="track_peak_bytes", unit="bytes") for fw in (first, second)]
+    ax = Figure().subplots()
+    figures._rows_panel(ax, pd.DataFrame(mib), "peak", False)
+    assert [p.get_facecolor() for p in ax.patches] == [to_rgba(frameworks.FRAMEWORKS[fw].color)
+                                                       for fw in (first, second)]
+    assert [p.get_width() for p in ax.patches] == [2.0, 2.0]  # MiB
+
+
+def test_rows_panel_says_when_the_frameworks_peaks_were_measured_differently() -> None:
+    from matplotlib.figure import Figure
+
+    first, second = frameworks.NAMES
+    peaks = [row(fw, value=2 ** 20, metric="track_peak_bytes", unit="bytes") | {"memory_method": m}
+             for fw, m in ((first, "tracker"), (second, "buffer plan"))]
+    ax = Figure().subplots()
+    figures._rows_panel(ax, pd.DataFrame(peaks), "peak", False)
+    assert ax.get_title() == "peaks measured differently per framework: compare within one"
+    same = [p | {"memory_method": "allocator"} for p in peaks]
+    ax = Figure().subplots()
+    figures._rows_panel(ax, pd.DataFrame(same), "peak", False)
+    assert ax.get_title() == ""
