@@ -134,3 +134,26 @@ def test_rows_panel_says_when_the_frameworks_peaks_were_measured_differently() -
     ax = Figure().subplots()
     figures._rows_panel(ax, pd.DataFrame(same), "peak", False)
     assert ax.get_title() == ""
+
+
+def test_differences_place_each_framework_a_fifth_of_a_row_either_side_of_its_case() -> None:
+    from matplotlib.figure import Figure
+
+    from tape_vs_trace.report import stats
+
+    first, second = frameworks.NAMES
+    ax = Figure().subplots()
+    figures._differences(ax, [("a", first, stats.Comparison(1.2, 1.1, 1.3)), ("a", second, stats.Comparison(0.9)),
+                              ("b", second, stats.Comparison(1.5, 1.4, 1.6))], "step time")
+    dots = sorted((round(float(line.get_ydata()[0]), 6), round(float(line.get_xdata()[0]), 6)) for line in ax.lines
+                  if line.get_marker() == "o")  # the dots, not the interval's caps
+    assert dots == [(-0.2, 20.0), (0.2, -10.0), (1.2, 50.0)]  # +/- 0.2 around row 0 and row 1; x in % change
+
+
+def test_the_rows_panel_note_on_missing_intervals_is_in_9_pt() -> None:
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    figures._rows_panel(ax, pd.DataFrame([row(fw) for fw in frameworks.NAMES]), "time", True)
+    assert ax.get_title() == "dot: median (no interval: no between-process samples)"
+    assert ax.title.get_fontsize() == figures.FONT
