@@ -102,3 +102,12 @@ def test_a_one_row_paired_file_of_another_commit_is_named_in_the_warning(tmp_pat
     warnings: list[str] = []
     assert len(paired.load(tmp_path, shown, warnings.append)["box"]) == 1
     assert warnings == ["box-ffffffff.csv: the paired results are of commit ffffffff, the asv results of aaaaaaaa"]
+
+
+def test_an_out_folder_holding_the_results_is_refused(tmp_path) -> None:
+    import pytest
+
+    from tape_vs_trace.report import build
+    (tmp_path / "results").mkdir()
+    with pytest.raises(build.ReportError, match="contains the results folder"):
+        build.check_out(tmp_path / "results", tmp_path)
