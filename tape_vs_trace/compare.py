@@ -3,7 +3,7 @@
 A row (machine, environment, commit, benchmark, parameters) present in both runs agrees when its two 95 %
 intervals overlap (timings) or its two values are equal (exact metrics: bytes, counts). Old results without
 samples have no between-process interval; there asv's own interquartile range stands in, and the line says so. Every
-JAX/PyTorch ratio stated as a difference in either run (its interval excludes 1 and it lies beyond the report's
+JAX/PyTorch ratio stated as a difference in either run (its interval excludes every change up to the report's
 resolution, `stats.Comparison.differs`) must not point the other way in the other run: it agrees when the other run
 states the same difference, or has its ratio on the same side of 1 without stating it ("in one run only"); it flipped
 when the other run's ratio lies on the other side. Absolute times of two runs
