@@ -45,23 +45,29 @@ test-all: $(STAMP) lint
 
 # The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
 # results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve
-# (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
+# (tape-vs-trace paired, results/paired/: its first round before asv, the others after it), the report in
+# results/report/ and the dashboard in html/.
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
 # ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
 CALIBRATION := $(abspath .asv/calibration.json)
+# The paired runner's first round runs before asv, the others after it (tape_vs_trace/paired.py says why).
+PAIRED_RAW := $(abspath .asv/paired)
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
+	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --stage first \
+		--raw $(PAIRED_RAW) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
-	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --out results/paired && \
+	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --stage rest \
+		--raw $(PAIRED_RAW) --out results/paired && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \

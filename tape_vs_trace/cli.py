@@ -172,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder of the CSV (default: results/paired)")
     paired.add_argument("--rounds", type=int, default=3, help="processes per framework (default 3, at least 2)")
     paired.add_argument("--only", default=None, help="run only the experiments whose name contains this text")
+    paired.add_argument("--stage", choices=("all", "first", "rest"), default="all",
+                        help="all: every round now (default); first: round 1 only, kept in --raw; rest: the other "
+                             "rounds, then the CSV with round 1 from --raw (make bench runs 'first' before asv and "
+                             "'rest' after it, so the processes of a point lie minutes apart)")
+    paired.add_argument("--raw", type=Path, default=None, help="folder that keeps the first round between the stages")
     all_saved = sub.add_parser("saved-all", help="the saved-bytes breakdown of every workload the suite costs, as CSV",
                                description="PyTorch and JAX, one process each for the whole list, on the loss of "
                                            "every workload whose saved bytes the suite reports; writes "
@@ -217,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "saved":
         return _saved(args.workload, args.size, args.variant, args.dtype, args.format)
     elif args.command == "paired":
-        return _paired(args.out, args.rounds, args.only)
+        return _paired(args.out, args.rounds, args.only, args.stage, args.raw)
     elif args.command == "saved-all":
         return _saved_all(args.out)
     elif args.command == "compare":
@@ -268,16 +273,19 @@ def _saved(workload: str, size: str | None, variant: str, dtype: str, fmt: str) 
     return 0
 
 
-def _paired(out: Path, rounds: int, only: str | None) -> int:
+def _paired(out: Path, rounds: int, only: str | None, stage: str = "all", raw: Path | None = None) -> int:
     """Bad input or a failed worker gets one line on stderr and exit status 1; an older CSV is left whole."""
     from tape_vs_trace import paired
 
     try:
-        path = paired.run(out, rounds, only)
+        path = paired.run(out, rounds, only, stage, raw)
     except paired.PairedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {path}")
+    if stage == "first":
+        print(f"kept round 1 of {rounds} in {path}: `tape-vs-trace paired --stage rest --raw {raw}` takes the rest")
+    else:
+        print(f"wrote {path}")
     return 0
 
 

@@ -13,6 +13,12 @@ per-process medians, and its 95 % interval, like that of the paired ratio, comes
 The remat experiments also take each point's costs, in the first round: bytes kept for the backward, matmul flops
 (recomputation included) and peak bytes where the framework's memory method can see the step (see `costs`).
 
+`make bench` takes the first round before the asv suite and the others after it (`--stage first`, then
+`--stage rest`, the first round kept in a folder between them): the processes of one point then lie minutes apart,
+like asv's interleaved rounds, and the interval of an absolute time covers the host's drift over the run. Rounds
+taken within three minutes at the end of a run gave intervals that a rerun missed (run-level states of the shared
+host moved every paired time by 7-24 % between two runs of `38325324`, their ratios agreeing).
+
 Output: OUT/<machine>-<commit8>.csv, one row per point (FIELDS), read by the report.
 """
 
@@ -22,6 +28,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +51,8 @@ TARGET_SECONDS = 0.5
 MIN_PASSES, MAX_PASSES = 5, 40
 ROUNDS = 3
 CACHE_ENV = "TVT_PAIRED_JAX_CACHE"  # the runner's scratch folder for JAX's persistent compilation cache
+STAGES = ("all", "first", "rest")  # every round now; the first round only, kept in --raw; the others, then the CSV
+FIRST_ROUND = "paired-first-round.json"  # the first round's raw measurements and what they were taken of, in --raw
 
 # torch.compile's memory budgets (torch._functorch.config.activation_memory_budget) on the compiled PyTorch curve.
 # 1.0 is the default and the 'plain' point; JAX's counterpart is its choice of policy.
@@ -283,21 +292,71 @@ def _run_worker(framework: str, names: list[str], with_costs: bool, scratch: Pat
     return json.loads(out.read_text())
 
 
-def measure(chosen: list[Experiment], rounds: int = ROUNDS, log: Callable[[str], None] = print) -> dict:
-    """Raw measurements of `rounds` processes per framework, the frameworks alternating (costs in round 1)."""
+def measure(chosen: list[Experiment], rounds: int = ROUNDS, log: Callable[[str], None] = print,
+            scratch: Path | None = None, start: int = 0, stop: int | None = None) -> dict:
+    """Raw measurements of rounds `start` to `stop` - 1 (to the last of `rounds` without it), one process per
+    framework and round, the frameworks alternating (costs in round 1). `scratch` holds the workers' files and
+    JAX's compilation cache (a temporary folder without it)."""
+    if scratch is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return measure(chosen, rounds, log, Path(tmp), start, stop)
     by_framework: dict[str, list[str]] = {}
     for e in chosen:
         by_framework.setdefault(e.framework, []).append(e.name)
     runs: dict[str, list[dict]] = {f: [] for f in by_framework}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        for r in range(rounds):
-            order = list(by_framework) if r % 2 == 0 else list(reversed(by_framework))
-            for framework in order:
-                log(f"[paired] round {r + 1}/{rounds}: {framework} ({len(by_framework[framework])} experiments), "
-                    f"{time.perf_counter() - started:.0f} s so far")
-                runs[framework].append(_run_worker(framework, by_framework[framework], r == 0, Path(scratch), r))
+    for r in range(start, rounds if stop is None else stop):
+        order = list(by_framework) if r % 2 == 0 else list(reversed(by_framework))
+        for framework in order:
+            log(f"[paired] round {r + 1}/{rounds}: {framework} ({len(by_framework[framework])} experiments), "
+                f"{time.perf_counter() - started:.0f} s so far")
+            runs[framework].append(_run_worker(framework, by_framework[framework], r == 0, scratch, r))
     return runs
+
+
+def _what(chosen: list[Experiment], device: str, commit: str, machine_name: str, rounds: int) -> dict[str, Any]:
+    """What a first round kept in --raw was taken of: the rest must be taken of the same."""
+    return {"commit": commit, "device": device, "machine": machine_name, "rounds": rounds,
+            "experiments": [e.name for e in chosen]}
+
+
+def keep_first(raw: Path, what: dict[str, Any], runs: dict) -> Path:
+    """Write the first round to RAW/FIRST_ROUND (a temporary file first); returns its path."""
+    path = raw / FIRST_ROUND
+    tmp = path.with_suffix(".json.tmp")
+    try:
+        tmp.write_text(json.dumps({"what": what, "runs": runs}))
+        tmp.replace(path)
+    except OSError as exc:
+        raise PairedError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def load_first(raw: Path, what: dict[str, Any], names: list[str]) -> dict:
+    """The first round kept in RAW by `--stage first`, if it was taken of `what` (commit, device, machine, rounds,
+    experiments), with one process of each framework in `names`; anything else is an error naming the difference."""
+    path = raw / FIRST_ROUND
+    again = "run `tape-vs-trace paired --stage first` again"
+    try:
+        kept = json.loads(path.read_text())
+        found, runs = kept["what"], kept["runs"]
+    except FileNotFoundError:
+        raise PairedError(f"no first round in {raw}: run `tape-vs-trace paired --stage first` before --stage rest") \
+            from None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise PairedError(f"cannot read the first round {path} ({type(exc).__name__}: {exc}); {again}") from None
+    for key, value in what.items():
+        if found.get(key) != value:
+            raise PairedError(f"the first round in {raw} was taken with {key} {_shown(found.get(key))}, this run "
+                              f"has {_shown(value)}; {again}")
+    if not isinstance(runs, dict) or sorted(runs) != sorted(names) or \
+            any(not isinstance(v, list) or len(v) != 1 for v in runs.values()):
+        raise PairedError(f"the first round {path} does not hold one process per framework; {again}")
+    return runs
+
+
+def _shown(value: Any) -> str:
+    return f"{len(value)} experiments" if isinstance(value, list) else repr(value)
 
 
 def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine_name: str) -> list[dict]:
@@ -356,19 +415,50 @@ def write(table: list[dict], out: Path, machine_name: str, commit: str) -> Path:
     return path
 
 
-def run(out: Path, rounds: int = ROUNDS, only: str | None = None) -> Path:
-    """Measure the experiments (those whose name contains `only`) and write the CSV; returns its path."""
+def run(out: Path, rounds: int = ROUNDS, only: str | None = None, stage: str = "all",
+        raw: Path | None = None) -> Path:
+    """Measure the experiments (those whose name contains `only`) and write the CSV; returns its path.
+
+    stage 'all' takes every round now. 'first' takes round 1 and keeps it in `raw` (returns that file's path);
+    'rest' takes the other rounds, adds round 1 from `raw` (same commit, device, machine, rounds and experiments) and
+    writes the CSV."""
     from tape_vs_trace import machine
 
     if rounds < 2:
         raise PairedError(f"--rounds must be at least 2 (an interval needs two processes), not {rounds}")
+    if stage not in STAGES:
+        raise PairedError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    if stage != "all" and raw is None:
+        raise PairedError(f"--stage {stage} needs --raw, the folder that keeps the first round")
     device = frameworks.detect_device()
     chosen = select(device, only)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if not commit:
         raise PairedError(f"cannot name the commit: git rev-parse HEAD failed in {ROOT}")
     machine_name = machine.record()["machine"]
-    runs = measure(chosen, rounds, log=lambda line: print(line, flush=True))
+    what = _what(chosen, device, commit, machine_name, rounds)
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    if stage == "all":
+        runs = measure(chosen, rounds, log)
+    else:
+        assert raw is not None
+        if stage == "rest":
+            runs = load_first(raw, what, sorted({e.framework for e in chosen}))
+        try:
+            raw.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PairedError(f"cannot create {raw}: {exc.strerror or exc}") from None
+        scratch = raw / "scratch"  # the workers' files and JAX's compilation cache: ours to clear
+        if stage == "first":
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            return keep_first(raw, what, measure(chosen, rounds, log, scratch, stop=1))
+        scratch.mkdir(exist_ok=True)
+        for framework, more in measure(chosen, rounds, log, scratch, start=1).items():
+            runs[framework] = runs[framework] + more
     return write(rows(chosen, runs, device, commit, machine_name), out, machine_name, commit)
 
 

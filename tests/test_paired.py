@@ -237,3 +237,135 @@ def test_which_steps_have_a_peak() -> None:
                     ("jax", "eager", "cpu"): False, ("jax", "compiled", "cpu"): True,
                     ("torch", "eager", "cuda"): True, ("torch", "compiled", "cuda"): True,
                     ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}
+
+
+# --- the stages: round 1 before asv, the others after it ------------------------------------------------------------
+
+
+def _fake_worker(calls: list) -> object:
+    def fake_worker(framework: str, names: list[str], with_costs: bool, scratch: Path, index: int) -> dict:
+        calls.append((framework, index, with_costs))
+        assert scratch.is_dir()
+        scale = {"torch": 1e-3, "jax": 3e-3}[framework]
+        found = {}
+        for name in names:
+            points = next(e for e in paired.experiments("cpu") if e.name == name).points
+            found[name] = {"times": [[scale * (1 + index) * (1 + j)] * 5 for j in range(len(points))],
+                           "calls": [1] * len(points)}
+            if with_costs:
+                found[name]["costs"] = [dict(COSTS[0]) for _ in points]
+        return found
+    return fake_worker
+
+
+@pytest.fixture
+def staged(monkeypatch: pytest.MonkeyPatch) -> list:
+    """A fake worker (its calls logged), this host named 'm', a CPU."""
+    from tape_vs_trace import machine
+
+    calls: list = []
+    monkeypatch.setattr(paired, "_run_worker", _fake_worker(calls))
+    monkeypatch.setattr(machine, "record", lambda: {"machine": "m"})
+    monkeypatch.setattr(frameworks, "detect_device", lambda: "cpu")
+    return calls
+
+
+ONLY = "remat L4-B4-S64-D128"  # one torch and one jax experiment or more: both frameworks alternate
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_first_then_rest_gives_the_rows_of_one_stage(staged: list, tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    kept = paired.run(tmp_path / "out", 3, ONLY, "first", raw)
+    # Round 1 alone, costs taken, and no CSV yet.
+    assert staged == [("torch", 0, True), ("jax", 0, True)]
+    assert kept == raw / paired.FIRST_ROUND and not (tmp_path / "out").exists()
+    staged.clear()
+    split = _csv(paired.run(tmp_path / "out", 3, ONLY, "rest", raw))
+    # The other rounds, the framework order still alternating, no costs taken again.
+    assert staged == [("jax", 1, False), ("torch", 1, False), ("torch", 2, False), ("jax", 2, False)]
+    staged.clear()
+    whole = _csv(paired.run(tmp_path / "whole", 3, ONLY))
+    assert len(staged) == 6 and split == whole
+    assert {r["processes"] for r in split} == {"3"} and all(r["saved_bytes"] == "100" for r in split)
+    assert {r["framework"] for r in split} == {"torch", "jax"}
+
+
+def test_rest_without_a_first_round_is_one_line_and_starts_no_worker(staged: list, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    args = ["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest", "--raw", str(tmp_path / "r")]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: no first round in {tmp_path / 'r'}: run `tape-vs-trace paired --stage first` before " \
+                  "--stage rest\n"
+    assert staged == [] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda kept: kept["what"].update(commit="0" * 40), f"was taken with commit '{'0' * 40}', this run has '"),
+    (lambda kept: kept["what"].update(rounds=4), "was taken with rounds 4, this run has 3;"),
+    (lambda kept: kept["what"].update(machine="other"), "was taken with machine 'other', this run has 'm';"),
+    (lambda kept: kept["what"].update(device="cuda"), "was taken with device 'cuda', this run has 'cpu';"),
+    (lambda kept: kept["what"]["experiments"].pop(), "was taken with experiments "),
+    (lambda kept: kept["runs"].pop("jax"), "does not hold one process per framework;"),
+    (lambda kept: kept["runs"]["torch"].append({}), "does not hold one process per framework;"),
+    (lambda kept: kept.pop("what"), "cannot read the first round"),
+])
+def test_a_first_round_of_something_else_is_one_line(change: object, message: str, staged: list, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    import json
+
+    raw = tmp_path / "raw"
+    path = paired.run(tmp_path / "out", 3, ONLY, "first", raw)
+    kept = json.loads(path.read_text())
+    change(kept)
+    path.write_text(json.dumps(kept))
+    staged.clear()
+    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest",
+                     "--raw", str(raw)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1, err
+    assert err.rstrip().endswith("run `tape-vs-trace paired --stage first` again")
+    assert staged == [] and not (tmp_path / "out").exists()
+
+
+def test_a_corrupt_first_round_is_one_line(staged: list, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / paired.FIRST_ROUND).write_text("{not json")
+    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest",
+                     "--raw", str(tmp_path / "raw")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot read the first round {tmp_path / 'raw' / paired.FIRST_ROUND} "
+                          "(JSONDecodeError: ") and err.count("\n") == 1, err
+    assert staged == []
+
+
+def test_a_stage_needs_its_folder(staged: list, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "first"]) == 1
+    assert capsys.readouterr().err == "error: --stage first needs --raw, the folder that keeps the first round\n"
+    assert staged == []
+
+
+def test_first_clears_its_own_scratch_and_nothing_else(staged: list, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    raw = tmp_path / "raw"
+    (raw / "scratch").mkdir(parents=True)
+    (raw / "scratch" / "old-cache").write_text("x")
+    (raw / "someone-else's").write_text("y")
+    assert cli.main(["paired", "--only", ONLY, "--stage", "first", "--raw", str(raw)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[paired] round 1/3: torch (")
+    assert out[-1] + "\n" == f"kept round 1 of 3 in {raw / paired.FIRST_ROUND}: `tape-vs-trace paired " \
+                                      f"--stage rest --raw {raw}` takes the rest\n"
+    assert not (raw / "scratch" / "old-cache").exists() and (raw / "someone-else's").read_text() == "y"
+
+
+def test_make_bench_takes_round_1_before_asv_and_the_rest_after_it() -> None:
+    recipe = (paired.ROOT / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    first, asv, rest = (recipe.index(s) for s in ("paired --stage first", "asv run", "paired --stage rest"))
+    assert first < asv < rest
+    assert recipe.count("--raw $(PAIRED_RAW)") == 2
