@@ -8,11 +8,16 @@ long function is represented in proportion to its mutants. Sampling mutants this
 and Mathur, "Reducing the cost of mutation testing: an empirical study", JSS 1995, found a 10 % sample within a few
 points of the full mutation score).
 
+Mutants that no selected test reaches ("no test") are run with `--outside` against OUTSIDE_TESTS, the tests that
+reach them but that pyproject.toml keeps out of mutmut's selection (they break under mutmut's tracing run, or need
+scripts/): each mutant is switched on by MUTANT_UNDER_TEST in mutants/, as mutmut does, after a run with none
+switched on has passed. Their results go to mutants/outside.json and into a second table of the score.
+
 Steps: mutmut generates the mutants (its own functions, pinned by pyproject.toml's mutmut==3.8.1), the sample is
 written to mutants/sample.txt, `mutmut run` runs exactly those, and the score is read back from mutmut's per-file
 results (mutants/**/*.meta) into mutants/sample-score.md. `--score` only reads the results of an earlier run.
 
-    python scripts/mutate_sample.py --every 20 --children 2
+    python scripts/mutate_sample.py --every 20 --children 2 --outside
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -32,6 +38,20 @@ MUTANTS = ROOT / "mutants"
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no test", 33: "no test", 36: "timeout", -24: "timeout",
           24: "timeout", 152: "timeout", 255: "timeout", None: "not run"}
 COLUMNS = ("killed", "survived", "timeout", "no test", "not run", "other")
+# The tests that reach the mutants mutmut's selection cannot: torch.compile's graph counts, deselected in
+# pyproject.toml (the tracing run breaks Dynamo's graph), the slow compiled-probe tests (deselected by `-m "not slow"`),
+# the CUDA fakes of tests/test_gpu_paths.py (ignored there: most of that file runs subprocesses) and the shared
+# counts. A mutant is killed when this run fails with it switched on.
+OUTSIDE_TESTS = (
+    "tests/test_remat.py::test_budget_zero_recomputes_and_budget_one_does_not",
+    "tests/test_remat.py::test_torch_compiled_transformer_is_one_graph",
+    "tests/test_remat.py::test_two_budgets_compile_two_graphs",
+    "tests/test_remat.py::test_every_budget_of_the_curve_runs_its_own_graph",
+    "tests/test_probe_compile.py",
+    "tests/test_gpu_paths.py::test_torch_cuda_peak_counts_the_cublas_workspace_inside",
+    "tests/test_benchmarks.py::test_cached_counts_equal_the_direct_probe_values",
+)
+OUTSIDE_SECONDS = 600  # per mutant; the run with none switched on takes under a minute on the 2-core machine
 
 
 class SampleError(Exception):
@@ -87,7 +107,39 @@ def sample(by_file: dict[str, dict], every: int) -> list[str]:
     return chosen
 
 
-def score(by_file: dict[str, dict], chosen: list[str]) -> list[str]:
+def _outside_run(mutant: str) -> subprocess.CompletedProcess:
+    """OUTSIDE_TESTS in mutants/ with `mutant` switched on (mutmut's trampoline reads MUTANT_UNDER_TEST)."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-x", "-m", "", "-p", "no:cacheprovider", *OUTSIDE_TESTS]
+    try:
+        return subprocess.run(argv, cwd=MUTANTS, env={**os.environ, "MUTANT_UNDER_TEST": mutant}, capture_output=True,
+                              text=True, timeout=OUTSIDE_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"timed out after {OUTSIDE_SECONDS} s")
+
+
+def outside(by_file: dict[str, dict], chosen: list[str]) -> dict[str, str]:
+    """Run the sampled 'no test' mutants against OUTSIDE_TESTS; {name: 'killed' or 'survived'}, saved to
+    mutants/outside.json. The run with no mutant switched on must pass first."""
+    wanted = set(chosen)
+    untested = sorted((n for codes in by_file.values() for n, c in codes.items()
+                       if n in wanted and STATUS.get(c) == "no test"), key=_order)
+    if not untested:
+        return {}
+    if (ROOT / "scripts").is_dir():  # tests/test_gpu_paths.py reads scripts/, which mutmut does not copy
+        shutil.copytree(ROOT / "scripts", MUTANTS / "scripts", dirs_exist_ok=True)
+    clean = _outside_run("none")
+    if clean.returncode != 0:
+        last = ((clean.stdout + clean.stderr).strip().splitlines() or ["no output"])[-1]
+        raise SampleError(f"the tests outside the selection fail with no mutant switched on: {last}")
+    found = {}
+    for i, name in enumerate(untested, 1):
+        found[name] = "killed" if _outside_run(name).returncode != 0 else "survived"
+        print(f"mutate_sample: outside the selection {i}/{len(untested)}: {name} {found[name]}", flush=True)
+    (MUTANTS / "outside.json").write_text(json.dumps(found, indent=1) + "\n")
+    return found
+
+
+def score(by_file: dict[str, dict], chosen: list[str], beyond: dict[str, str] | None = None) -> list[str]:
     """The score of the sampled mutants, per file and in all, as a markdown table, and the survivors by name."""
     wanted = set(chosen)
     lines = ["| file | sampled | " + " | ".join(COLUMNS) + " | killed of those with a test |",
@@ -103,6 +155,15 @@ def score(by_file: dict[str, dict], chosen: list[str]) -> list[str]:
             lines.append(_line(path, counts))
     lines.append(_line("**all**", total))
     lines += ["", f"Survivors and timeouts ({len(survivors)}):", *[f"- `{n}`" for n in survivors]]
+    beyond = {n: r for n, r in (beyond or {}).items() if n in wanted}
+    if beyond:
+        killed = sum(r == "killed" for r in beyond.values())
+        tested = sum(total[c] for c in ("killed", "survived", "timeout"))
+        share = f"{total['killed'] + killed} of {tested + len(beyond)}"
+        lines += ["", f"No test in the selection, run against the tests outside it (OUTSIDE_TESTS): {killed} of "
+                      f"{len(beyond)} killed; with them, {share} "
+                      f"({100 * (total['killed'] + killed) / (tested + len(beyond)):.1f} %) of the sample killed.",
+                  *[f"- `{n}`: {r}" for n, r in sorted(beyond.items(), key=lambda item: _order(item[0]))]]
     return lines
 
 
@@ -118,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--children", type=int, default=2, help="mutmut's --max-children (default 2)")
     parser.add_argument("--files", default="*", help="only the mutated files matching this glob (default: all)")
     parser.add_argument("--score", action="store_true",
-                        help="only score the sample of an earlier run (mutants/sample.txt)")
+                        help="only score the sample of an earlier run (mutants/sample.txt, mutants/outside.json)")
+    parser.add_argument("--outside", action="store_true",
+                        help="also run the sampled mutants no selected test reaches against OUTSIDE_TESTS")
     args = parser.parse_args(argv)
     try:
         if not args.score:
@@ -135,7 +198,17 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode != 0:
                 raise SampleError(f"mutmut run failed (status {done.returncode}; its output is above)")
             by_file = results(args.files)
-        table = score(by_file, chosen)
+        kept = MUTANTS / "outside.json"
+        if args.outside:
+            beyond = outside(by_file, chosen)
+        elif args.score and kept.is_file():
+            try:
+                beyond = json.loads(kept.read_text())
+            except ValueError as exc:
+                raise SampleError(f"cannot read {kept}: {exc}") from None
+        else:
+            beyond = {}
+        table = score(by_file, chosen, beyond)
     except SampleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

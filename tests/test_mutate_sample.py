@@ -51,3 +51,51 @@ def test_unreadable_results_are_one_error(tmp_path: Path, monkeypatch, capsys) -
     assert "| **all** | 1 | 1 |" in capsys.readouterr().out
     assert ms.main(["--score", "--every", "1", "--files", "b*"]) == 2
     assert "no mutants of 'b*'" in capsys.readouterr().err
+
+
+def test_mutants_without_a_selected_test_run_against_the_tests_outside_it(tmp_path: Path, monkeypatch,
+                                                                          capsys) -> None:
+    monkeypatch.setattr(ms, "MUTANTS", tmp_path)
+    codes = {"a.x_f__mutmut_1": 1, "a.x_f__mutmut_2": 33, "a.x_f__mutmut_3": 33, "a.x_f__mutmut_4": 0,
+             "a.x_f__mutmut_5": 33}
+    (tmp_path / "a.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
+    (tmp_path / "sample.txt").write_text("a.x_f__mutmut_1\na.x_f__mutmut_2\na.x_f__mutmut_3\na.x_f__mutmut_4\n")
+    runs = []
+
+    def fake_run(mutant: str):
+        runs.append(mutant)
+        return ms.subprocess.CompletedProcess([], 1 if mutant == "a.x_f__mutmut_3" else 0, "", "")
+
+    monkeypatch.setattr(ms, "_outside_run", fake_run)
+    assert ms.main(["--score", "--outside"]) == 0
+    # The run with none switched on first; mutmut_5 has no test but is not in the sample.
+    assert runs == ["none", "a.x_f__mutmut_2", "a.x_f__mutmut_3"]
+    out = capsys.readouterr().out
+    assert "| **all** | 4 | 1 | 1 | 0 | 2 | 0 | 0 | 1 of 2 (50.0 %) |" in out
+    assert "(OUTSIDE_TESTS): 1 of 2 killed; with them, 2 of 4 (50.0 %) of the sample killed.\n" \
+           "- `a.x_f__mutmut_2`: survived\n- `a.x_f__mutmut_3`: killed\n" in out
+    assert json.loads((tmp_path / "outside.json").read_text()) == {"a.x_f__mutmut_2": "survived",
+                                                                 "a.x_f__mutmut_3": "killed"}
+    # --score alone reads them back without running anything.
+    runs.clear()
+    assert ms.main(["--score"]) == 0
+    assert runs == [] and "1 of 2 killed; with them, 2 of 4 (50.0 %)" in capsys.readouterr().out
+
+
+def test_tests_outside_that_fail_without_a_mutant_are_one_error(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(ms, "MUTANTS", tmp_path)
+    (tmp_path / "a.py.meta").write_text(json.dumps({"exit_code_by_key": {"a.x_f__mutmut_1": 33}}))
+    monkeypatch.setattr(ms, "_outside_run",
+                        lambda mutant: ms.subprocess.CompletedProcess([], 1, "E  boom\n1 failed in 2s\n", ""))
+    assert ms.main(["--score", "--every", "1", "--outside"]) == 2
+    assert capsys.readouterr().err == "error: the tests outside the selection fail with no mutant switched on: " \
+                                      "1 failed in 2s\n"
+    assert not (tmp_path / "outside.json").exists()
+
+
+def test_every_outside_test_exists() -> None:
+    # A renamed test would leave its mutants unreached: pytest errors on the missing id, and so would this list.
+    for node in ms.OUTSIDE_TESTS:
+        path, _, name = node.partition("::")
+        text = (ROOT / path).read_text()
+        assert not name or f"def {name}(" in text, node
