@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import itertools
+import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +32,12 @@ SKIPS = [
     ("GradStep_", {"framework": "jax", "mode": "eager", "formulation": "scan"}),  # op-by-op scan recompiles
     # op-by-op JAX LSTM: 2.4 s per step on the CPU
     ("GradStep_lstm", {"framework": "jax", "mode": "eager", "formulation": "unrolled", "device": "cpu"}),
-    ("CustomStep_gmm", {"framework": "torch", "mode": "compiled"}),  # budget
+    ("CustomStep_gmm", {"framework": "torch", "mode": "compiled", "device": "cpu"}),  # budget
+    # the workload's spec has no bfloat16 (CUDA grid only: CPU machines run float32)
+    ("GradStep_chain", {"dtype": "bfloat16"}),
+    ("GradStep_lstm", {"dtype": "bfloat16"}),
+    ("CustomStep_gmm", {"dtype": "bfloat16"}),
+    ("", {"dtype": "bfloat16", "precision": "tf32"}),  # TF32 is a float32 setting
     ("GraphCost_", {"framework": "torch", "formulation": "scan"}),
     ("Forward_", {"framework": "jax", "mode": "inference_mode"}),  # JAX has no inference_mode
 ]
@@ -109,14 +116,30 @@ def test_benchmark_runs_once(cls, args: dict) -> None:
             assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (method, value)
 
 
+def _wrong_skips(name: str, cls) -> list[tuple]:
+    """(class, combination, reason) wherever the class skips a combination SKIPS does not, or runs one it does."""
+    if name == "Overhead":
+        return []
+    return [(name, args, reason) for args in _combinations(cls)
+            if bool(reason := cls().reason_to_skip(common.Case(args))) != _expected_skip(cls, args)]
+
+
 @pytest.mark.parametrize(("pillar", "name", "cls"), list(_benchmark_classes()), ids=lambda v: getattr(v, "__name__", v))
 def test_skips_are_exactly_the_expected_ones(pillar, name, cls) -> None:
     """Every combination of the real grid: skipped exactly where SKIPS says, with a reason (no framework import)."""
-    if name == "Overhead":
-        return
-    for args in _combinations(cls):
-        reason = cls().reason_to_skip(common.Case(args))
-        assert bool(reason) == _expected_skip(cls, args), (name, args, reason)
+    assert _wrong_skips(name, cls) == []
+
+
+def test_skips_on_the_cuda_grid() -> None:
+    """The same on a CUDA machine's grid, the only one with bfloat16 and TF32 (a CPU machine runs float32 at full
+    precision only, so the dtype and precision rules are exercised here alone): the classes as asv builds them in a
+    process where TVT_DEVICE=cuda, which imports no framework."""
+    code = ("import json; from tests.test_benchmarks import _benchmark_classes, _wrong_skips; "
+            "print(json.dumps([w for _, name, cls in _benchmark_classes() for w in _wrong_skips(name, cls)]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TVT_DEVICE": "cuda", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
 
 
 def test_graph_cost_counts_the_matmul_flops_the_roofline_divides_by() -> None:
