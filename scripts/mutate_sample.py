@@ -117,8 +117,18 @@ def _outside_run(mutant: str) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(argv, 124, "", f"timed out after {OUTSIDE_SECONDS} s")
 
 
+def _verdict(done: subprocess.CompletedProcess) -> str:
+    """'survived', or 'killed by' the first test pytest names as failed (its short summary's FAILED/ERROR line)."""
+    if done.returncode == 0:
+        return "survived"
+    for line in (done.stdout + done.stderr).splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return f"killed by {line.split()[1]}"
+    return f"killed (pytest status {done.returncode})"
+
+
 def outside(by_file: dict[str, dict], chosen: list[str]) -> dict[str, str]:
-    """Run the sampled 'no test' mutants against OUTSIDE_TESTS; {name: 'killed' or 'survived'}, saved to
+    """Run the sampled 'no test' mutants against OUTSIDE_TESTS; {name: 'killed by TEST' or 'survived'}, saved to
     mutants/outside.json. The run with no mutant switched on must pass first."""
     wanted = set(chosen)
     untested = sorted((n for codes in by_file.values() for n, c in codes.items()
@@ -133,7 +143,7 @@ def outside(by_file: dict[str, dict], chosen: list[str]) -> dict[str, str]:
         raise SampleError(f"the tests outside the selection fail with no mutant switched on: {last}")
     found = {}
     for i, name in enumerate(untested, 1):
-        found[name] = "killed" if _outside_run(name).returncode != 0 else "survived"
+        found[name] = _verdict(_outside_run(name))
         print(f"mutate_sample: outside the selection {i}/{len(untested)}: {name} {found[name]}", flush=True)
     (MUTANTS / "outside.json").write_text(json.dumps(found, indent=1) + "\n")
     return found
@@ -157,7 +167,7 @@ def score(by_file: dict[str, dict], chosen: list[str], beyond: dict[str, str] | 
     lines += ["", f"Survivors and timeouts ({len(survivors)}):", *[f"- `{n}`" for n in survivors]]
     beyond = {n: r for n, r in (beyond or {}).items() if n in wanted}
     if beyond:
-        killed = sum(r == "killed" for r in beyond.values())
+        killed = sum(r.startswith("killed") for r in beyond.values())
         tested = sum(total[c] for c in ("killed", "survived", "timeout"))
         share = f"{total['killed'] + killed} of {tested + len(beyond)}"
         lines += ["", f"No test in the selection, run against the tests outside it (OUTSIDE_TESTS): {killed} of "

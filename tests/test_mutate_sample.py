@@ -64,7 +64,9 @@ def test_mutants_without_a_selected_test_run_against_the_tests_outside_it(tmp_pa
 
     def fake_run(mutant: str):
         runs.append(mutant)
-        return ms.subprocess.CompletedProcess([], 1 if mutant == "a.x_f__mutmut_3" else 0, "", "")
+        if mutant == "a.x_f__mutmut_3":
+            return ms.subprocess.CompletedProcess([], 1, "F\nFAILED tests/t.py::test_x - assert 1 == 2\n1 failed", "")
+        return ms.subprocess.CompletedProcess([], 0, "", "")
 
     monkeypatch.setattr(ms, "_outside_run", fake_run)
     assert ms.main(["--score", "--outside"]) == 0
@@ -73,9 +75,9 @@ def test_mutants_without_a_selected_test_run_against_the_tests_outside_it(tmp_pa
     out = capsys.readouterr().out
     assert "| **all** | 4 | 1 | 1 | 0 | 2 | 0 | 0 | 1 of 2 (50.0 %) |" in out
     assert "(OUTSIDE_TESTS): 1 of 2 killed; with them, 2 of 4 (50.0 %) of the sample killed.\n" \
-           "- `a.x_f__mutmut_2`: survived\n- `a.x_f__mutmut_3`: killed\n" in out
-    assert json.loads((tmp_path / "outside.json").read_text()) == {"a.x_f__mutmut_2": "survived",
-                                                                 "a.x_f__mutmut_3": "killed"}
+           "- `a.x_f__mutmut_2`: survived\n- `a.x_f__mutmut_3`: killed by tests/t.py::test_x\n" in out
+    assert json.loads((tmp_path / "outside.json").read_text()) == {
+        "a.x_f__mutmut_2": "survived", "a.x_f__mutmut_3": "killed by tests/t.py::test_x"}
     # --score alone reads them back without running anything.
     runs.clear()
     assert ms.main(["--score"]) == 0
@@ -99,3 +101,11 @@ def test_every_outside_test_exists() -> None:
         path, _, name = node.partition("::")
         text = (ROOT / path).read_text()
         assert not name or f"def {name}(" in text, node
+
+
+def test_a_verdict_names_the_first_failed_test_or_the_status() -> None:
+    run = ms.subprocess.CompletedProcess
+    assert ms._verdict(run([], 0, "1 passed", "")) == "survived"
+    assert ms._verdict(run([], 1, "ERROR tests/a.py - ImportError\nFAILED tests/b.py::t\n", "")) == \
+        "killed by tests/a.py"
+    assert ms._verdict(run([], 124, "", "timed out after 600 s")) == "killed (pytest status 124)"
