@@ -137,9 +137,14 @@ def test_parity_compiled_steps(workload: str, variant: str) -> None:
     tol = tolerance(inputs)
     out, ref = reference_result(workload, spec.test_size, "float32")
     for fw in frameworks.NAMES:
-        grads = grad_step_result(fw, inputs, variant, "compiled")
-        assert_dtypes(f"{fw} grad_step compiled", grads, "float32")
-        assert_grads_close(f"{fw} grad_step compiled vs reference", grads, ref, tol, tol)
+        if fw == "torch" and variant == "remat_names":
+            # No compiled PyTorch form (torch.steps.grad_step says why): refused with one line, not run as eager.
+            with pytest.raises(ValueError, match="remat_names has no torch.compile form"):
+                grad_step_result(fw, inputs, variant, "compiled")
+        else:
+            grads = grad_step_result(fw, inputs, variant, "compiled")
+            assert_dtypes(f"{fw} grad_step compiled", grads, "float32")
+            assert_grads_close(f"{fw} grad_step compiled vs reference", grads, ref, tol, tol)
         forward = forward_result(fw, inputs, variant, "compiled")
         assert_dtypes(f"{fw} forward_step compiled", forward, "float32")
         assert_close(f"{fw} forward_step compiled vs reference", forward.value, out, tol)
