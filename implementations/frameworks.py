@@ -13,6 +13,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 # Matmul precision names of the suite: full float32, or TF32 tensor cores. Each framework maps them to its own
 # setting (``Framework.precisions``); the same request in both, since JAX defaults to TF32 on recent GPUs and
@@ -101,6 +102,47 @@ def threads() -> int:
     return os.cpu_count() or 1
 
 
+# glibc's malloc serves a block above its mmap threshold with a fresh mmap and unmaps it when freed; the threshold
+# starts at 128 KiB and rises to the size of the largest mmapped block freed so far (at most 32 MiB on 64-bit). So a
+# process's history decided whether each step's host buffers (the mlp's 0.25-1 MiB activations and gradients) were
+# page-faulted in on every call or reused from the heap: JAX's jitted mlp step ran at 1.05 or at 1.5-1.9 ms a call
+# by process (22 of 50 slow when the inputs came from the input cache), slow in every process (10 of 10) with the
+# threshold held at 128 KiB and fast in every one (16 of 16) with it held at 32 MiB; PyTorch's eager step took
+# 1.01, 2.01 and 0.89 ms (means of 6 processes). Both frameworks' processes therefore hold both thresholds at glibc's fully adjusted values (mmap 32 MiB,
+# trim twice that, as glibc's own adjustment sets them): the state a long-running process reaches, in every process.
+# Source: glibc malloc(3), mallopt(3) "M_MMAP_THRESHOLD" (dynamic mmap threshold).
+MMAP_THRESHOLD = 32 << 20
+TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
+_host_allocator: str | None = None
+
+
+def host_allocator(libc: Any = None) -> str:
+    """Hold glibc malloc's mmap and trim thresholds fixed (once per process) and say what this process runs with.
+
+    Where there is no glibc (macOS, musl) nothing is changed and the answer says so; `libc` is for tests."""
+    global _host_allocator
+    if _host_allocator is None or libc is not None:
+        if libc is None:
+            import ctypes
+            import ctypes.util
+
+            name = ctypes.util.find_library("c")
+            try:
+                libc = ctypes.CDLL(name) if name else None
+            except OSError:
+                libc = None
+        if libc is None or not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
+            _host_allocator = "platform default (no glibc)"
+        elif libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and \
+                libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1:
+            _host_allocator = (f"glibc malloc, mmap threshold {MMAP_THRESHOLD >> 20} MiB and trim threshold "
+                               f"{TRIM_THRESHOLD >> 20} MiB held fixed")
+        else:
+            _host_allocator = "glibc malloc, its defaults (mallopt refused the thresholds)"
+    return _host_allocator
+
+
 def isolate_allocators() -> None:
     """Before any import of jax: allocator peaks mean what they say only without preallocation. The one place
     that sets it; every entry point that may import jax calls this first."""
@@ -158,7 +200,8 @@ class Loaded:
 
 
 def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded:
-    """Import `name`'s implementation modules and apply the fairness settings (precision, threads, float64).
+    """Import `name`'s implementation modules and apply the fairness settings (precision, threads, float64, the host
+    allocator's thresholds).
 
     TVT_INJECT_FAILURE=<framework> makes this raise MemoryError, as an out-of-memory would: the failure-isolation
     test uses it to check that a failed benchmark is recorded as failed while the run goes on.
@@ -169,6 +212,7 @@ def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded
     if os.environ.get("TVT_INJECT_FAILURE") == name:
         raise MemoryError(f"injected failure for {name} (TVT_INJECT_FAILURE)")
     isolate_allocators()
+    host_allocator()
     package = importlib.import_module(f"implementations.{name}")
     package.configure(fw.precisions[precision], threads(), float64=float64)
     modules = {m: importlib.import_module(f"implementations.{name}.{m}") for m in ("common", "steps", "probe")}
