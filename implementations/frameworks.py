@@ -108,8 +108,9 @@ def threads() -> int:
 # page-faulted in on every call or reused from the heap: JAX's jitted mlp step ran at 1.05 or at 1.5-1.9 ms a call
 # by process (22 of 50 slow when the inputs came from the input cache), slow in every process (10 of 10) with the
 # threshold held at 128 KiB and fast in every one (16 of 16) with it held at 32 MiB; PyTorch's eager step took
-# 1.01, 2.01 and 0.89 ms (means of 6 processes). Both frameworks' processes therefore hold both thresholds at glibc's fully adjusted values (mmap 32 MiB,
-# trim twice that, as glibc's own adjustment sets them): the state a long-running process reaches, in every process.
+# 1.01, 2.01 and 0.89 ms (means of 6 processes). Both frameworks' processes therefore hold both thresholds at
+# glibc's fully adjusted values (mmap 32 MiB, trim twice that, as glibc's own adjustment sets them): the state a
+# long-running process reaches, in every process.
 # Source: glibc malloc(3), mallopt(3) "M_MMAP_THRESHOLD" (dynamic mmap threshold).
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
