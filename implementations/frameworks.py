@@ -126,11 +126,11 @@ def host_allocator(libc: Any = None) -> str:
     if _host_allocator is None or libc is not None:
         if libc is None:
             import ctypes
-            import ctypes.util
 
-            name = ctypes.util.find_library("c")
+            # The symbols already loaded into this process (dlopen(NULL)): its C library, without find_library's
+            # ldconfig subprocess in every benchmark process.
             try:
-                libc = ctypes.CDLL(name) if name else None
+                libc = ctypes.CDLL(None)
             except OSError:
                 libc = None
         if libc is None or not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
