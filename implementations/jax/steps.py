@@ -125,7 +125,7 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
 
-def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "compiled",
+def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
                 device: str = "cpu") -> Callable[[], Any]:
     """The functional counterparts of the autograd engine's bookkeeping (see ENGINE_FEATURES), op by op ('eager') or
     jitted per micro-step ('compiled')."""
