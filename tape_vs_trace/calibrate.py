@@ -156,12 +156,16 @@ def matmul_rate(calibration: dict[str, Any], dtype: str, precision: str) -> floa
     return None
 
 
+class CalibrationError(Exception):
+    """A framework process that failed or printed no calibration, or a file that cannot be written: one line."""
+
+
 def _child(framework: str, device: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "tape_vs_trace.calibrate", "--child", framework, "--device", device],
                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"{framework} calibration failed: {last}")
+        raise CalibrationError(f"{framework} calibration failed: {last}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -178,18 +182,16 @@ def write(calibration: dict[str, Any], out: Path) -> None:
     os.replace(tmp, out)
 
 
-def run(out: Path, device: str | None = None) -> int:
-    """Calibrate this host and write `out`; a failure is one line on stderr and exit status 1."""
+def run(out: Path, device: str | None = None) -> Path:
+    """Calibrate this host and write `out` (returned); any failure is a CalibrationError and leaves no file."""
     from implementations import frameworks
 
-    out.unlink(missing_ok=True)
     try:
+        out.unlink(missing_ok=True)
         write(calibrate(device or frameworks.detect_device()), out)
-    except (ValueError, RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"wrote {out}")
-    return 0
+    except (ValueError, subprocess.TimeoutExpired, OSError) as exc:  # a bad TVT_DEVICE, a hung child, a bad --out
+        raise CalibrationError(str(exc)) from None
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

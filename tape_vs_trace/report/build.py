@@ -43,6 +43,13 @@ def check_out(results: Path, out: Path) -> None:
 
 def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None) -> list[Path]:
     """Build the whole report in a temporary folder beside --out, then swap it in: a failure leaves the old one."""
+    try:
+        return _write_report(results, out, warn, readme_path)
+    except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
+        raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
+
+
+def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None) -> list[Path]:
     check_out(results, out)
     if readme_path is not None:
         readme.split(readme_path)  # refuse before building anything
