@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from implementations import frameworks, metrics, sampling, workloads
+from implementations import frameworks, metrics, pillars, sampling, workloads
 
 frameworks.isolate_allocators()  # before any import of jax in this process
 
@@ -116,6 +116,7 @@ class Benchmark:
     version = "4"
     timer = staticmethod(per_call_timer)
     axes: list[tuple[str, list]] = []
+    per_workload: dict[str, dict[str, Any]] = {}  # class attributes of one workload's class (by_workload)
     dtypes = DTYPES
     precisions = PRECISIONS
     params: list[list] = []
@@ -175,21 +176,35 @@ class Benchmark:
         raise NotImplementedError
 
 
-def by_workload(base: type, sizes: dict[str, list[str]]) -> dict[str, type]:
-    """One subclass of `base` per workload, named `<Base>_<workload>`, whose size parameter lists only that
-    workload's sizes (a workload x size product would spawn one asv process per invalid pair), with the parameters
+def by_workload(base: type) -> dict[str, type]:
+    """One subclass of `base` per workload whose spec's grid runs the family (`base`'s name without the '_') on this
+    device, named `<Family>_<workload>`, whose size parameter lists only that workload's sizes (a workload x size
+    product would spawn one asv process per invalid pair), with the parameters
     [framework, workload, size, *axes, dtype, precision, device]. An axis given as a function of the workload
     (`formulations`) gets that workload's values."""
     classes = {}
-    for workload, workload_sizes in sizes.items():
+    for workload, workload_sizes in workloads.runs(base.__name__.lstrip("_"), DEVICE).items():
         axes = [(name, values(workload) if callable(values) else values) for name, values in base.axes]
         params = [FRAMEWORKS, [workload], list(workload_sizes), *(v for _, v in axes), base.dtypes,
                   base.precisions, [DEVICE]]
         names = ["framework", "workload", "size", *(n for n, _ in axes), "dtype", "precision", "device"]
         name = f"{base.__name__.lstrip('_')}_{workload}"
         classes[name] = type(name, (base,), {"params": params, "param_names": names, "__module__": base.__module__,
-                                             "__doc__": base.__doc__})
+                                             "__doc__": base.__doc__, **base.per_workload.get(workload, {})})
     return classes
+
+
+def suite_classes() -> list[type]:
+    """Every public benchmark class of the suite, pillar by pillar in the registry's order (each pillar module
+    imported; asv discovers the same files)."""
+    import importlib
+
+    found = []
+    for pillar in pillars.PILLARS.values():
+        module = importlib.import_module(pillar.module)
+        found += [cls for name, cls in sorted(vars(module).items())
+                  if isinstance(cls, type) and not name.startswith("_") and cls.__module__ == module.__name__]
+    return found
 
 
 def unit(metric: str) -> str:

@@ -11,7 +11,6 @@ imported at module level (asv imports this module when it discovers the suite).
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import os
@@ -24,7 +23,6 @@ from typing import Any
 
 from benchmarks import common
 from implementations import frameworks
-from implementations.metrics import PILLARS
 
 Key = tuple[str, tuple]
 
@@ -35,15 +33,8 @@ def benchmark_name(cls: type) -> str:
 
 
 def counted_classes() -> list[type]:
-    """Every asv class (public, defined in a pillar module) whose track_ methods come from the count cache."""
-    found = []
-    for pillar in PILLARS:
-        module = importlib.import_module(f"benchmarks.{pillar}")
-        for name, cls in vars(module).items():
-            if (isinstance(cls, type) and issubclass(cls, common._Counted) and not name.startswith("_")
-                    and cls.__module__ == module.__name__):
-                found.append(cls)
-    return found
+    """Every asv class of the suite whose track_ methods come from the count cache."""
+    return [cls for cls in common.suite_classes() if issubclass(cls, common._Counted)]
 
 
 def tracks(cls: type) -> list[str]:

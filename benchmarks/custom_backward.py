@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from benchmarks.common import (
-    DEVICE,
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
     _GradStepTime,
     _PeakBytes,
     _SavedBytes,
-    by_device,
     by_workload,
 )
-
-SIZES = by_device(cpu={"swiglu": ["64x256x1024"], "gmm": ["d10-K25-n1000"]},
-                  cuda={"swiglu": ["2048x1024x4096"], "gmm": ["d64-K100-n10000"]})
+from implementations import workloads
 
 
 class _CustomStep(_GradStepTime, Benchmark):
@@ -28,8 +24,8 @@ class _CustomStep(_GradStepTime, Benchmark):
     precisions = STEP_PRECISIONS
 
     def skip(self, case):
-        if case.workload == "gmm" and case.mode == "compiled" and case.framework == "torch" and DEVICE == "cpu":
-            return "torch.compile of the GMM objective is outside the CPU budget"
+        if case.mode == "compiled" and not workloads.compiles_within_budget(case.workload, case.framework, case.device):
+            return f"torch.compile of the {case.workload} objective is outside the CPU budget"
         return None
 
 
@@ -51,5 +47,5 @@ class _CustomMemory(_SavedBytes, _PeakBytes, Benchmark):
         return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
 
 
-globals().update(by_workload(_CustomStep, SIZES))
-globals().update(by_workload(_CustomMemory, SIZES))
+globals().update(by_workload(_CustomStep))
+globals().update(by_workload(_CustomMemory))

@@ -3,7 +3,7 @@ backward, and zero_grad(set_to_none) — with JAX's functional counterparts wher
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, by_device, by_workload
+from benchmarks.common import Benchmark, by_workload
 from implementations import frameworks
 
 # The features both frameworks have, in the registry's order. PyTorch's own (hooks, zero_grad to None or to zeros,
@@ -32,4 +32,4 @@ class _EngineStep(Benchmark):
         self.run_step()
 
 
-globals().update(by_workload(_EngineStep, by_device(cpu={"mlp": ["64x256x1024"]}, cuda={"mlp": ["512x1024x4096"]})))
+globals().update(by_workload(_EngineStep))

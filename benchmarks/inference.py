@@ -3,7 +3,7 @@ op-by-op and jitted forward, at an overhead-bound small size and a compute-bound
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _PeakBytes, by_device, by_workload
+from benchmarks.common import Benchmark, _PeakBytes, by_workload
 
 
 class _Forward(Benchmark):
@@ -40,9 +40,5 @@ class _ForwardMemory(_PeakBytes, Benchmark):
         return case.fw.steps.forward_fn(case.inputs, "plain", case.mode, case.device)
 
 
-globals().update(by_workload(_Forward, by_device(cpu={"mlp": ["tiny", "64x256x1024"]},
-                                                 cuda={"mlp": ["64x256x1024", "2048x4096x16384"]})))
-globals().update(by_workload(_ForwardMemory, by_device(
-    cpu={"mlp": ["512x1024x4096"], "transformer": ["L4-B4-S64-D128"]},
-    cuda={"mlp": ["2048x4096x16384"], "transformer": ["L12-B8-S1024-D1024"]},
-)))
+globals().update(by_workload(_Forward))
+globals().update(by_workload(_ForwardMemory))

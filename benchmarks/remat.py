@@ -14,10 +14,6 @@ from __future__ import annotations
 from benchmarks.common import Benchmark, _Flops, _PeakBytes, _SavedBytes, by_device, by_workload
 from implementations import workloads
 
-SIZES = by_device(
-    cpu={"mlp": ["64x256x1024"], "lstm": ["l2-c128-b14"]},
-    cuda={"mlp": ["2048x4096x16384"], "lstm": ["l2-c128-b14"]},
-)
 VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", "remat_every2", *by_device([], ["remat_offload"])]
 
 
@@ -48,4 +44,4 @@ class _RematCost(_SavedBytes, _PeakBytes, _Flops, Benchmark):
         return self.peak_fn(case)
 
 
-globals().update(by_workload(_RematCost, SIZES))
+globals().update(by_workload(_RematCost))

@@ -1,4 +1,4 @@
-"""The metric and pillar registries: what each published number means, declared once.
+"""The metric registry: what each published number means, declared once (the pillars: implementations.pillars).
 
 Benchmarks take their asv ``unit`` from here, the report reads here whether a value is sampled (it has a spread
 and an interval) or exact, and whether two frameworks' values may be divided; nothing guesses a meaning from a unit
@@ -80,31 +80,3 @@ def get(name: str) -> Metric:
         return METRICS[name]
     except KeyError:
         raise ValueError(f"unknown metric {name!r}; valid choices: {', '.join(METRICS)}") from None
-
-
-@dataclass(frozen=True)
-class Pillar:
-    """One benchmark file of the suite (``benchmarks/<name>.py``)."""
-
-    name: str
-    title: str
-    torch: str  # what the PyTorch side runs, in words
-    jax: str  # what the JAX side runs, in words
-
-
-PILLARS: dict[str, Pillar] = {
-    p.name: p
-    for p in (
-        Pillar("recording", "graph recording vs tracing", "eager autograd tape; torch.compile",
-               "op-by-op jax.value_and_grad; jax.jit"),
-        Pillar("custom_backward", "custom backward", "torch.autograd.Function", "jax.custom_vjp"),
-        Pillar("remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
-               "jax.checkpoint and its policies"),
-        Pillar("inference", "no-grad inference", "grad-enabled forward, no_grad, inference_mode, compiled",
-               "op-by-op and jitted forward"),
-        Pillar("engine", "autograd engine", ".grad accumulation, tensor hooks, retain_graph, zero_grad",
-               "functional counterparts (tree add, calling a VJP twice)"),
-        Pillar("harness", "harness overhead", "the suite's synchronised path against a direct call",
-               "the suite's synchronised path against a direct call"),
-    )
-}

@@ -43,6 +43,24 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class On:
+    """The sizes one family runs on CPU machines and on CUDA machines."""
+
+    cpu: tuple[str, ...]
+    cuda: tuple[str, ...]
+
+
+def on(*cpu: str, cuda: str | tuple[str, ...] | None = None) -> On:
+    """`On` for the CPU sizes `cpu` and the CUDA sizes `cuda` (one name or a tuple; the CPU sizes if omitted)."""
+    return On(tuple(cpu), tuple(cpu) if cuda is None else (cuda,) if isinstance(cuda, str) else tuple(cuda))
+
+
+def grid(entries: dict[tuple[str, ...], On]) -> dict[str, On]:
+    """A spec's grid from {(family, ...): sizes}: families that run the same sizes share one entry."""
+    return {family: sizes for families, sizes in entries.items() for family in families}
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     name: str
     description: str
@@ -52,6 +70,15 @@ class WorkloadSpec:
     output_shape: Callable[[dict[str, int]], tuple[int, ...]] = field(repr=False)
     dtypes: tuple[str, ...] = ("float32", "float64")
     test_size: str = "tiny"
+    # Which sizes each benchmark family and side grid runs, per device (implementations.pillars.FAMILIES): the one
+    # grid that the asv suite, the count cache, saved, paired, gpucheck and the GPU chunks read.
+    grid: dict[str, On] = field(default_factory=dict)
+    torch_compile_on_cpu: bool = True  # False where torch.compile of the step takes minutes on a 2-core CPU
+
+    def runs(self, family: str, device: str) -> tuple[str, ...]:
+        """The sizes `family` runs on `device` ('cuda', or any other device: the CPU sizes)."""
+        on = self.grid.get(family)
+        return () if on is None else on.cuda if device == "cuda" else on.cpu
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
@@ -149,6 +176,15 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            grid=grid({
+                ("GradStep", "GraphCost", "CompileSeconds", "RematCost"): on("64x256x1024", cuda="2048x4096x16384"),
+                ("EngineStep", "paired.inference", "paired.engine", "gpucheck"): on("64x256x1024",
+                                                                                     cuda="512x1024x4096"),
+                # an overhead-bound size and a compute-bound one
+                ("Forward",): on("tiny", "64x256x1024", cuda=("64x256x1024", "2048x4096x16384")),
+                ("ForwardMemory",): on("512x1024x4096", cuda="2048x4096x16384"),
+                ("saved",): on("64x256x1024"),
+            }),
         ),
         WorkloadSpec(
             "linear_gelu",
@@ -171,6 +207,10 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_swiglu,
             lambda s: (s["batch"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            grid=grid({
+                ("CustomStep", "CustomMemory", "paired.custom"): on("64x256x1024", cuda="2048x1024x4096"),
+                ("saved",): on("64x256x1024"),
+            }),
         ),
         WorkloadSpec(
             "transformer",
@@ -191,6 +231,16 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_transformer,
             lambda s: (s["batch"], s["seq"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            grid=grid({
+                ("GradStep", "GraphCost", "ForwardRecording", "ForwardMemory", "gpucheck"): on(
+                    "L4-B4-S64-D128", cuda="L12-B8-S1024-D1024"),
+                # a cold torch.compile of the transformer takes half a minute per process on a 2-core CPU
+                ("CompileSeconds",): on(cuda="L12-B8-S1024-D1024"),
+                # the remat curve: every policy at the first depth, the granularity at twice the depth
+                ("paired.remat",): on("L4-B4-S64-D128", "L8-B4-S64-D128",
+                                      cuda=("L12-B8-S1024-D1024", "L24-B8-S1024-D1024")),
+                ("saved",): on("L4-B4-S64-D128"),
+            }),
         ),
         WorkloadSpec(
             "chain",
@@ -206,6 +256,10 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_chain,
             lambda s: (s["batch"], s["width"]),
+            grid=grid({
+                ("GradStep", "GraphCost", "ForwardRecording"): on("d50-4x64", cuda="d100-256x4096"),
+                ("saved",): on("d50-4x64"),
+            }),
         ),
         WorkloadSpec(
             "fanout",
@@ -230,6 +284,11 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_gmm,
             _scalar,
+            torch_compile_on_cpu=False,
+            grid=grid({
+                ("CustomStep", "CustomMemory", "paired.custom"): on("d10-K25-n1000", cuda="d64-K100-n10000"),
+                ("saved",): on("d10-K25-n1000"),
+            }),
         ),
         WorkloadSpec(
             "lstm",
@@ -242,9 +301,37 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_lstm,
             _scalar,
+            grid=grid({("GradStep", "GraphCost", "RematCost", "saved"): on("l2-c128-b14")}),
         ),
     )
 }
+
+
+def runs(family: str, device: str) -> dict[str, tuple[str, ...]]:
+    """{workload: sizes} of every workload whose spec runs `family` on `device`, in the specs' order."""
+    found = {name: s.runs(family, device) for name, s in WORKLOADS.items()}
+    return {name: sizes for name, sizes in found.items() if sizes}
+
+
+def compiles_within_budget(workload: str, framework: str, device: str) -> bool:
+    """Whether the compiled mode of `workload` runs for `framework` on `device` (see torch_compile_on_cpu)."""
+    return framework != "torch" or device == "cuda" or spec(workload).torch_compile_on_cpu
+
+
+def check_grid(specs: dict[str, WorkloadSpec]) -> None:
+    """Raise a ValueError naming the first grid entry that names an unknown family or size."""
+    from implementations.pillars import FAMILIES
+
+    for name, s in specs.items():
+        for family, sizes in s.grid.items():
+            if family not in FAMILIES:
+                raise _choices(f"benchmark family in {name}'s grid", family, FAMILIES)
+            for size in (*sizes.cpu, *sizes.cuda):
+                if size not in s.sizes:
+                    raise _choices(f"size in {name}'s grid for {family}", size, s.sizes)
+
+
+check_grid(WORKLOADS)
 
 
 def _choices(kind: str, value: object, valid: object) -> ValueError:
@@ -279,6 +366,14 @@ def validate(workload: str, size: str | None = None, dtype: str | None = None, v
         raise _choices(f"variant for {workload}", variant, s.variants)
 
 
+def _name_seed(workload: str) -> int:
+    """The workload's own seed, from its name alone: adding a workload changes no other workload's inputs (a sorted
+    index would). sha256, not hash(), which Python salts per process for strings."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(workload.encode()).digest()[:8], "little")
+
+
 def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", seed: int = 0,
                 cache_dir: str | Path | None = None) -> Inputs:
     """Deterministic numpy inputs for (workload, size, dtype); generated in float64, then cast.
@@ -292,7 +387,7 @@ def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", 
     if cache_dir is not None:
         return _cached_inputs(Path(cache_dir), workload, size, dtype, seed)
     dims = s.sizes[size]
-    rng = np.random.default_rng([seed, sorted(WORKLOADS).index(workload)])
+    rng = np.random.default_rng([seed, _name_seed(workload)])
     params, data, static = s.generate(rng, dims)
     cotangent = _normal(rng, s.output_shape(dims)) if s.output_shape(dims) else np.array(1.0)
     np_dtype = _NUMPY_DTYPES[dtype]
@@ -312,7 +407,8 @@ def _cached_inputs(folder: Path, workload: str, size: str, dtype: str, seed: int
     """make_inputs through a file cache. The file name carries the dimensions, so a size whose dimensions change
     (which the rule above forbids) cannot be served stale; bfloat16 is stored as its bits."""
     dims = "-".join(f"{k}{v}" for k, v in sorted(WORKLOADS[workload].sizes[size].items()))
-    path = folder / f"{workload}-{dims}-{dtype}-seed{seed}.npz"
+    # "byname": a file written under the earlier seeding (by sorted index) is never read.
+    path = folder / f"{workload}-{dims}-{dtype}-seed{seed}-byname.npz"
     stored = {"float32": np.float32, "float64": np.float64, "bfloat16": np.uint16}[dtype]
     try:
         with np.load(path) as archive:

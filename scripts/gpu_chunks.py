@@ -15,11 +15,8 @@ files (never a framework) to list the grid of a CUDA machine.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import itertools
 import os
-import pkgutil
 import re
 import sys
 from dataclasses import dataclass
@@ -87,27 +84,21 @@ def discover() -> list[str]:
     root = str(Path(__file__).resolve().parents[1])
     if root not in sys.path:  # `python scripts/gpu_chunks.py` puts scripts/ on the path, not the repository
         sys.path.insert(0, root)
-    import benchmarks
+    from benchmarks import common
 
     names = []
-    for info in pkgutil.iter_modules(benchmarks.__path__):
-        if info.name == "common":
-            continue
-        module = importlib.import_module(f"benchmarks.{info.name}")
-        for cls_name, cls in sorted(vars(module).items()):
-            if not inspect.isclass(cls) or cls_name.startswith("_") or cls.__module__ != module.__name__:
+    for cls in common.suite_classes():
+        for method in sorted(m for m in dir(cls) if m.startswith(("time_", "track_", "peakmem_", "mem_"))):
+            base = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}.{method}"
+            params = getattr(cls, "params", None) or []
+            if not params:
+                names.append(base)
                 continue
-            for method in sorted(m for m in dir(cls) if m.startswith(("time_", "track_", "peakmem_", "mem_"))):
-                base = f"{info.name}.{cls_name}.{method}"
-                params = getattr(cls, "params", None) or []
-                if not params:
-                    names.append(base)
-                    continue
-                if not isinstance(params[0], list):  # asv allows one flat list for a single parameter
-                    params = [params]
-                rounds = int(getattr(cls, "rounds", 1))
-                for combo in itertools.product(*params):
-                    names.extend([f"{base}({', '.join(repr(p) for p in combo)})"] * rounds)
+            if not isinstance(params[0], list):  # asv allows one flat list for a single parameter
+                params = [params]
+            rounds = int(getattr(cls, "rounds", 1))
+            for combo in itertools.product(*params):
+                names.extend([f"{base}({', '.join(repr(p) for p in combo)})"] * rounds)
     return names
 
 

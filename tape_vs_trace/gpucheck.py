@@ -26,12 +26,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from implementations import frameworks
+from implementations import frameworks, workloads
 
-CASES = {
-    "cuda": [("mlp", "512x1024x4096"), ("transformer", "L12-B8-S1024-D1024")],
-    "cpu": [("mlp", "64x256x1024"), ("transformer", "L4-B4-S64-D128")],
-}
+
+def cases(device: str) -> list[tuple[str, str]]:
+    """The (workload, size) cases of the specs' 'gpucheck' grid on `device`."""
+    return [(w, size) for w, sizes in workloads.runs("gpucheck", device).items() for size in sizes]
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,6 @@ def _nbytes(tree: Any) -> int:
 
 def measure(framework: str, workload: str, size: str, device: str) -> dict:
     """Peak first (nothing else has run in this process), then the saved and returned bytes."""
-    from implementations import workloads
-
     fw = frameworks.load(framework, "highest")
     inputs = workloads.make_inputs(workload, size, "float32")
     fn, args = fw.steps.grad_fn(inputs, "plain", device)
@@ -92,7 +90,7 @@ def measure(framework: str, workload: str, size: str, device: str) -> dict:
 
 def run_all(device: str) -> list[dict]:
     rows = []
-    for workload, size in CASES[device]:
+    for workload, size in cases(device):
         for framework in frameworks.NAMES:
             done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", framework, workload,
                                    size, "--device", device], capture_output=True, text=True)
@@ -123,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     frameworks.isolate_allocators()  # before anything in this process or its children imports jax
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure", nargs=3, metavar=("FRAMEWORK", "WORKLOAD", "SIZE"))
-    parser.add_argument("--device", choices=sorted(CASES))
+    parser.add_argument("--device", choices=sorted(frameworks.DEVICES))
     args = parser.parse_args(argv)
     try:
         device = args.device or frameworks.detect_device()

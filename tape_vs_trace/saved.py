@@ -26,18 +26,15 @@ FIELDS = ("framework", "op", "count", "bytes", "is_argument")
 # saved-all's columns: the case's dtype is "dtype", each record's own "tensor_dtype" (a CSV needs unique names).
 ALL_FIELDS = ("workload", "size", "variant", "dtype", "framework", "op", "shape", "tensor_dtype", "nbytes",
               "is_argument", "commit")
-# The (workload, size, variant, dtype) cases whose saved bytes the asv suite reports on the CPU
-# (recording.SavedBytes and custom_backward): their breakdown is what the report explains those numbers with.
-SUITE_CASES: tuple[tuple[str, str, str, str], ...] = (
-    ("mlp", "64x256x1024", "plain", "float32"),
-    ("transformer", "L4-B4-S64-D128", "plain", "float32"),
-    ("lstm", "l2-c128-b14", "plain", "float32"),
-    ("chain", "d50-4x64", "plain", "float32"),
-    ("swiglu", "64x256x1024", "plain", "float32"),
-    ("swiglu", "64x256x1024", "custom", "float32"),
-    ("gmm", "d10-K25-n1000", "plain", "float32"),
-    ("gmm", "d10-K25-n1000", "custom", "float32"),
-)
+# The variants whose breakdown explains the suite's saved-bytes rows (recording.GraphCost, custom_backward).
+SUITE_VARIANTS = ("plain", "custom")
+
+
+def suite_cases(device: str = "cpu") -> list[tuple[str, str, str, str]]:
+    """The (workload, size, variant, dtype) cases of the specs' 'saved' grid: every size it names, in float32, with
+    each of SUITE_VARIANTS the workload has."""
+    return [(w, size, v, "float32") for w, sizes in workloads.runs("saved", device).items() for size in sizes
+            for v in SUITE_VARIANTS if v in workloads.spec(w).variants]
 
 
 class SavedError(Exception):
@@ -87,12 +84,12 @@ def _commit() -> str:
     return done.stdout.strip()
 
 
-def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] = SUITE_CASES, machine_name: str | None = None,
+def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None, machine_name: str | None = None,
             commit: str | None = None) -> Path:
     """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv (replaced whole); returns it."""
     from tape_vs_trace import machine
 
-    cases = list(cases)
+    cases = suite_cases() if cases is None else list(cases)
     for workload, size, variant, dtype in cases:
         try:
             workloads.validate(workload, size, dtype, variant)

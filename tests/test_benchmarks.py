@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import itertools
 import json
 import math
@@ -17,7 +15,7 @@ import pytest
 from benchmarks import common, counts, custom_backward, recording, remat
 from implementations import frameworks, workloads
 from implementations.frameworks import NAMES as FRAMEWORKS
-from implementations.metrics import PILLARS
+from implementations.pillars import PILLARS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,12 +47,8 @@ def _expected_skip(cls, args: dict) -> bool:
 
 
 def _benchmark_classes():
-    for pillar in PILLARS:
-        module = importlib.import_module(f"benchmarks.{pillar}")
-        for name, cls in vars(module).items():
-            if inspect.isclass(cls) and issubclass(cls, common.Benchmark) and not name.startswith("_"):
-                if cls.__module__ == module.__name__:
-                    yield pillar, name, cls
+    for cls in common.suite_classes():
+        yield cls.__module__.rsplit(".", 1)[-1], cls.__name__, cls
 
 
 def _methods(cls) -> list[str]:

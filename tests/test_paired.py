@@ -14,14 +14,14 @@ import pytest
 import scipy.stats
 
 from implementations import frameworks, workloads
-from tape_vs_trace import cli, paired
-from tape_vs_trace.paired import BUDGETS, POLICIES, Experiment, PairedError, Point
+from tape_vs_trace import cli, experiments, paired, paired_worker
+from tape_vs_trace.experiments import BUDGETS, POLICIES, Experiment, PairedError, Point
 
 SMALL = {"cpu": "L4-B4-S64-D128", "cuda": "L12-B8-S1024-D1024"}
 
 
 def _remat(device: str, framework: str, mode: str, formulation: str, size: str | None = None) -> Experiment:
-    [found] = [e for e in paired.experiments(device) if e.name == f"remat {size or SMALL[device]} {framework} "
+    [found] = [e for e in experiments.experiments(device) if e.name == f"remat {size or SMALL[device]} {framework} "
                f"{mode} {formulation}"]
     return found
 
@@ -46,12 +46,12 @@ def test_cpu_curve_has_every_policy_and_the_budgets_where_they_apply() -> None:
     assert [p.budget for p in budgets] == list(BUDGETS) and len(BUDGETS) == 4
     assert all(p.variant == "plain" and p.mode == "compiled" for p in budgets)
     # A budget anywhere else would reach a framework or mode that refuses it (JAX, eager PyTorch).
-    others = [e for e in paired.experiments("cpu") if e.name != compiled.name]
+    others = [e for e in experiments.experiments("cpu") if e.name != compiled.name]
     assert not any(p.budget is not None for e in others for p in e.points)
 
 
 def test_cuda_adds_host_offload_and_the_cpu_has_none() -> None:
-    cpu, cuda = paired.experiments("cpu"), paired.experiments("cuda")
+    cpu, cuda = experiments.experiments("cpu"), experiments.experiments("cuda")
     assert not any(p.variant == "remat_offload" for e in cpu for p in e.points)
     with_offload = {e.name for e in cuda if any(p.variant == "remat_offload" for p in e.points)}
     assert with_offload == {f"remat {SMALL['cuda']} torch eager unrolled",
@@ -65,7 +65,7 @@ def test_cuda_adds_host_offload_and_the_cpu_has_none() -> None:
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_every_experiment_can_be_built(device: str) -> None:
-    found = paired.experiments(device)
+    found = experiments.experiments(device)
     # Raw results are keyed by experiment name: two with one name would overwrite each other's measurements.
     assert len({e.name for e in found}) == len(found)
     for e in found:
@@ -92,7 +92,7 @@ def test_select_an_unknown_name_lists_the_experiments() -> None:
         paired.select("cpu", "no such experiment")
     message = str(error.value)
     assert "\n" not in message and message.startswith("no experiment matches 'no such experiment'")
-    assert all(e.name in message for e in paired.experiments("cpu"))
+    assert all(e.name in message for e in experiments.experiments("cpu"))
 
 
 # --- from raw per-pass times to rows ------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def test_which_steps_have_a_peak() -> None:
     # A peak only where the framework's memory method measures the step as timed: on a CPU, PyTorch's tracker cannot
     # see inside Inductor's kernels and op-by-op JAX has no buffer plan; on CUDA the allocators see every step but
     # op-by-op JAX's (its probe jits the step, which would be another program).
-    have = {(f, m, d): not paired._no_peak(f, m, d)
+    have = {(f, m, d): not paired_worker._no_peak(f, m, d)
             for f in ("torch", "jax") for m in ("eager", "compiled") for d in ("cpu", "cuda")}
     assert have == {("torch", "eager", "cpu"): True, ("torch", "compiled", "cpu"): False,
                     ("jax", "eager", "cpu"): False, ("jax", "compiled", "cpu"): True,
@@ -249,7 +249,7 @@ def _fake_worker(calls: list) -> object:
         scale = {"torch": 1e-3, "jax": 3e-3}[framework]
         found = {}
         for name in names:
-            points = next(e for e in paired.experiments("cpu") if e.name == name).points
+            points = next(e for e in experiments.experiments("cpu") if e.name == name).points
             found[name] = {"times": [[scale * (1 + index) * (1 + j)] * 5 for j in range(len(points))],
                            "calls": [1] * len(points)}
             if with_costs:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from implementations import metrics
+from implementations import metrics, pillars
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import figures
 
@@ -115,7 +115,7 @@ def test_table_is_tidy(built: Path) -> None:
     table = read_csv(built / "summary.csv")
     assert set(report.COLUMNS) <= set(table.columns)
     assert {"ci_low", "ci_high", "processes", "samples", "benchmark_version", "run_date"} <= set(table.columns)
-    assert set(table.pillar) == set(metrics.PILLARS), "the fixture covers every pillar"
+    assert set(table.pillar) == set(pillars.PILLARS), "the fixture covers every pillar"
     assert set(table.framework) == {"torch", "jax"}
     assert (table.status == "ok").all() and table.value.notna().all()
     assert not table.workload.str.contains("'").any() and not table.variant.str.contains("'").any()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks, metrics
+from implementations import frameworks, metrics, pillars
 from tape_vs_trace.report import fmt, hosts, paired, stats
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results
@@ -190,8 +190,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         skipped = data.skipped
         if len(skipped):
             skipped = skipped[(skipped.machine == rows.machine.iloc[0]) & (skipped.commit == rows.commit.iloc[0])]
-        pillars = list(dict.fromkeys(p for p in metrics.PILLARS if p in set(rows.pillar)))
-        for pillar in pillars + sorted(set(rows.pillar) - set(metrics.PILLARS)):
+        shown = [p for p in pillars.PILLARS if p in set(rows.pillar)]
+        for pillar in shown + sorted(set(rows.pillar) - set(pillars.PILLARS)):
             lines += [f"{h} {pillar}", ""]
             lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
                       if FIGURE_PILLARS.get(Path(n).name) == pillar

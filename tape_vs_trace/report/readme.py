@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from implementations import metrics
+from implementations import pillars
 from tape_vs_trace.report import figures, paired
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import ReportError, Results
@@ -32,7 +32,7 @@ def section(data: Results, drawn: dict[str, list[str]], out_label: str) -> str:
                       "`jax.value_and_grad`, compiled = `torch.compile` / `jax.jit`.", ""]
             lines += metric_table(headline, numerics=numerics.count(" at ") > 1) + [""]
         found = findings(Cells(base_numerics(rows)), data.saved.get(first.machine))
-        for pillar in metrics.PILLARS:
+        for pillar in pillars.PILLARS:
             if found.get(pillar):
                 lines += [f"- {pillar}: " + found[pillar][0]]
         table = data.paired.get(first.machine)

@@ -1,0 +1,179 @@
+"""The pillar registry: each pillar of the suite declared once, with its benchmark module, its benchmark families,
+the parameters that name its variants, its figure and its findings. The asv suite, the count cache, the GPU
+chunks and the report (figure list, figure per pillar, variant names, findings) all read it. Imports no framework.
+
+To add a pillar: write ``benchmarks/<name>.py`` (one ``_<Family>`` base class per family, made per workload by
+``benchmarks.common.by_workload``), the steps it calls on both sides, and one entry below; the workloads that run
+it say so in their spec's ``grid`` (implementations/workloads.py). CONTRIBUTING.md has the steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The parameters every per-workload benchmark has (benchmarks.common.by_workload); a pillar's `axes` come between
+# size and dtype and name its variants.
+BASE_PARAMS = ("framework", "workload", "size", "dtype", "precision", "device")
+
+
+@dataclass(frozen=True)
+class Change:
+    """Finding: within each framework, `variant` against `base` on `metric` (a cost in %)."""
+
+    metric: str
+    base: str
+    variant: str
+    what: str
+    ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
+
+
+@dataclass(frozen=True)
+class Across:
+    """Finding: JAX against PyTorch on like rows of `variant` (the one ratio rule, report.stats.compare)."""
+
+    metric: str
+    variant: str
+    what: str
+    ops: bool = False
+
+
+@dataclass(frozen=True)
+class Side:
+    """Finding: two values that count different things, side by side without a ratio."""
+
+    metric: str
+    variant: str
+    what: str
+
+
+Rule = Change | Across | Side
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of a 'changes' figure: each of `variants` against `base` on `metric`, in %."""
+
+    metric: str
+    base: str
+    variants: tuple[str, ...]
+    label: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A pillar's figure, ``<pillar>.png``: 'values' (times as dots with intervals, memory as bars) or 'changes'
+    (one panel per `panels` entry, each variant's change against its base)."""
+
+    kind: str
+    title: str = ""  # '' for a 'values' figure: "<pillar>: PyTorch and JAX (lower is better)"
+    panels: tuple[Panel, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pillar:
+    """One benchmark file of the suite, ``benchmarks/<name>.py``."""
+
+    name: str
+    title: str
+    torch: str  # what the PyTorch side runs, in words
+    jax: str  # what the JAX side runs, in words
+    families: tuple[str, ...]  # its per-workload benchmark classes, `<Family>_<workload>`; sized by the specs' grid
+    axes: tuple[str, ...]  # the parameters beyond BASE_PARAMS, in the order a variant's name joins them
+    figure: Figure
+    findings: tuple[Rule, ...] = field(default=())
+
+    @property
+    def module(self) -> str:
+        return f"benchmarks.{self.name}"
+
+
+_POLICIES = ("remat_full", "remat_dots")
+
+PILLARS: dict[str, Pillar] = {
+    p.name: p
+    for p in (
+        Pillar(
+            "recording", "graph recording vs tracing", "eager autograd tape; torch.compile",
+            "op-by-op jax.value_and_grad; jax.jit",
+            ("GradStep", "ForwardRecording", "GraphCost", "CompileSeconds"), ("mode", "formulation", "cache"),
+            Figure("values"),
+            (
+                # what the tape keeps against what tracing keeps, and what compiling buys
+                Across("track_saved_bytes", "", "JAX's jax.vjp residuals (before XLA) against PyTorch's tape",
+                       ops=True),
+                Side("track_graph_size", "", "PyTorch autograd nodes and JAX jaxpr equations (forward + backward)"),
+                *(Across("time_step", f"eager{form}", "JAX op-by-op jax.value_and_grad against PyTorch's eager tape")
+                  for form in ("", "/unrolled")),
+                *(Across("time_step", f"compiled{form}", "jax.jit against torch.compile")
+                  for form in ("", "/unrolled")),
+                *(Change("time_step", f"eager{form}", f"compiled{form}", "compiling the step")
+                  for form in ("", "/unrolled")),
+                Change("time_step", "compiled/unrolled", "compiled/scan", "lax.scan instead of a Python loop"),
+                Change("time_forward", "no_grad", "record", "recording the forward for a backward"),
+            ),
+        ),
+        Pillar(
+            "custom_backward", "custom backward", "torch.autograd.Function", "jax.custom_vjp",
+            ("CustomStep", "CustomMemory"), ("variant", "mode"), Figure("values"),
+            (
+                Change("track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
+                Change("track_peak_bytes", "plain", "custom", "the custom backward"),
+                Change("time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
+                Change("time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
+            ),
+        ),
+        Pillar(
+            "remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
+            "jax.checkpoint and its policies", ("RematCost",), ("variant",),
+            Figure("changes", "remat: memory saved per policy",
+                   (Panel("track_peak_bytes", "plain", _POLICIES, "peak memory change against plain"),
+                    Panel("track_saved_bytes", "plain", _POLICIES, "saved bytes change against plain"))),
+            # the memory each policy saves; the transformer's curve, times included, is the paired runner's
+            tuple(Change("track_peak_bytes", "plain", policy, policy) for policy in _POLICIES),
+        ),
+        Pillar(
+            "inference", "no-grad inference", "grad-enabled forward, no_grad, inference_mode, compiled",
+            "op-by-op and jitted forward", ("Forward", "ForwardMemory"), ("mode",), Figure("values"),
+            (
+                *(Change("time_forward", "no_grad", mode, mode) for mode in ("record", "inference_mode", "compiled")),
+                Change("track_peak_bytes", "no_grad", "record", "a recording forward"),
+            ),
+        ),
+        Pillar(
+            "engine", "autograd engine", ".grad accumulation, tensor hooks, retain_graph, zero_grad",
+            "functional counterparts (tree add, calling a VJP twice)", ("EngineStep",), ("feature", "mode"),
+            Figure("values"),
+            (
+                Change("time_step", "no_hooks/eager", "hooks/eager", "tensor hooks"),
+                Change("time_step", "zero_grad_none/eager", "zero_grad_zeros/eager", "zero_grad(set_to_none=False)"),
+                Change("time_step", "accumulate_tree_add/eager", "accumulate_grad_attr/eager",
+                       "accumulating into .grad"),
+            ),
+        ),
+        Pillar(
+            "harness", "harness overhead", "the suite's synchronised path against a direct call",
+            "the suite's synchronised path against a direct call", (), ("path",),
+            Figure("changes", "harness overhead: the suite's timed path against a direct call",
+                   (Panel("time_step", "raw", ("synchronized",), "synchronised path against a direct call"),)),
+            (Change("time_step", "raw", "synchronized", "the suite's synchronised path"),),
+        ),
+    )
+}
+
+# The grids outside asv that read the workload specs too: the saved-bytes breakdown (tape_vs_trace.saved), the
+# paired runner's experiments (tape_vs_trace.paired) and the peak sanity check (tape_vs_trace.gpucheck).
+SIDE_GRIDS = ("saved", "paired.remat", "paired.inference", "paired.engine", "paired.custom", "gpucheck")
+FAMILIES: tuple[str, ...] = (*(f for p in PILLARS.values() for f in p.families), *SIDE_GRIDS)
+
+
+def pillar_of(family: str) -> Pillar:
+    """The pillar whose benchmark file defines `family`; a ValueError lists the families."""
+    for p in PILLARS.values():
+        if family in p.families:
+            return p
+    raise ValueError(f"unknown benchmark family {family!r}; valid choices: {', '.join(FAMILIES)}")
+
+
+def findings() -> list[tuple[str, Rule]]:
+    """Every pillar's findings as (pillar, rule), in registry order."""
+    return [(p.name, rule) for p in PILLARS.values() for rule in p.findings]

@@ -1,0 +1,130 @@
+"""The experiments of `tape-vs-trace paired`: what each worker process measures, point by point, for this device.
+
+Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workloads.py):
+'paired.remat' (the trade-off curve: every policy at the first size, the granularity at the second),
+'paired.inference', 'paired.engine' and 'paired.custom' (two variants of one framework, paired call by call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from implementations import frameworks, workloads
+
+# torch.compile's memory budgets (torch._functorch.config.activation_memory_budget) on the compiled PyTorch curve.
+# 1.0 is the default and the 'plain' point; JAX's counterpart is its choice of policy.
+BUDGETS = (0.5, 0.25, 0.1, 0.0)
+# The transformer's remat policies, ordered from saving everything to saving least (implementations/jax/common.py
+# has the table of what each saves on both sides). 'remat_every<k>' checkpoints groups of k layers.
+POLICIES = ("plain", "remat_dots", "remat_names", "remat_every2", "remat_full")
+
+
+class PairedError(Exception):
+    """Bad input or a failed worker: printed as one line by the CLI."""
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str  # what the report prints
+    kind: str = "grad"  # grad (grad_step), forward (forward_step) or engine (engine_step)
+    variant: str = "plain"  # the workload variant (a remat policy for the remat curve)
+    mode: str = "eager"  # grad and engine modes; the forward kind's own mode (no_grad, inference_mode, ...)
+    budget: float | None = None  # torch.compile's activation memory budget (compiled PyTorch only)
+    feature: str = ""  # engine kind: the engine feature
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    group: str  # 'remat' (the trade-off curve, costs taken) or 'paired' (two variants of one framework)
+    framework: str
+    workload: str
+    size: str
+    mode: str  # the mode the report prints for the experiment ('eager', 'compiled', or the forward modes')
+    formulation: str  # 'unrolled' (a Python loop over layers) or 'scan' (JAX's lax.scan over stacked layers)
+    points: tuple[Point, ...] = field(default_factory=tuple)
+
+    @property
+    def baseline(self) -> Point:
+        return self.points[0]
+
+
+def _remat(framework: str, workload: str, size: str, mode: str, formulation: str, policies: tuple[str, ...],
+           budgets: tuple[float, ...] = ()) -> Experiment:
+    points = [Point(p, variant=p, mode=mode) for p in policies]
+    points += [Point(f"budget {b:g}", variant="plain", mode=mode, budget=b) for b in budgets]
+    return Experiment(f"remat {size} {framework} {mode} {formulation}", "remat", framework, workload, size,
+                      mode, formulation, tuple(points))
+
+
+def _pair(framework: str, workload: str, size: str, mode: str, a: Point, b: Point, name: str) -> Experiment:
+    return Experiment(f"{name} {workload} {framework} {mode}", "paired", framework, workload, size, mode,
+                      "plain", (a, b))
+
+
+def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Experiment]:
+    """Every policy at the first size; at the second (twice the depth), the granularity (k layers per checkpoint)
+    beside none and per layer, so the sqrt(n) schedule shows. remat_names has no torch.compile form
+    (torch.steps.grad_step); op-by-op JAX runs the loop form only (an un-jitted lax.scan is compiled anew on every
+    call)."""
+    offload = ("remat_offload",) if cuda else ()
+    every = tuple(p for p in POLICIES if p != "remat_names")
+    grain = ("plain", "remat_every2", "remat_every4", "remat_full")
+    found = []
+    for size in sizes[:1]:
+        found += [
+            _remat("torch", workload, size, "eager", "unrolled", POLICIES + offload),
+            _remat("torch", workload, size, "compiled", "unrolled", every, BUDGETS),
+            _remat("jax", workload, size, "eager", "unrolled", POLICIES),
+            _remat("jax", workload, size, "compiled", "unrolled", POLICIES + offload),
+            _remat("jax", workload, size, "compiled", "scan", POLICIES),
+        ]
+    for size in sizes[1:2]:
+        # PyTorch both ways, JAX as the scan (jitted straight-line code lets XLA:CPU undo the remat, which the loop
+        # form at the first depth already shows).
+        found += [
+            _remat("torch", workload, size, "eager", "unrolled", grain),
+            _remat("torch", workload, size, "compiled", "unrolled", grain),
+            _remat("jax", workload, size, "compiled", "scan", grain),
+        ]
+    return found
+
+
+def _within_torch(workload: str, size: str) -> list[Experiment]:
+    """PyTorch's own features against their baseline: inference_mode, tensor hooks, zero_grad, .grad accumulation."""
+    return [
+        _pair("torch", workload, size, "eager", Point("no hooks", "engine", feature="no_hooks"),
+              Point("hooks", "engine", feature="hooks"), "hooks against none"),
+        _pair("torch", workload, size, "eager", Point("zero_grad to None", "engine", feature="zero_grad_none"),
+              Point("zero_grad to zeros", "engine", feature="zero_grad_zeros"), "zero_grad to zeros against None"),
+        _pair("torch", workload, size, "eager", Point("sum of grads", "engine", feature="accumulate_tree_add"),
+              Point("into .grad", "engine", feature="accumulate_grad_attr"), "accumulation into .grad against a sum"),
+    ]
+
+
+def experiments(device: str) -> list[Experiment]:
+    """Every experiment of this device, both frameworks, from the specs' grid."""
+    cuda = device == "cuda"
+    found = [e for w, sizes in workloads.runs("paired.remat", device).items() for e in _remat_curve(w, sizes, cuda)]
+    found += [_pair("torch", w, size, "forward", Point("no_grad", "forward", mode="no_grad"),
+                    Point("inference_mode", "forward", mode="inference_mode"), "inference_mode against no_grad")
+              for w, sizes in workloads.runs("paired.inference", device).items() for size in sizes]
+    found += [e for w, sizes in workloads.runs("paired.engine", device).items() for size in sizes
+              for e in _within_torch(w, size)]
+    for framework in frameworks.NAMES:
+        for workload, sizes in workloads.runs("paired.custom", device).items():
+            for size, mode in ((size, mode) for size in sizes for mode in ("eager", "compiled")):
+                if mode == "compiled" and not workloads.compiles_within_budget(workload, framework, device):
+                    continue
+                found.append(_pair(framework, workload, size, mode, Point("autodiff", variant="plain", mode=mode),
+                                   Point("custom", variant="custom", mode=mode), "custom against autodiff"))
+    return found
+
+
+def select(device: str, only: str | None = None) -> list[Experiment]:
+    """The experiments whose name contains `only` (all without it); an `only` that matches none is an error."""
+    found = [e for e in experiments(device) if only is None or only in e.name]
+    if not found:
+        names = "; ".join(e.name for e in experiments(device))
+        raise PairedError(f"no experiment matches {only!r}; experiments: {names}")
+    return found

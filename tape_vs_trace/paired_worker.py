@@ -1,0 +1,158 @@
+"""The worker of `tape-vs-trace paired`: one framework, one process. It builds every point of the named experiments,
+alternates them call by call (the order rotated every pass) and writes the raw per-call times, and in the first
+round each remat point's costs, as JSON for the runner (tape_vs_trace.paired).
+
+    python -m tape_vs_trace.paired_worker FRAMEWORK OUT [--costs] EXPERIMENT...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from implementations import frameworks, sampling, workloads
+from tape_vs_trace.experiments import Experiment, Point, experiments
+
+# Each experiment's points are cycled until about this long has passed, at least MIN_PASSES times, per process:
+# what fits the suite's 15 minutes on a 2-core CPU.
+TARGET_SECONDS = 0.5
+MIN_PASSES, MAX_PASSES = 5, 40
+CACHE_ENV = "TVT_PAIRED_JAX_CACHE"  # the runner's scratch folder for JAX's persistent compilation cache
+
+
+def _layout(experiment: Experiment) -> str | None:
+    if experiment.workload != "transformer":
+        return None
+    return "stacked" if experiment.formulation == "scan" else "layers"
+
+
+def build(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Inputs, device: str) -> Callable[[], Any]:
+    """The step of one point, built (compiled and warmed up) once."""
+    if point.kind == "grad":
+        return fw.steps.grad_step(inputs, point.variant, point.mode, device, layout=_layout(experiment),
+                                  budget=point.budget)
+    if point.kind == "forward":
+        return fw.steps.forward_step(inputs, point.variant, point.mode, device)
+    if point.kind == "engine":
+        return fw.steps.engine_step(inputs, point.variant, point.feature, point.mode, device)
+    raise ValueError(f"unknown point kind {point.kind!r}")
+
+
+def interleave(steps: list[Callable[[], Any]], calls: list[int]) -> list[list[float]]:
+    """Per-call seconds of every step in every pass; each pass runs every step once, in an order rotated by one
+    per pass, until TARGET_SECONDS have passed (at least MIN_PASSES passes)."""
+    times: list[list[float]] = [[] for _ in steps]
+    start = time.perf_counter()
+    passes = 0
+    while passes < MIN_PASSES or (time.perf_counter() - start < TARGET_SECONDS and passes < MAX_PASSES):
+        order = list(range(len(steps)))
+        shift = passes % len(steps)
+        for i in order[shift:] + order[:shift]:
+            t0 = time.perf_counter()
+            for _ in range(calls[i]):
+                steps[i]()
+            times[i].append((time.perf_counter() - t0) / calls[i])
+        passes += 1
+    return times
+
+
+def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Inputs, device: str) -> dict[str, Any]:
+    """Saved bytes, matmul flops and peak bytes of one remat point.
+
+    Compiled steps are costed as compiled (probe.compiled_costs: torch.compile's partition under the point's budget,
+    JAX's differentiated jaxpr); eager steps by the eager probes (saved-tensor hooks and FlopCounterMode on
+    PyTorch's tape; JAX's residuals and jaxpr). Peak bytes come from the framework's memory method on this device
+    where it sees the step: on a CPU, PyTorch's live-storage tracker cannot see inside Inductor's kernels, and JAX's
+    buffer plan exists for jitted steps only, so compiled PyTorch and eager JAX have no CPU peak.
+    """
+    layout = _layout(experiment)
+    loss, args = fw.steps.loss_fn(inputs, point.variant, device, layout)
+    grads, _ = fw.steps.grad_fn(inputs, point.variant, device, layout)
+    if point.mode == "compiled":
+        found = fw.probe.compiled_costs(loss, *args, budget=point.budget)
+        saved, flops, method = found.saved_bytes, found.matmul_flops, found.method
+    else:
+        saved, flops = fw.probe.saved_bytes(loss, *args).extra_bytes, fw.probe.flops(grads, *args)
+        method = "eager probes (saved-tensor hooks / jax.vjp residuals; FlopCounterMode / jaxpr matmuls)"
+    peak, peak_method = None, "not measured: " + _no_peak(experiment.framework, point.mode, device)
+    if not _no_peak(experiment.framework, point.mode, device):
+        if experiment.framework == "torch" and point.mode == "compiled":
+            # The allocator sees inside Inductor's kernels: the compiled step itself, built again (compiled_costs
+            # reset TorchDynamo); `args` only tell the probe the device, and its warm-up call does the compile.
+            step = build(fw, experiment, point, inputs, device)
+            result = fw.probe.peak_bytes(lambda *_: step(), *args)
+        else:
+            result = fw.probe.peak_bytes(grads, *args)
+        peak, peak_method = result.bytes, result.method
+    return {"saved_bytes": saved, "flops": flops, "cost_method": method, "peak_bytes": peak,
+            "peak_method": peak_method}
+
+
+def _no_peak(framework: str, mode: str, device: str) -> str:
+    """Why the memory method of (framework, mode, device) cannot see the step's peak, or ''."""
+    if device == "cuda":  # the allocators see every step but JAX's op-by-op one (its probe measures a jitted program)
+        return "an op-by-op JAX step's peak is not taken here" if framework == "jax" and mode == "eager" else ""
+    if framework == "torch" and mode == "compiled":
+        return "the live-storage tracker cannot see inside Inductor's kernels"
+    if framework == "jax" and mode == "eager":
+        return "an op-by-op step has no XLA buffer plan"
+    return ""
+
+
+def worker(framework: str, names: list[str], with_costs: bool, out: Path) -> None:
+    """Run the named experiments of `framework` in this process and write their raw measurements to `out`."""
+    frameworks.isolate_allocators()
+    device = frameworks.detect_device()
+    fw = frameworks.load(framework, "highest", float64=False)
+    if framework == "jax" and os.environ.get(CACHE_ENV):
+        import jax
+
+        # Compile time is not measured here: later rounds load the first round's executables.
+        jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_ENV])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if framework == "torch":
+        import torch._dynamo
+
+        # Every compiled point is a torch.compile of the same loss function (one code object); TorchDynamo's default
+        # limit of 8 compiled versions per code object would send the ninth back to eager without an error.
+        torch._dynamo.config.recompile_limit = 1024
+        torch._dynamo.config.accumulated_recompile_limit = 4096
+    chosen = [e for e in experiments(device) if e.name in names and e.framework == framework]
+    raw: dict[str, Any] = {}
+    inputs_of: dict[tuple[str, str], workloads.Inputs] = {}
+    for experiment in chosen:
+        key = (experiment.workload, experiment.size)
+        if key not in inputs_of:
+            inputs_of[key] = workloads.make_inputs(*key, "float32", cache_dir=os.environ.get("TVT_INPUT_CACHE"))
+        steps = [build(fw, experiment, p, inputs_of[key], device) for p in experiment.points]
+        calls = [sampling.calls_for(s) for s in steps]
+        raw[experiment.name] = {"times": interleave(steps, calls), "calls": calls}
+        del steps
+        print(f"  {experiment.name}: {len(raw[experiment.name]['times'][0])} passes", file=sys.stderr, flush=True)
+    if with_costs:  # after every timing: compiled_costs resets TorchDynamo's caches
+        for experiment in chosen:
+            if experiment.group == "remat":
+                inputs = inputs_of[(experiment.workload, experiment.size)]
+                raw[experiment.name]["costs"] = [costs(fw, experiment, p, inputs, device) for p in experiment.points]
+    out.write_text(json.dumps(raw))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tape_vs_trace.paired_worker")
+    parser.add_argument("framework", choices=frameworks.NAMES)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--costs", action="store_true")
+    parser.add_argument("names", nargs="+")
+    args = parser.parse_args(argv)
+    worker(args.framework, args.names, args.costs, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
