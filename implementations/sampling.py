@@ -1,5 +1,6 @@
 """How many calls make one timing sample: shared by the asv suite (benchmarks/common.py) and the paired runner
-(tape_vs_trace/paired.py), so both time a step the same way. Imports no framework."""
+(tape_vs_trace/paired.py), so both time a step the same way; and how both probes time the host's calibration
+(tape_vs_trace/calibrate.py). Imports no framework."""
 
 from __future__ import annotations
 
@@ -37,3 +38,22 @@ def once(compiled: Callable[..., Any], args: tuple, sync: Callable[[Any], Any]) 
         return sync(compiled(*args))
 
     return first_call
+
+
+# Calibration sizes: long enough to time reliably, short enough that the whole calibration stays under 40 s on 2 CPU
+# cores. Keyed by device type; the dispatch loop is shorter for JAX, whose op-by-op dispatch costs more per op.
+CALIBRATION_REPEATS = 5
+MATMUL_N = {"cpu": 1024, "cuda": 8192}
+COPY_BYTES = {"cpu": 64 * 2**20, "cuda": 2 * 2**30}
+DISPATCH_OPS = {"torch": 2000, "jax": 400}
+
+
+def repeat_seconds(run: Callable[[], Any], repeats: int = CALIBRATION_REPEATS) -> list[float]:
+    """Seconds of each of `repeats` calls of `run` (which synchronises its device) after a warm-up call; the
+    warm-up is timed too and left out, so the first call's allocation and compilation are in no sample."""
+    seconds = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        run()
+        seconds.append(time.perf_counter() - start)
+    return seconds[1:]

@@ -18,21 +18,18 @@ from tape_vs_trace import calibrate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _entry(seconds: list[float], work: float) -> dict:
-    return calibrate._summary(seconds, work, "unit")
-
-
-def test_rates_use_the_best_repeat_and_dispatch_the_median() -> None:
-    torch_part = {"matmul": {"float32": _entry([2.0, 1.0, 4.0], 8.0), "bfloat16": _entry([1.0, 0.5, 0.5], 8.0)},
-                  "copy": _entry([3.0, 2.0, 2.5], 10.0), "dispatch": _entry([1.0, 3.0, 2.0], 1000.0)}
-    jax_part = {"matmul": {"float32": _entry([4.0, 4.0, 2.0], 8.0)}, "dispatch": _entry([5.0, 9.0, 7.0], 100.0)}
+def test_the_file_takes_pytorchs_rates_for_the_roofline_and_both_dispatch_costs() -> None:
+    torch_part = {"matmul_flops_per_s": {"float32": 8.0, "bfloat16": 16.0}, "copy_bytes_per_s": 5.0,
+                  "dispatch_seconds_per_op": 2e-3}
+    jax_part = {"matmul_flops_per_s": {"float32": 4.0}, "copy_bytes_per_s": 6.0, "dispatch_seconds_per_op": 7e-2}
     cal = calibrate.combine(torch_part, jax_part, "cuda")
-    assert cal["matmul_flops_per_s"] == {"float32": 8.0, "bfloat16": 16.0}  # work / best seconds
+    assert cal["matmul_flops_per_s"] == {"float32": 8.0, "bfloat16": 16.0}
     assert cal["matmul_flops_per_s_jax"] == {"float32": 4.0}
-    assert cal["copy_bytes_per_s"] == 5.0
-    assert cal["dispatch_seconds_per_op"] == {"torch": pytest.approx(2e-3), "jax": pytest.approx(7e-2)}
-    assert "roofline" in cal["method"] and "PyTorch" in cal["method"] and cal["date"].endswith("UTC")
-    assert cal["samples"]["torch"]["copy"]["median_s"] == 2.5
+    assert cal["copy_bytes_per_s"] == 5.0 and cal["copy_bytes_per_s_jax"] == 6.0
+    assert cal["dispatch_seconds_per_op"] == {"torch": 2e-3, "jax": 7e-2}
+    assert "roofline" in cal["method"] and "8192x8192" in cal["method"] and cal["date"].endswith("UTC")
+    assert calibrate.roofline_rate(cal, "bfloat16", "highest") == 16.0
+    assert calibrate.roofline_rate(cal, "float64", "highest") is None
 
 
 @pytest.mark.slow

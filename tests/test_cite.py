@@ -1,4 +1,4 @@
-"""`tape-vs-trace cite`: one citable block, on the synthetic results of tests/test_report_stats.py (PyTorch's eager
+"""`tape-vs-trace cite`: one citable block, on the synthetic results of tests/report/helpers.py (PyTorch's eager
 GradStep: per-process medians 1.15, 2.15, 1.55 ms, so 1.55 ms in [1.15, 2.15]; JAX's 3.0, 3.2, 3.4 ms, so a ratio
 of 3.2 / 1.55 in [3.0 / 2.15, 3.4 / 1.15] = [1.40, 2.96]) plus an older commit whose values differ."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tape_vs_trace import cli
-from tests.test_report_stats import write_results
+from tests.report.helpers import write_results
 
 OLD = "def45600" + "0" * 32
 
@@ -35,7 +35,7 @@ def cite(capsys, results: Path, *argv: str) -> tuple[int, str, str]:
 def test_text_block_carries_value_interval_method_and_provenance(results, capsys) -> None:
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "framework=torch", "mode=eager")
     assert rc == 0
-    # Student-t on the logs of 1.15, 2.15, 1.55 ms (tests/test_report_stats.py): [0.7192, 3.405] ms
+    # Student-t on the logs of 1.15, 2.15, 1.55 ms (tests/report/helpers.py): [0.7192, 3.405] ms
     assert "1.55 ms, 95 % interval 719.2 µs–3.405 ms" in out
     assert "median of per-process medians (3 processes, 12 samples)" in out
     assert ("recording.GradStep_mlp.time_step (framework=torch, workload=mlp, size=s, mode=eager, dtype=float32, "
@@ -71,7 +71,7 @@ def test_json_has_the_citation_fields(results, capsys) -> None:
 def test_both_frameworks_print_the_ratio_with_its_interval(results, capsys) -> None:
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager")
     assert rc == 0 and "— PyTorch" in out and "— JAX" in out
-    # Welch t on the logs (tests/test_report_stats.py): [0.975, 4.28] holds 1
+    # Welch t on the logs (tests/report/helpers.py): [0.975, 4.28] holds 1
     assert "JAX/PyTorch: no difference measurable on this machine (2.06×, 95 % interval 0.975–4.28)" in out
     assert "?machine=box&p-workload='mlp'" in out  # the anchor that shows both lines
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager", "--format", "json")

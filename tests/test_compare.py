@@ -1,5 +1,5 @@
 """`tape-vs-trace compare`: the rerun check, against counts worked out by hand on the synthetic results of
-tests/test_report_stats.py (3 processes per timed combination; 95 % Student-t intervals on the logarithms of the
+tests/report/helpers.py (3 processes per timed combination; 95 % Student-t intervals on the logarithms of the
 per-process medians, see that file's docstring).
 
 The folder has 21 rows: 11 timings (GradStep 4, RematStep 4, Forward 3 of which one failed and two ran in one
@@ -20,7 +20,7 @@ import pytest
 
 from tape_vs_trace import cli
 from tape_vs_trace.compare import directions
-from tests.test_report_stats import chunk, write_results
+from tests.report.helpers import chunk, write_results
 
 SAME_WAY = "2 of 2 directions agree (0 flipped; 2 stated in both runs, 0 in one run only with the other run's ratio " \
     "on the same side of 1)"
@@ -78,7 +78,7 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     assert out[-3:] == [directions(2, 0, 3), "10 of 11 timing rows agree", "19 of 21 rows agree"]
     [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
     assert line.startswith("differ") and "95 % intervals do not overlap" in line
-    # t intervals on the logs (see tests/test_report_stats.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
+    # t intervals on the logs (see tests/report/helpers.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
     # half-width 4.3027 x 0.03846 / sqrt(3) = 0.09554, exp(ln 5.2 -+ 0.09554) = [4.724, 5.719] ms
     assert "A 1.55 ms [0.7192–3.405]" in line and "B 5.2 ms [4.724–5.719]" in line
     [peak] = [x for x in out if "track_peak_bytes framework=torch" in x and "variant=plain" in x]

@@ -1,4 +1,5 @@
-"""The measurement probes: saved bytes, peak memory, graph size, flops and compile time, on both frameworks.
+"""The measurement probes: saved bytes, peak memory, graph size, flops, compile time and the host calibration, on
+both frameworks.
 
 The exact numbers are the ones DESIGN.md cites (PyTorch) and what JAX 0.10.2 gives for the same functions; where
 the two differ, a comment says why. Everything runs on CPU (``prepare`` places arrays there explicitly), so a GPU
@@ -21,7 +22,7 @@ import pytest
 import torch
 from jax.ad_checkpoint import print_saved_residuals
 
-from implementations import workloads
+from implementations import sampling, workloads
 from implementations.jax import common as jax_common
 from implementations.jax import probe as jax_probe
 from implementations.torch import common as torch_common
@@ -329,3 +330,37 @@ def test_flops_mlp(probe, variant, matmuls):
     case = _torch_case if probe is torch_probe else _jax_case
     _, args, step = case(*MLP, variant)
     assert probe.flops(step, *args) == matmuls * MLP_MATMUL_FLOPS
+
+
+# --- calibration: matmul rate, copy bandwidth and dispatch cost (what tape-vs-trace calibrate records) -------------
+
+
+class _Clock:
+    """perf_counter that advances by the next of `steps` seconds per timed call (one read before, one after)."""
+
+    def __init__(self, steps: list[float]) -> None:
+        self.now, self.reads, self.steps = 0.0, 0, list(steps)
+
+    def __call__(self) -> float:
+        if self.reads % 2:
+            self.now += self.steps.pop(0)
+        self.reads += 1
+        return self.now
+
+
+# 6 calls: the first (warm-up) is fastest and is left out; of the other five the best is 0.5 s, the median 1.0 s.
+CALLS = [0.1, 2.0, 0.5, 1.0, 3.0, 0.75]
+
+
+@pytest.mark.parametrize("probe", [torch_probe, jax_probe])
+def test_calibration_rates_are_work_over_the_best_repeat_after_the_warm_up(probe, monkeypatch):
+    monkeypatch.setattr(sampling.time, "perf_counter", _Clock(CALLS))
+    assert probe.matmul_rate("float32", "cpu") == 2 * 1024**3 / 0.5  # a 1024 x 1024 product on a CPU
+    monkeypatch.setattr(sampling.time, "perf_counter", _Clock(CALLS))
+    assert probe.copy_rate("cpu") == 2 * 64 * 2**20 / 0.5  # 64 MiB read and written on a CPU
+
+
+@pytest.mark.parametrize(("probe", "framework"), [(torch_probe, "torch"), (jax_probe, "jax")])
+def test_dispatch_cost_is_the_median_repeat_per_op(probe, framework, monkeypatch):
+    monkeypatch.setattr(sampling.time, "perf_counter", _Clock(CALLS))
+    assert probe.dispatch_cost("cpu") == pytest.approx(1.0 / sampling.DISPATCH_OPS[framework])

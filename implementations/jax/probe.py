@@ -1,4 +1,5 @@
-"""Measurement probe for the JAX side: saved bytes, peak memory, graph size, flops, compile time.
+"""Measurement probe for the JAX side: saved bytes, peak memory, graph size, flops, compile time, and the host
+calibration (matmul rate, copy bandwidth, dispatch cost).
 
 The mirror of ``implementations.torch.probe``: the same public names and signatures, so a benchmark can pick either
 module and call the same functions. Each docstring says what exactly the number counts on this side; the
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import statistics
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -376,18 +377,45 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
         yield sampling.once(jax.jit(step), args, jax.block_until_ready)
 
 
-def matmul_rate(dtype: str, device: str = "cpu") -> float:
-    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline.
-
-    The best of five timed products after a warm-up, under the current matmul precision setting.
-    """
+def _target(device: str) -> tuple[jax.Device, str]:
+    """The first JAX device of `device` ('cpu', 'cuda') and its key in the calibration sizes."""
     target = jax.devices(device)[0]
-    n = 8192 if target.platform == "gpu" else 1024
+    return target, "cuda" if target.platform == "gpu" else "cpu"
+
+
+def matmul_rate(dtype: str, device: str = "cpu") -> float:
+    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline, and the calibration's.
+
+    The best of `sampling.CALIBRATION_REPEATS` timed products after a warm-up, under the current matmul precision
+    setting.
+    """
+    target, kind = _target(device)
+    n = sampling.MATMUL_N[kind]
     a = jax.device_put(np.random.default_rng(0).standard_normal((n, n)).astype(np.float32), target).astype(dtype)
     product = jax.jit(lambda x: x @ x)
-    seconds = []
-    for _ in range(6):
-        start = time.perf_counter()
-        jax.block_until_ready(product(a))
-        seconds.append(time.perf_counter() - start)
-    return 2 * n**3 / min(seconds[1:])
+    return 2 * n**3 / min(sampling.repeat_seconds(lambda: jax.block_until_ready(product(a))))
+
+
+def copy_rate(device: str = "cpu") -> float:
+    """Bytes read + written per second copying one large float32 array on `device` (a jitted `jnp.copy` into a new
+    buffer), measured now: the best repeat after a warm-up."""
+    target, kind = _target(device)
+    src = jax.device_put(jnp.ones(sampling.COPY_BYTES[kind] // 4, dtype=jnp.float32), target)
+    copy = jax.jit(jnp.copy)
+    return 2 * src.nbytes / min(sampling.repeat_seconds(lambda: jax.block_until_ready(copy(src))))
+
+
+def dispatch_cost(device: str = "cpu") -> float:
+    """Seconds per op of op-by-op dispatch on `device` (no jit, as in an un-jitted gradient step): a loop of adds on
+    a 16-element float32 array, the median repeat after a warm-up (a typical cost, not a lucky one)."""
+    target, _ = _target(device)
+    x = jax.device_put(jnp.ones(16, dtype=jnp.float32), target)
+    ops = sampling.DISPATCH_OPS["jax"]
+
+    def adds() -> None:
+        y = x
+        for _ in range(ops):
+            y = y + 1
+        y.block_until_ready()
+
+    return statistics.median(sampling.repeat_seconds(adds)) / ops

@@ -1,4 +1,5 @@
-"""Measurement probe for the PyTorch side: saved bytes, peak memory, graph size, flops, compile time.
+"""Measurement probe for the PyTorch side: saved bytes, peak memory, graph size, flops, compile time, and the host
+calibration (matmul rate, copy bandwidth, dispatch cost).
 
 The mirror of ``implementations.jax.probe``: the same public names and signatures, so a benchmark can pick either
 module and call the same functions. Each docstring says what exactly the number counts on this side; the
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import statistics
 import tempfile
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -420,17 +421,37 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
 
 
 def matmul_rate(dtype: str, device: str = "cpu") -> float:
-    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline.
+    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline, and the calibration's.
 
-    The best of five timed products after a warm-up, under the current matmul precision setting.
+    The best of `sampling.CALIBRATION_REPEATS` timed products after a warm-up, under the current matmul precision
+    setting.
     """
-    n = 8192 if torch.device(device).type == "cuda" else 1024
-    a = torch.randn(n, n, device=device).to(getattr(torch, dtype))
-    seconds = []
-    for _ in range(6):
-        _sync(torch.device(device))
-        start = time.perf_counter()
-        a @ a
-        _sync(torch.device(device))
-        seconds.append(time.perf_counter() - start)
-    return 2 * n**3 / min(seconds[1:])
+    dev = torch.device(device)
+    n = sampling.MATMUL_N[dev.type]
+    a = torch.randn(n, n, device=dev).to(getattr(torch, dtype))
+    return 2 * n**3 / min(sampling.repeat_seconds(lambda: (a @ a, _sync(dev))))
+
+
+def copy_rate(device: str = "cpu") -> float:
+    """Bytes read + written per second copying one large float32 array on `device` (`copy_` into a preallocated
+    one), measured now: the best repeat after a warm-up."""
+    dev = torch.device(device)
+    src = torch.ones(sampling.COPY_BYTES[dev.type] // 4, device=dev)
+    dst = torch.empty_like(src)
+    return 2 * src.nbytes / min(sampling.repeat_seconds(lambda: (dst.copy_(src), _sync(dev))))
+
+
+def dispatch_cost(device: str = "cpu") -> float:
+    """Seconds per op of eager dispatch on `device`: a loop of adds on a 16-element float32 tensor, the median
+    repeat after a warm-up (a typical cost, not a lucky one)."""
+    dev = torch.device(device)
+    x = torch.ones(16, device=dev)
+    ops = sampling.DISPATCH_OPS["torch"]
+
+    def adds() -> None:
+        y = x
+        for _ in range(ops):
+            y = y + 1
+        _sync(dev)
+
+    return statistics.median(sampling.repeat_seconds(adds)) / ops

@@ -3,7 +3,7 @@ GradStep row of the mlp and the transformer (every mode, dtype and precision).
 
 Each process's median step time (recording.GradStep_<w>.time_step) is multiplied by the run's calibrated matmul
 rate for the row's dtype and precision (the calibration `tape-vs-trace scrub-results` stores in each result file,
-read by ``calibrate.matmul_rate``: one rate for both frameworks) and divided by that framework's matmul flops of one
+read by ``calibrate.roofline_rate``: one rate for both frameworks) and divided by that framework's matmul flops of one
 forward + backward (recording.GraphCost_<w>.track_flops, same formulation). Rate and flops are constants of the
 row, so the per-process values keep the step's between-process spread, and the value, interval and JAX/PyTorch
 ratio come from the same machinery as every time (``stats.summarise``, ``stats.compare``); the ratio of two
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from implementations import metrics
-from tape_vs_trace.calibrate import matmul_rate
+from tape_vs_trace.calibrate import roofline_rate
 from tape_vs_trace.report import stats
 
 METRIC = "time_over_matmul_peak"
@@ -71,7 +71,7 @@ def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Call
             formulation = p.get("formulation", "plain")
             if formulation not in FORMULATIONS:
                 continue
-            rate = matmul_rate(calibration, row["dtype"], row["precision"])
+            rate = roofline_rate(calibration, row["dtype"], row["precision"])
             count = flops.get((machine, file, row["framework"], row["workload"], row["size"], formulation))
             if rate is None or count is None:
                 missing.add(f"{row['dtype']}/{row['precision']} matmul rate" if rate is None

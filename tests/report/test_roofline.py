@@ -1,6 +1,6 @@
-"""The roofline derived in the report (per process: GradStep median x calibrated matmul rate / matmul flops) and the
-compile time sampled across processes, against numbers worked out by hand from the synthetic results folder of
-tests/test_report_stats.py (t(0.975, 2) = 4.3027)."""
+"""The roofline derived in the report (tape_vs_trace.report.roofline: per process, GradStep median x calibrated matmul
+rate / matmul flops) and the compile time sampled across processes, against numbers worked out by hand from the
+synthetic results folder of tests/report/helpers.py (t(0.975, 2) = 4.3027), and which rows the roofline covers."""
 
 from __future__ import annotations
 
@@ -13,12 +13,20 @@ import pytest
 
 from tape_vs_trace.report import roofline, stats
 from tape_vs_trace.report.load import load_results
-from tests.test_report_stats import FW, TAIL, bench, entry, md_table, write_results
+from tests.report.helpers import FW, TAIL, bench, entry, md_table, table_row, write_results
 
 RATE = 1e11  # flop/s, the calibration's float32 matmul rate
+
+
 FLOPS = {"torch": 2e6, "jax": 4e6}  # GraphCost_mlp.track_flops per framework
+
+
 COST_NAMES = ["framework", "workload", "size", "dtype", "precision", "device"]
+
+
 COMPILE_NAMES = ["framework", "workload", "size", "cache", "dtype", "precision", "device"]
+
+
 # Seconds of the first compiled call, one per process: three processes per framework.
 COMPILE = {"torch": [10.0, 12.0, 11.0], "jax": [2.0, 2.2, 2.1]}
 
@@ -60,14 +68,9 @@ def built(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
     return table, (root.parent / "report" / "summary.md").read_text(), warnings
 
 
-def _row(table: pd.DataFrame, metric: str, framework: str, variant: str) -> pd.Series:
-    [r] = [r for _, r in table.iterrows() if r.metric == metric and r.framework == framework and r.variant == variant]
-    return r
-
-
 def test_roofline_is_scaled_per_process_and_gets_an_interval(built) -> None:
     table, _, warnings = built
-    r = _row(table, "time_over_matmul_peak", "torch", "eager")
+    r = table_row(table, "torch", "eager", metric="time_over_matmul_peak")
     # PyTorch eager per-process medians 1.15, 2.15, 1.55 ms x 1e11 flop/s / 2e6 flops = 57.5, 107.5, 77.5
     assert json.loads(r.process_medians) == pytest.approx([57.5, 107.5, 77.5])
     assert float(r.value) == pytest.approx(77.5) and int(r.processes) == 3 and int(r.samples) == 12
@@ -77,7 +80,7 @@ def test_roofline_is_scaled_per_process_and_gets_an_interval(built) -> None:
     assert r.basis == "processes" and r.benchmark == "recording.GradStep_mlp.time_over_matmul_peak"
     assert r.method.startswith(roofline.METHOD) and "1e+11 flop/s" in r.method and "2e+06 flops" in r.method
     # JAX compiled: 1.1, 1.3, 0.9 ms x 1e11 / 4e6 = 27.5, 32.5, 22.5
-    assert float(_row(table, "time_over_matmul_peak", "jax", "compiled").value) == pytest.approx(27.5)
+    assert float(table_row(table, "jax", "compiled", metric="time_over_matmul_peak").value) == pytest.approx(27.5)
     assert not [w for w in warnings if roofline.METRIC in w]
 
 
@@ -85,7 +88,8 @@ def test_roofline_ratio_comes_from_the_same_rule(built, tmp_path: Path) -> None:
     _, text, _ = built
     table = load_results(_edit(write_results(tmp_path / "results"), {"matmul_flops_per_s": {"float32": RATE}}),
                          lambda _: None).table
-    ratio = stats.compare(*(_row(table, "time_over_matmul_peak", fw, "eager").to_dict() for fw in ("torch", "jax")))
+    ratio = stats.compare(*(table_row(table, fw, "eager", metric="time_over_matmul_peak").to_dict()
+                            for fw in ("torch", "jax")))
     # JAX eager 3.2 ms x 1e11 / 4e6 = 80 over PyTorch's 77.5
     assert ratio.ratio == pytest.approx(80 / 77.5) and math.isfinite(ratio.low) and math.isfinite(ratio.high)
     # the per-process logs are the step's shifted by constants: Welch's interval is the time ratio's, scaled by
@@ -97,7 +101,7 @@ def test_roofline_ratio_comes_from_the_same_rule(built, tmp_path: Path) -> None:
 
 def test_compile_seconds_ratio_has_an_interval(built) -> None:
     table, text, _ = built
-    r = _row(table, "time_compile_seconds", "torch", "cold")
+    r = table_row(table, "torch", "cold", metric="time_compile_seconds")
     assert float(r.value) == 11.0 and int(r.processes) == 3 and r.basis == "processes" and r.ci_low != ""
     # 2.1 / 11 = 0.191; logs: JAX mean 0.74118, var/n 0.000757, PyTorch mean 2.39513, var/n 0.002772; Welch dof
     # 3.02, t = 3.18, half-width 0.189 around -1.65395: [0.158, 0.231], which excludes 1 (no "no difference")
@@ -127,3 +131,37 @@ def test_without_a_flops_count_nothing_is_derived_for_that_framework(tmp_path: P
     assert [w for w in warnings if roofline.METRIC in w] == [
         "abc12300-existing-venv.json: no time_over_matmul_peak derived where the result file has no "
         "recording.GraphCost_mlp.track_flops of torch"]
+
+
+def test_roofline_without_process_medians_scales_asv_statistics() -> None:
+    row = {"process_medians": "", "value": 0.5, "q25": 0.25, "q75": 0.75, "samples": 3}
+    got = roofline._values(row, 4.0)
+    assert (got["value"], got["q25"], got["q75"], got["spread"]) == (2.0, 1.0, 3.0, 2.0)
+    assert math.isnan(got["ci_low"]) and got["status"] == "ok"
+
+
+def roofline_input(benchmark: str, value: float, formulation: str, **extra) -> dict:
+    """A summary row as roofline.derive reads it: one case of mlp on machine m, file f.json."""
+    return {"machine": "m", "file": "f.json", "commit": "c", "benchmark": benchmark, "status": "ok",
+            "framework": "torch", "workload": "mlp", "size": "s", "dtype": "float32", "precision": "highest",
+            "params": json.dumps({"framework": "torch", "formulation": formulation}), "value": value,
+            "q25": value, "q75": value, "process_medians": "", "samples": None} | extra
+
+
+def test_a_zero_flops_count_is_no_count() -> None:
+    flops = "recording.GraphCost_mlp.track_flops"
+    table = pd.DataFrame([roofline_input(flops, 0.0, "unrolled"),
+                          roofline_input(flops, FLOPS["torch"], "plain", framework="jax")])
+    assert roofline._flops(table) == {("m", "f.json", "jax", "mlp", "s", "plain"): FLOPS["torch"]}
+
+
+def test_a_row_outside_the_covered_formulations_does_not_stop_the_next() -> None:
+    step = roofline.source("mlp")
+    table = pd.DataFrame([roofline_input(step, 0.001, "scan"), roofline_input(step, 0.002, "unrolled"),
+                          roofline_input("recording.GraphCost_mlp.track_flops", FLOPS["torch"], "unrolled")])
+    details = {("m", "c"): {"calibration": {"matmul_flops_per_s": {"float32": RATE}}}}
+    warnings: list[str] = []
+    [row] = roofline.derive(table, details, warnings.append)
+    # 2 ms x 1e11 flop/s / 2e6 flops = 100 times the matmul-peak time
+    assert row["value"] == pytest.approx(100.0) and json.loads(row["params"])["formulation"] == "unrolled"
+    assert warnings == []

@@ -1,6 +1,5 @@
-"""Row selection for the report (tape_vs_trace.report.select), one rule per case on small hand-built tables: found by
-mutation testing (`make mutate`), where the end-to-end report tests, with one machine, one commit and one dtype,
-could not tell which commit, dtype or name a changed rule picked."""
+"""Row selection for the report (tape_vs_trace.report.select), one rule per case on small hand-built tables: which
+case a cell looks up, each machine's newest commit, section names, metric order, the base numerics, display names."""
 
 from __future__ import annotations
 

@@ -1,22 +1,31 @@
-"""The report's section on runs of one machine name from different hosts (tape_vs_trace.report.hosts), called on a
-hand-built table: found by mutation testing (`make mutate`), where the one end-to-end test (two hosts, one shared
-row) left the row filters, the parameter list and the refusals unchecked."""
+"""Runs of one machine name from different hosts (tape_vs_trace.report.hosts): called on hand-built tables for the
+row filters, the parameter list and the refusals, and once through the report command on two result files."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
-from tape_vs_trace import machine
+from tape_vs_trace import cli, machine
 from tape_vs_trace.report import hosts
 from tape_vs_trace.report.load import Results
+from tests.report.helpers import write_results
 
 MINE, OTHER, THIRD = "a" * 40, "b" * 40, "c" * 40
+
+
 CPU_A = {"fingerprint": {"cpu": {"model_name": "CPU A"}}, "calibration": {"matmul_flops_per_s": {"float32": 1e9}}}
+
+
 CPU_B = {"fingerprint": {"cpu": {"model_name": "CPU B"}}, "calibration": {"matmul_flops_per_s": {"float32": 4e9}}}
+
+
 PARAMS = json.dumps({"framework": "torch", "mode": "eager", "dtype": "float32", "precision": "highest",
                      "device": "cpu"})
+
+
 HEADER = ["Step times of both runs in calibrated units (matmul_float32: how many float32 matmul flops each host does "
           "in that time, from its own calibration; not seconds):", "",
           f"| benchmark | parameters | this run | commit `{OTHER[:8]}` |", "|---|---|---:|---:|"]
@@ -91,3 +100,26 @@ def test_this_run_without_a_record_is_another_host() -> None:
     lines = hosts.section(data, "box", MINE)
     assert "cannot tell whether they ran on the same host" in lines[0]
     assert lines[2:] == ["(no calibration in both runs: no calibrated comparison)", ""]
+
+
+def test_different_fingerprints_say_different_hosts(tmp_path: Path, capsys) -> None:
+    """Two runs under one machine name on different CPUs: flagged, and their step times shown in calibrated units
+    (float32 matmul flops of each host's own rate), never divided as seconds."""
+    root = write_results(tmp_path / "results")
+    mine_path = root / "box" / "abc12300-existing-venv.json"
+    mine = json.loads(mine_path.read_text())
+    mine["tape_vs_trace"].update(fingerprint={"cpu": {"model_name": "Test CPU 9000"}},
+                                 calibration={"matmul_flops_per_s": {"float32": 1e11}})
+    mine_path.write_text(json.dumps(mine))
+    other = json.loads(json.dumps(mine))
+    other["commit_hash"], other["date"] = "def456" + "0" * 34, 1600000000000
+    other["tape_vs_trace"].update(fingerprint={"cpu": {"model_name": "Another CPU"}},
+                                  calibration={"matmul_flops_per_s": {"float32": 2e11}})
+    (root / "box" / "def45600-existing-venv.json").write_text(json.dumps(other))
+    assert cli.main(["report", "--results", str(root), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "Commit `def45600` of machine box ran on a different host" in text and "model_name" in text
+    # PyTorch eager 1.55 ms in both files: 1.55e-3 s x 1e11 flop/s here, x 2e11 flop/s on the other host
+    [line] = [x for x in text.splitlines() if "GradStep_mlp.time_step" in x and "framework=torch" in x
+              and "mode=eager" in x and x.count("|") == 5]
+    assert line.endswith("| 1.55e+08 | 3.1e+08 |")

@@ -1,33 +1,18 @@
-"""The saved-bytes breakdown beside the asv results: `tape-vs-trace saved-all` writes it (one process per framework
-for the whole list, each case's records under its own case), and the report names in every saved-bytes finding the
-ops that make the difference, draws one figure per workload, and goes on without the file or past a corrupt one."""
+"""The saved-bytes breakdown in the report (tape_vs_trace.report.breakdown): every saved-bytes finding names the ops
+that make the difference, one figure per workload, and the report goes on without the file or past a corrupt one."""
 
 from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from implementations import workloads
-from implementations.jax import probe as jax_probe
-from implementations.jax import steps as jax_steps
-from implementations.torch import probe as torch_probe
-from implementations.torch import steps as torch_steps
 from tape_vs_trace import cli, saved
 from tape_vs_trace.report import breakdown
-
-FIXTURE = Path(__file__).parent / "data" / "asv_fixture"
-MACHINE = "cpu-amd-epyc-2c"
-MIB = 2 ** 20
-
-
-@pytest.fixture
-def results(tmp_path: Path) -> Path:
-    shutil.copytree(FIXTURE, tmp_path / "results")
-    return tmp_path / "results"
+from tests.report.helpers import FIXTURE, MACHINE, MIB
 
 
 def fixture_commit() -> str:
@@ -76,38 +61,7 @@ def build(results: Path, tmp_path: Path, capsys) -> tuple[Path, list[str]]:
     return out, err.splitlines()
 
 
-@pytest.mark.slow
-def test_saved_all_writes_each_case_under_its_own_name(tmp_path: Path) -> None:
-    cases = [("mlp", "tiny", "plain", "float32"), ("swiglu", "tiny", "custom", "float32")]
-    path = saved.run_all(tmp_path / "saved", cases, machine_name="m", commit="0123456789abcdef")
-    assert path == tmp_path / "saved" / "m-01234567.csv"
-    with path.open() as f:
-        reader = csv.DictReader(f)
-        assert tuple(reader.fieldnames) == saved.ALL_FIELDS
-        rows = list(reader)
-    assert {r["commit"] for r in rows} == {"0123456789abcdef"}
-    # Each case's extra bytes in the file are the probe's for that case: a record filed under the wrong case (the
-    # batch subprocess answering in another order) or an argument counted turns this red.
-    for framework, steps, probe in (("torch", torch_steps, torch_probe), ("jax", jax_steps, jax_probe)):
-        for workload, size, variant, dtype in cases:
-            fn, args = steps.loss_fn(workloads.make_inputs(workload, size, dtype), variant)
-            mine = [r for r in rows if (r["framework"], r["workload"], r["variant"]) == (framework, workload, variant)]
-            assert mine and {r["size"] for r in mine} == {size}
-            extra = sum(int(r["nbytes"]) for r in mine if r["is_argument"] == "False")
-            assert extra == probe.saved_bytes(fn, *args).extra_bytes, (framework, workload)
-            assert {r["tensor_dtype"] for r in mine} == {"float32"}
-
-
-def test_saved_all_bad_folder_is_one_line(tmp_path: Path, capsys) -> None:
-    (tmp_path / "file").write_text("")
-    assert cli.main(["saved-all", "--out", str(tmp_path / "file" / "saved")]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and "Traceback" not in err
-
-
 def test_difference_names_the_top_ops_of_each_side() -> None:
-    import pandas as pd
-
     torch_ops = pd.Series({"aten.mm": 3 * MIB, "aten.silu": MIB, "aten.sum": MIB})
     jax_ops = pd.Series({"dot_general": 3 * MIB, "logistic": 2 * MIB, "mul": 4 * MIB, "exp": MIB // 2, "sum": MIB,
                          "tanh": MIB // 4})
@@ -168,3 +122,40 @@ def test_corrupt_breakdown_is_a_warning(results: Path, tmp_path: Path, capsys, c
     assert any("skipped the saved-bytes breakdown" in w and path.name in w for w in warnings)
     assert any(f"no saved-bytes breakdown for machine {MACHINE}" in w for w in warnings)
     assert (out / "summary.md").is_file() and not list(out.glob("saved_*.png"))
+
+
+def test_figure_rows_merge_the_same_op_under_its_short_name() -> None:
+    # PyTorch's aten.mul and JAX's mul are one op: one bar name for both; aten.addmm (PyTorch only) keeps its name
+    sel = pd.DataFrame([
+        {"workload": "mlp", "variant": "plain", "framework": "torch", "op": "aten.mul", "nbytes": 100,
+         "is_argument": False},
+        {"workload": "mlp", "variant": "plain", "framework": "torch", "op": "aten.addmm", "nbytes": 40,
+         "is_argument": False},
+        {"workload": "mlp", "variant": "plain", "framework": "jax", "op": "mul", "nbytes": 60, "is_argument": False},
+        {"workload": "mlp", "variant": "plain", "framework": "jax", "op": "x", "nbytes": 8, "is_argument": True},
+    ])
+    assert breakdown._figure_rows(sel, "mlp") == [
+        {"case": "plain", "framework": "torch", "op": "mul", "bytes": 100, "is_argument": False},
+        {"case": "plain", "framework": "torch", "op": "aten.addmm", "bytes": 40, "is_argument": False},
+        {"case": "plain", "framework": "jax", "op": "mul", "bytes": 60, "is_argument": False},
+    ]
+
+
+def one_row_breakdown(tmp_path: Path, nbytes: str, is_argument: str) -> Path:
+    path = tmp_path / "m-abcdef12.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=saved.ALL_FIELDS)
+        writer.writeheader()
+        writer.writerow(dict(workload="mlp", size="tiny", variant="plain", dtype="float32", framework="torch",
+                             op="aten.mm", shape="(0, 4)", tensor_dtype="float32", nbytes=nbytes,
+                             is_argument=is_argument, commit="abcdef12"))
+    return path
+
+
+def test_a_breakdown_row_may_hold_zero_bytes_but_not_a_bad_flag(tmp_path) -> None:
+    table = breakdown._read(one_row_breakdown(tmp_path, "0", "False"))  # an empty tensor is saved, with 0 bytes
+    assert table.nbytes.tolist() == [0] and table.is_argument.tolist() == [False]
+    with pytest.raises(ValueError, match="^nbytes is not a byte count on every row$"):
+        breakdown._read(one_row_breakdown(tmp_path, "-1", "False"))
+    with pytest.raises(ValueError, match="^is_argument is not True/False on every row$"):
+        breakdown._read(one_row_breakdown(tmp_path, "8", "yes"))

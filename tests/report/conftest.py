@@ -1,0 +1,31 @@
+"""Fixtures of the report's tests: a copy of the real asv fixture to edit, and the report built once from the
+synthetic results folder of helpers.write_results."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.report.helpers import FIXTURE, write_results
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path / "results")
+    return tmp_path / "results"
+
+
+@pytest.fixture(scope="session")
+def synthetic_report(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
+    """summary.csv (read as text), summary.md and the warnings of the report built from helpers.write_results."""
+    from tape_vs_trace import report
+
+    root = write_results(tmp_path_factory.mktemp("synthetic") / "results")
+    out = root.parent / "report"
+    warnings: list[str] = []
+    report.write_report(root, out, warnings.append)
+    table = pd.read_csv(out / "summary.csv", keep_default_na=False)
+    return table, (out / "summary.md").read_text(), warnings

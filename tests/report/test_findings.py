@@ -1,0 +1,88 @@
+"""The findings (tape_vs_trace.report.findings): one case's sentence for each kind of change, written out by hand,
+the side-by-side and no-ratio rules, and a variant against its baseline stated only outside the interval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace.report import findings
+from tape_vs_trace.report.stats import Comparison
+from tests.report.helpers import MIB, write_results
+
+
+def secs(value: float) -> dict:
+    return {"value": value, "unit": "seconds"}
+
+
+def mib(value: float) -> dict:
+    return {"value": value * MIB, "unit": "bytes"}
+
+
+@pytest.mark.parametrize(("c", "a", "b", "text"), [
+    (Comparison(1.0, 1.0, 1.0), mib(1), mib(1), "unchanged (1 MiB)"),
+    (Comparison(1.5, 1.5, 1.5), mib(2), mib(3), "+50.0 % (2 MiB → 3 MiB)"),
+    (Comparison(0.5, 0.5, 0.5), mib(2), mib(1), "−50.0 % (2 MiB → 1 MiB)"),
+    (Comparison(1.2, note="one process"), secs(0.01), secs(0.012), "10 ms → 12 ms (1.2×, no interval)"),
+    (Comparison(1.05, 0.95, 1.1), secs(0.01), secs(0.0105),
+     "no difference measurable on this machine (10 ms → 10.5 ms; ratio 95 % interval 0.95–1.1×)"),
+    (Comparison(1.2, 1.12, 1.3), secs(0.01), secs(0.012), "+20.0 % (10 ms → 12 ms; ratio 95 % interval 1.12–1.3×)"),
+    (Comparison(0.8, 0.7, 0.9), secs(0.01), secs(0.008), "−20.0 % (10 ms → 8 ms; ratio 95 % interval 0.7–0.9×)"),
+])
+def test_a_change_reads_as_a_signed_percent_or_no_difference_with_both_values(c: Comparison, a: dict, b: dict,
+                                                                               text: str) -> None:
+    assert findings.describe(c, a, b) == text
+
+
+class FakeCells:
+    """One case (mlp, s) of one pillar and metric; `get` returns the framework's row or None."""
+
+    def __init__(self, rows: dict[str, dict | None]):
+        self.rows = rows
+
+    def cases(self, pillar: str, metric: str) -> list[tuple[str, str]]:
+        return [("mlp", "s")]
+
+    def get(self, pillar: str, metric: str, w: str, s: str, variant: str, fw: str) -> dict | None:
+        return self.rows.get(fw)
+
+
+def _count(framework: str, value: float) -> dict:
+    return {"framework": framework, "value": value, "status": "ok"}
+
+
+def test_side_rule_puts_both_values_side_by_side_only_when_both_ran() -> None:
+    rule = findings.Side("recording", "track_graph_size", "", "nodes and equations")
+    both = FakeCells({"torch": _count("torch", 120.0), "jax": _count("jax", 340.0)})
+    assert findings._cases(rule, both) == ["mlp s: PyTorch 120, JAX 340"]
+    assert findings._cases(rule, FakeCells({"torch": _count("torch", 120.0), "jax": None})) == []
+
+
+def test_across_rule_names_why_there_is_no_ratio() -> None:
+    base = {"machine": "m", "commit": "c", "benchmark": "b", "benchmark_version": "1", "metric": "track_saved_bytes",
+            "status": "ok", "sampled": False, "memory_method": "", "basis": "exact", "process_medians": "",
+            "comparable": False}
+    t = base | {"framework": "torch", "value": 2.0, "params": '{"framework":"torch"}'}
+    j = base | {"framework": "jax", "value": 4.0, "params": '{"framework":"jax"}'}
+    rule = findings.Across("recording", "track_saved_bytes", "", "residuals against tape")
+    assert findings._cases(rule, FakeCells({"torch": t, "jax": j})) == ["mlp s: no ratio (counts different things)"]
+
+
+def test_findings_state_differences_only_outside_the_interval(synthetic_report, tmp_path: Path) -> None:
+    _, text, _ = synthetic_report
+    # The step-time rule of a variant against its baseline, on the synthetic remat steps (the suite's own remat
+    # step times now come from `tape-vs-trace paired`, so no rule of findings.RULES reads them)
+    from tape_vs_trace.report import findings, load
+    from tape_vs_trace.report.select import Cells
+
+    table = load.load_results(write_results(tmp_path / "results"), lambda _: None).table
+    rule = findings.Change("remat", "time_step", "plain/compiled", "remat_full/compiled", "remat_full, compiled")
+    remat = "; ".join(findings._cases(rule, Cells(table)))
+    # PyTorch: 3.1 / 2.1 = 1.476, Welch dof 3.999, t = 2.7767: [1.338, 1.664]: a cost of 47.6 %
+    assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.34–1.66×)" in remat
+    # JAX: 2.3 / 2.2, Welch dof 3.992, t = 2.7786: [0.854, 1.28] holds 1
+    assert "JAX mlp s no difference measurable on this machine (2.2 ms → 2.3 ms; ratio 95 % interval 0.854–1.28×)" \
+        in remat
+    [peak] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, peak memory")]
+    assert "PyTorch mlp s −75.0 % (4 MiB → 1 MiB)" in peak and "JAX mlp s −50.0 % (6 MiB → 3 MiB)" in peak

@@ -1,0 +1,182 @@
+"""summary.md's builders (tape_vs_trace.report.markdown) on hand-built rows, the expected lines written out by hand:
+the provenance block, the list of cases not run, a metric's table and its cells, and the blank lines between blocks."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from implementations import frameworks, metrics
+from tape_vs_trace.report import markdown
+from tape_vs_trace.report.load import COLUMNS, Results
+from tests.report.helpers import summary_row
+
+
+def test_kv_is_a_two_column_table_sorted_by_key_with_blank_lines() -> None:
+    assert markdown._kv("Host fingerprint", {"b": 2, "a": "x"}) == [
+        "Host fingerprint:", "", "| | |", "|---|---|", "| a | x |", "| b | 2 |", ""]
+
+
+NAN = math.nan
+
+
+def ok(**values) -> dict:
+    return {"status": "ok", "value": 0.012, "ci_low": 0.010, "ci_high": 0.014, "basis": "process medians",
+            "spread": 0.002} | values
+
+
+def test_a_cell_is_its_value_with_the_interval_only_where_sampled() -> None:
+    assert markdown._cell(None, 1e-3, True) == "not run"
+    assert markdown._cell({"status": "failed"}, 1e-3, True) == "failed"
+    assert markdown._cell(ok(), 1e-3, True) == "12 [10–14]"
+    assert markdown._cell(ok(), 1e-3, False) == "12"
+    assert markdown._cell(ok(basis="exact"), 1e-3, True) == "12"  # an exact value has no interval
+    assert markdown._cell(ok(ci_low=NAN, ci_high=NAN), 1e-3, True) == "12"
+
+
+def test_a_spread_is_shown_only_for_a_result_that_ran() -> None:
+    assert markdown._spread(ok(), 1e-3) == "2"
+    assert markdown._spread(None, 1e-3) == "n/a"
+    assert markdown._spread(ok(status="failed"), 1e-3) == "n/a"
+    assert markdown._spread(ok(spread=NAN), 1e-3) == "n/a"
+
+
+def test_a_case_names_its_non_empty_parts() -> None:
+    assert markdown._case({"workload": "mlp", "size": "", "variant": "eager"}) == "mlp eager"
+    assert markdown._case({"workload": "lstm", "size": "S", "variant": "compiled/scan"}) == "lstm S compiled/scan"
+
+
+RUN = "2023-11-14 22:13:20 UTC"
+
+
+def provenance_row(benchmark: str, metric: str, framework: str = "torch", sampled: bool = True, status: str = "ok",
+            processes: float = 3, samples: float = 12, basis: str = "process medians", dtype: str = "float32") -> dict:
+    """One row of summary.csv of machine `box`, commit abc123..., as load.py writes it."""
+    return {c: "" for c in COLUMNS} | {
+        "benchmark": benchmark, "metric": metric, "framework": framework, "sampled": sampled, "status": status,
+        "processes": processes, "samples": samples, "basis": basis, "params": json.dumps({"framework": framework}),
+        "commit": "abc123" + "0" * 34, "date": "2023-11-14", "run_date": RUN, "env": "existing-venv",
+        "machine": "box", "device": "cpu", "torch_version": "2.5.1", "jax_version": "0.4.35", "dtype": dtype,
+        "precision": "highest", "benchmark_version": "v1"}
+
+
+# machine.json without the CPU's name: the cell says '?' for it, and every other field is read by its own key
+INFO = {"num_cpu": 2, "ram": "16333648", "os": "Linux", "arch": "x86_64"}
+
+
+def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts() -> None:
+    rows = pd.DataFrame([
+        provenance_row("recording.GradStep_mlp.time_step", "time_step"),
+        provenance_row("recording.GradStep_mlp.time_step", "time_step", framework="jax"),
+        # asv's own median, no per-process counts
+        provenance_row("recording.GradStep_lstm.time_step", "time_step", processes=NAN, samples=NAN,
+                       basis="asv median"),
+        # an exact value and a failed timing: not timed benchmarks
+        provenance_row("memory.Peak_mlp.track_peak_bytes", "track_peak_bytes", sampled=False, samples=NAN,
+                       basis="exact", dtype=""),
+        provenance_row("recording.GradStep_cnn.time_step", "time_step", status="failed"),
+    ])
+    lines = markdown.provenance(Results(table=rows, machines={"box": INFO}), rows)
+    step, peak = metrics.METRICS["time_step"], metrics.METRICS["track_peak_bytes"]
+    assert lines[:12] == [
+        "| | |", "|---|---|",
+        f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |",
+        f"| run date | {RUN} to {RUN} |",
+        "| machine | box: ?, 2 cores, 16333648 RAM, Linux x86_64 |",
+        "| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |",
+        "| python | n/a (asv environment `existing-venv`) |",
+        "| dtype | float32 |", "| matmul precision | highest |", "| benchmark versions | v1 |"]
+    start = lines.index("Samples and processes per timed benchmark (the interval comes from per-process medians):")
+    assert lines[start:] == [
+        "Samples and processes per timed benchmark (the interval comes from per-process medians):", "",
+        "| benchmark | processes | samples | basis |", "|---|---:|---:|---|",
+        "| `recording.GradStep_mlp.time_step` | 3 | 12 | process medians |",
+        "| `recording.GradStep_lstm.time_step` | n/a | n/a | asv median |",
+        "", "Measurement methods:", "",
+        f"- `time_step` ({step.display}, seconds, sampled): {step.description}",
+        f"- `track_peak_bytes` ({peak.display}, bytes, exact): {peak.description}",
+        "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process medians; "
+        "[interval]: 95 % Student-t interval across processes on the logarithms of the per-process medians "
+        "(n − 1 degrees of freedom). Results without samples give asv's median and quartiles and no interval.",
+        lines[-1]]
+    assert lines[-1].startswith("- JAX/PyTorch: formed only between rows whose parameters differ in the framework")
+
+
+def test_provenance_of_a_single_row() -> None:
+    """A result file with one benchmark: its one row is the provenance."""
+    rows = pd.DataFrame([provenance_row("recording.GradStep_mlp.time_step", "time_step")])
+    lines = markdown.provenance(Results(table=rows), rows)
+    assert lines[2:4] == [f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |", f"| run date | {RUN} to {RUN} |"]
+    assert lines[5:8] == ["| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |"]
+
+
+def test_provenance_prints_fingerprint_calibration_and_samples(synthetic_report) -> None:
+    _, text, _ = synthetic_report
+    assert "| cpu_model | Test CPU 9000 |" in text and "| matmul_gflops | 123.0 |" in text
+    assert "| `recording.GradStep_mlp.time_step` | 3 | 12 | processes |" in text
+    assert "| run date | 2023-11-14 22:13:20 UTC to 2023-11-14 22:13:20 UTC |" in text
+    assert "different hosts" not in text
+
+
+def case(framework: str, params: str) -> dict:
+    return {"benchmark": "recording.GradStep_mlp.time_step", "framework": framework, "params": params,
+            "workload": "mlp", "size": "S", "variant": "eager"}
+
+
+def test_not_run_finds_the_other_framework_whatever_the_order_of_the_parameters() -> None:
+    # asv writes the parameters in the benchmark's order, not sorted: the lookup must not depend on it
+    skipped = pd.DataFrame([case("jax", '{"size": "S", "mode": "eager", "framework": "jax"}')])
+    ran = pd.DataFrame([case("torch", '{"framework": "torch", "mode": "eager", "size": "S"}')])
+    assert markdown.not_run(skipped, ran) == [
+        "- `recording.GradStep_mlp.time_step` mlp S eager: not implemented for JAX (PyTorch ran it)"]
+
+
+def frame(*rows: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def methods_rows(torch_methods: tuple[str, ...]) -> pd.DataFrame:
+    rows = [summary_row("torch", 4e6, size=f"s{i}", metric="track_peak_bytes", unit="bytes")
+            | {"memory_method": m, "sampled": False, "basis": "exact",
+               "params": f'{{"framework": "torch", "size": "s{i}"}}'} for i, m in enumerate(torch_methods)]
+    return frame(*rows)
+
+
+def test_a_method_that_changes_between_rows_is_named_on_every_row_and_not_above_the_table() -> None:
+    lines = markdown.metric_table(methods_rows(("tracker", "allocator")), False)
+    assert not any(line.startswith("Peak memory measured by") for line in lines)
+    assert lines[2].endswith("| memory method (PyTorch; JAX) |")
+    assert lines[4].endswith("| tracker; — |") and lines[5].endswith("| allocator; — |")
+
+
+def test_without_memory_methods_there_is_no_measured_by_line() -> None:
+    lines = markdown.metric_table(methods_rows(("",)), False)
+    assert not any("measured by" in line for line in lines)
+
+
+def test_pairs_match_parameters_whatever_their_order() -> None:
+    rows = frame(summary_row("torch") | {"params": '{"a": 1, "b": 2, "framework": "torch"}'},
+                 summary_row("jax") | {"params": '{"b": 2, "framework": "jax", "a": 1}'})
+    assert [sorted(p) for p in markdown._pairs(rows)] == [["jax", "torch"]]
+
+
+def lines_of(table: pd.DataFrame) -> list[str]:
+    return markdown.markdown(Results(table=table, machines={"box": {}, "lab": {}}), {}, "results").split("\n")
+
+
+def test_markdown_separates_its_blocks_with_blank_lines() -> None:
+    lines = lines_of(pd.DataFrame([summary_row(fw) for fw in frameworks.NAMES]))
+    assert lines[0] == "# tape-vs-trace report" and lines[1] == "" and lines[2].startswith("Built by ")
+    table_end = max(i for i, line in enumerate(lines) if line.startswith("| mlp small"))
+    assert lines[table_end + 1] == ""
+
+
+def test_markdown_heads_each_machine_of_several_with_a_blank_line_after() -> None:
+    lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
+    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    assert [lines[i] for i in heads] == ["## box", "## lab"]
+    for i in heads:
+        assert lines[i + 1] == ""
+        assert lines[i + 2] == "### Provenance"

@@ -1,0 +1,45 @@
+"""`tape-vs-trace saved-all` (tape_vs_trace.saved): one process per framework for the whole list of cases writes the
+saved-bytes breakdown, each case's records under its own case; a bad folder is one line."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from implementations import workloads
+from implementations.jax import probe as jax_probe
+from implementations.jax import steps as jax_steps
+from implementations.torch import probe as torch_probe
+from implementations.torch import steps as torch_steps
+from tape_vs_trace import cli, saved
+
+
+@pytest.mark.slow
+def test_saved_all_writes_each_case_under_its_own_name(tmp_path: Path) -> None:
+    cases = [("mlp", "tiny", "plain", "float32"), ("swiglu", "tiny", "custom", "float32")]
+    path = saved.run_all(tmp_path / "saved", cases, machine_name="m", commit="0123456789abcdef")
+    assert path == tmp_path / "saved" / "m-01234567.csv"
+    with path.open() as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == saved.ALL_FIELDS
+        rows = list(reader)
+    assert {r["commit"] for r in rows} == {"0123456789abcdef"}
+    # Each case's extra bytes in the file are the probe's for that case: a record filed under the wrong case (the
+    # batch subprocess answering in another order) or an argument counted turns this red.
+    for framework, steps, probe in (("torch", torch_steps, torch_probe), ("jax", jax_steps, jax_probe)):
+        for workload, size, variant, dtype in cases:
+            fn, args = steps.loss_fn(workloads.make_inputs(workload, size, dtype), variant)
+            mine = [r for r in rows if (r["framework"], r["workload"], r["variant"]) == (framework, workload, variant)]
+            assert mine and {r["size"] for r in mine} == {size}
+            extra = sum(int(r["nbytes"]) for r in mine if r["is_argument"] == "False")
+            assert extra == probe.saved_bytes(fn, *args).extra_bytes, (framework, workload)
+            assert {r["tensor_dtype"] for r in mine} == {"float32"}
+
+
+def test_saved_all_bad_folder_is_one_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "file").write_text("")
+    assert cli.main(["saved-all", "--out", str(tmp_path / "file" / "saved")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
