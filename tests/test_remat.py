@@ -24,7 +24,7 @@ from implementations.jax import steps as jax_steps
 from implementations.torch import common as torch_common
 from implementations.torch import probe as torch_probe
 from implementations.torch import steps as torch_steps
-from tape_vs_trace.paired import POLICIES
+from tape_vs_trace.experiments import POLICIES
 from tests.helpers import assert_close
 
 NEW_VARIANTS = ("remat_full", "remat_dots", "remat_names", "remat_every2")

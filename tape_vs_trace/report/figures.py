@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks
+from implementations import frameworks, pillars
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.select import Cells, display, ordered
 
 # File names are stable: the README links them.
 # The transformer's remat trade-off curve is report/curve.py's (remat_curve_<size>.png, from the paired results).
-FIGURES = ["recording.png", "custom_backward.png", "remat.png", "inference.png", "engine.png", "harness.png"]
+FIGURES = [f"{name}.png" for name in pillars.PILLARS]
 WIDTH, FONT, DPI = 7.5, 9, 130
 # Compile times get a panel of their own (seconds, but not step times): this suite's and that of version 4 and older.
 COMPILE_METRICS = ("time_compile_seconds", "track_compile_seconds")
-POLICIES = ("remat_full", "remat_dots")
 
 
 def _figure(heights: list[float], title: str, footer: str):
@@ -196,12 +195,10 @@ def draw(rows: pd.DataFrame, machine_info: dict, out: Path) -> list[str]:
     foot = footer(rows, machine_info)
     out.mkdir(parents=True, exist_ok=True)
     cells = Cells(rows)
-    for pillar in ("recording", "custom_backward", "engine", "inference"):
-        pillar_figure(rows, pillar, f"{pillar}: PyTorch and JAX (lower is better)", foot, out / f"{pillar}.png")
-    difference_figure(cells, [("remat", "track_peak_bytes", "plain", POLICIES, "peak memory change against plain"),
-                              ("remat", "track_saved_bytes", "plain", POLICIES, "saved bytes change against plain")],
-                      "remat: memory saved per policy", foot, out / "remat.png")
-    difference_figure(cells, [("harness", "time_step", "raw", ("synchronized",),
-                               "synchronised path against a direct call")],
-                      "harness overhead: the suite's timed path against a direct call", foot, out / "harness.png")
+    for name, pillar in pillars.PILLARS.items():
+        if pillar.figure.kind == "values":
+            pillar_figure(rows, name, f"{name}: PyTorch and JAX (lower is better)", foot, out / f"{name}.png")
+        else:
+            panels = [(name, p.metric, p.base, p.variants, p.label) for p in pillar.figure.panels]
+            difference_figure(cells, panels, pillar.figure.title, foot, out / f"{name}.png")
     return list(FIGURES)

@@ -17,13 +17,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks, metrics
+from implementations import frameworks, metrics, pillars
 from tape_vs_trace.report import roofline, stats
 
-# The parameters that vary within a benchmark class, joined with "/" in this order into the `variant` column
-# (custom_backward has two, variant and mode: "plain/eager"). A formulation of "plain" (a workload with one form)
-# adds nothing and is left out: "eager" for the mlp, "eager/unrolled" and "compiled/scan" for the transformer.
-VARIANT_PARAMS = ("variant", "feature", "mode", "formulation", "cache", "phase", "path")
+
+def variant_name(pillar: str, params: dict) -> str:
+    """The row's variant: the values of its pillar's axes, joined with "/" in the registry's order ("plain/eager");
+    a pillar the registry does not know joins every parameter beyond the standard ones. A formulation of "plain" (a
+    workload with one form) adds nothing: "eager" for the mlp, "eager/unrolled" for the transformer."""
+    known = pillars.PILLARS.get(pillar)
+    axes = known.axes if known else [k for k in params if k not in pillars.BASE_PARAMS]
+    return "/".join(str(params[k]) for k in axes if k in params and not (k == "formulation" and params[k] == "plain"))
+
+
 COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",
            "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled", "comparable",
            "type", "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
@@ -234,8 +240,7 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
                 "pillar": pillar,
                 "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
                 "size": str(p.get("size", "")),
-                "variant": "/".join(str(p[k]) for k in VARIANT_PARAMS
-                                    if k in p and not (k == "formulation" and p[k] == "plain")),
+                "variant": variant_name(pillar, p),
                 "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
                 "sampled": sampled, "comparable": comparable, "type": kind,
                 "params": json.dumps(p, separators=(",", ":")), "benchmark": name,

@@ -15,8 +15,6 @@ from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
 
-FIGURE_PILLARS = {"recording.png": "recording", "custom_backward.png": "custom_backward", "remat.png": "remat",
-                  "inference.png": "inference", "engine.png": "engine", "harness.png": "harness"}
 CURVE_FIGURES = "remat_curve_"  # report/curve.py's remat_curve_<size>.png: in the paired section
 SAVED_FIGURES = "saved_"  # report/breakdown.py's saved_<workload>.png: what the tape and the trace keep, by op
 HOST_KEYS = ("fingerprint", "calibration")
@@ -194,7 +192,7 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         for pillar in shown + sorted(set(rows.pillar) - set(pillars.PILLARS)):
             lines += [f"{h} {pillar}", ""]
             lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
-                      if FIGURE_PILLARS.get(Path(n).name) == pillar
+                      if Path(n).name == f"{pillar}.png"
                       or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
             sel = ordered(rows[rows.pillar == pillar])
             for metric in dict.fromkeys(sel.metric):
