@@ -24,9 +24,37 @@ def max_rel_error(actual: np.ndarray, expected: np.ndarray) -> float:
 
 
 def assert_close(name: str, actual: np.ndarray, expected: np.ndarray, tol: float) -> None:
+    """|actual - expected| <= tol * max|expected| in every entry: rtol 0 and an absolute term scaled to the array."""
     err = max_rel_error(actual, expected)
     assert np.all(np.isfinite(actual)), f"{name}: non-finite values"
     assert err <= tol, f"{name}: max relative error {err:.3e} > tolerance {tol:.1e}"
+
+
+# Bounds for assert_close across frameworks and against tests/reference.py, the one place each dtype's is defended.
+# Scaled to the largest entry, not per entry: an entry far below the rest (a gradient near zero) carries the
+# rounding of the sums it came from, so a per-entry relative bound fails on a last-bit difference there.
+TOLERANCES = {
+    # unit roundoff 1.1e-16: leaves orders of magnitude for other BLAS libraries and CPUs, fails any formula error
+    "float64": 1e-10,
+    # unit roundoff 6e-8, four times the worst error seen; a chain multiplies Jacobians (see tolerance())
+    "float32": 2e-5,
+}
+# bfloat16 (8 significant bits): XLA rounds at fusion boundaries, eager PyTorch after every op, so the error grows
+# with a workload's depth: per workload, twice the worst error seen (torch vs jax and each vs the reference, test and
+# benchmark size, gradients included). Any formula error is of order one.
+BF16_TOLERANCES = {"mlp": 6e-2, "linear_gelu": 2.4e-2, "swiglu": 1.8e-2, "transformer": 9.2e-2}
+# float64 gradients by central finite differences (tests/reference.py) carry step^2 and roundoff/step errors.
+FD_TOLERANCE = 1e-7
+
+
+def tolerance(inputs: Inputs) -> float:
+    """TOLERANCES for inputs' dtype (BF16_TOLERANCES for bfloat16), float32 widened by 1e-6 per link of a chain."""
+    if inputs.dtype == "bfloat16":
+        return BF16_TOLERANCES[inputs.workload]
+    tol = TOLERANCES[inputs.dtype]
+    if inputs.dtype == "float32" and "depth" in inputs.static:
+        tol = max(tol, 1e-6 * inputs.static["depth"])
+    return tol
 
 
 def read_gmm(path: Path) -> dict:

@@ -13,8 +13,10 @@ from implementations import workloads
 from implementations.jax import steps as jax_steps
 from implementations.torch import steps as torch_steps
 from implementations.torch.common import leaves
+from tests.helpers import TOLERANCES, assert_close
 
-RTOL = 1e-12  # float64; a micro-batch sum differs from the whole batch's gradient by rounding alone
+# float64, one framework against itself: a micro-batch sum differs from the whole batch's gradient by rounding alone.
+SAME_FRAMEWORK_TOLERANCE = 1e-12
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +27,8 @@ def inputs() -> workloads.Inputs:
 def _close(got, want) -> None:
     got, want = list(got), list(want)
     assert len(got) == len(want)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=RTOL, atol=1e-14)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_close(f"gradient {i}", np.asarray(g), np.asarray(w), SAME_FRAMEWORK_TOLERANCE)
 
 
 def _torch_reference(inputs: workloads.Inputs) -> list[torch.Tensor]:
@@ -56,7 +58,7 @@ def test_jax_engine_features_give_the_steps_gradients(inputs, mode: str) -> None
     want = jax.tree.leaves(want)
     _close(jax.tree.leaves(jax_steps.engine_step(inputs, "plain", "accumulate_tree_add", mode)()), want)
     got_value, got = jax_steps.engine_step(inputs, "plain", "no_hooks", mode)()
-    assert float(got_value) == pytest.approx(float(value), rel=RTOL)
+    assert_close("loss", np.asarray(got_value), np.asarray(value), SAME_FRAMEWORK_TOLERANCE)
     _close(jax.tree.leaves(got), want)
     (first,), (second,) = jax_steps.engine_step(inputs, "plain", "retain_graph_twice", mode)()
     _close(jax.tree.leaves(first), want)
@@ -75,6 +77,6 @@ def test_both_frameworks_accumulate_the_same_gradients(inputs) -> None:
     names = [f"[{k!r}]" for k in tparams]
     if len(names) == len(torch_sum):  # a flat dict of tensors: match by key
         for name, g in zip(names, torch_sum):
-            np.testing.assert_allclose(np.asarray(by_name[name]), g.numpy(), rtol=1e-10)
+            assert_close(name, np.asarray(by_name[name]), g.numpy(), TOLERANCES["float64"])
     else:
         pytest.fail(f"unexpected parameter tree: {names}")
