@@ -1,11 +1,14 @@
-"""The runnable steps: what a timed call does is the step and nothing else (no compile), and the compiled forms
-compute what the eager forms compute."""
+"""The runnable steps (implementations/*/steps.py): what a timed call does is the step and nothing else (no compile),
+the compiled forms compute what the eager forms compute, the forward steps return the forward in every mode, every
+PyTorch step synchronizes its own device, and the memory budget reaches torch's partitioner."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 import pytest
+import torch
+import torch._functorch.config
 
 from benchmarks import common as bench_common
 from benchmarks import inference, recording
@@ -89,3 +92,103 @@ def test_second_setup_is_a_lookup() -> None:
     again = recording.GradStep_mlp()
     again.setup(*params)
     assert calls == [] and again.step is step and again.case is case
+
+
+# --- forward steps -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mlp64() -> workloads.Inputs:
+    return workloads.make_inputs("mlp", "tiny", "float64")
+
+
+@pytest.mark.parametrize("mode", ["record", "no_grad", "inference_mode"])
+def test_torch_forward_step_returns_the_forward(mlp64, mode: str) -> None:
+    fn, (params, data) = torch_steps.forward_fn(mlp64, "plain", "no_grad")
+    want = fn(params, data)
+    got = torch_steps.forward_step(mlp64, "plain", mode)()
+    assert isinstance(got, torch.Tensor) and got.shape == want.shape
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-14)
+    assert got.requires_grad is (mode == "record")  # only the recording forward builds a tape
+
+
+@pytest.mark.parametrize("mode", ["record", "no_grad", "compiled"])
+def test_jax_forward_step_returns_the_forward(mlp64, mode: str) -> None:
+    fn, (params, data) = jax_steps.forward_fn(mlp64, "plain", "no_grad")
+    want = np.asarray(fn(params, data))
+    got = jax_steps.forward_step(mlp64, "plain", mode)()
+    if mode == "record":  # jax.vjp: (output, the backward function)
+        got, vjp = got
+        assert callable(vjp)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    assert isinstance(got, jax.Array)
+
+
+# --- the memory budget and the compiled graph's guard --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [0.0, 0.25, 1.0])
+def test_the_memory_budget_is_the_partitioners_while_compiling(budget: float) -> None:
+    before = torch._functorch.config.activation_memory_budget
+    with torch_steps._memory_budget(budget):
+        assert torch._functorch.config.activation_memory_budget == budget
+    assert torch._functorch.config.activation_memory_budget == before
+    with torch_steps._memory_budget(None):  # None: the default, left alone
+        assert torch._functorch.config.activation_memory_budget == before
+
+
+def test_grad_step_builds_the_asked_variant_and_guards_the_compiled_graph_on_its_budget(mlp64, monkeypatch) -> None:
+    """The step's loss is the variant's, in the layout asked for; a compiled step is guarded on its own budget (the
+    curve's points each compile their own graph: test_remat.py's slow budget tests show the graphs)."""
+    built, guarded = [], []
+    real_loss_fn, real_guarded = torch_steps.loss_fn, torch_steps._guarded
+    monkeypatch.setattr(torch_steps, "loss_fn", lambda *a: built.append(a) or real_loss_fn(*a))
+    monkeypatch.setattr(torch_steps, "_guarded", lambda loss, budget: guarded.append(budget) or real_guarded(loss,
+                                                                                                          budget))
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # no compile: only what is handed to it matters
+    torch_steps.grad_step(mlp64, "remat_full", "eager", "cpu", layout=None)
+    torch_steps.grad_step(mlp64, "plain", "compiled", "cpu", layout=None, budget=0.25)
+    assert built == [(mlp64, "remat_full", "cpu", None), (mlp64, "plain", "cpu", None)]
+    assert guarded == [0.25]
+
+
+# --- device synchronization (recorded on a CPU: on CUDA a step that syncs another device is mistimed) --------------
+
+
+@pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The device of every sync a torch step makes (None: the step left it to sync's default)."""
+    seen: list = []
+
+    def recording_sync(result, device=None):
+        seen.append(device)
+        return result
+
+    monkeypatch.setattr(torch_steps, "sync", recording_sync)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def mlp32() -> workloads.Inputs:
+    return workloads.make_inputs("mlp", "tiny", "float32")
+
+
+def _every_sync_names(seen: list, device: str) -> None:
+    assert seen and set(seen) == {device}, seen
+
+
+def test_the_grad_step_syncs_its_device(synced: list, mlp32: workloads.Inputs) -> None:
+    torch_steps.grad_step(mlp32, "plain", "eager", "cpu")()
+    _every_sync_names(synced, "cpu")
+
+
+@pytest.mark.parametrize("mode", ["record", "no_grad", "inference_mode"])
+def test_every_forward_step_syncs_its_device(mode: str, synced: list, mlp32: workloads.Inputs) -> None:
+    torch_steps.forward_step(mlp32, "plain", mode, "cpu")()
+    _every_sync_names(synced, "cpu")
+
+
+@pytest.mark.parametrize("feature", torch_steps.ENGINE_FEATURES)
+def test_every_engine_step_syncs_its_device(feature: str, synced: list, mlp32: workloads.Inputs) -> None:
+    torch_steps.engine_step(mlp32, "plain", feature, "eager", "cpu")()
+    _every_sync_names(synced, "cpu")

@@ -21,19 +21,15 @@ MIB = 2 ** 20
 
 
 ASV_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
-           "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
-
+               "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
 
 FW = ["'torch'", "'jax'"]
 
-
 TAIL = [["'float32'"], ["'highest'"], ["'cpu'"]]
-
 
 # Per-process medians (ms) of the timed benchmarks: GradStep by (framework, mode), RematStep by (framework, variant).
 GRAD = {("torch", "eager"): [1.15, 2.15, 1.55], ("torch", "compiled"): [1.0, 1.2, 1.4],
         ("jax", "eager"): [3.0, 3.2, 3.4], ("jax", "compiled"): [1.1, 1.3, 0.9]}
-
 
 REMAT = {("torch", "plain"): [2.0, 2.1, 2.2], ("torch", "remat_full"): [3.0, 3.1, 3.3],
          ("jax", "plain"): [2.0, 2.4, 2.2], ("jax", "remat_full"): [2.1, 2.3, 2.5]}
@@ -73,7 +69,7 @@ def write_results(root: Path, fingerprint: dict | None = None) -> Path:
     vnames = ["framework", "workload", "size", "variant", "dtype", "precision", "device"]
     grad = [FW, ["'mlp'"], ["'s'"], ["'eager'", "'compiled'"], *TAIL]
     remat = [FW, ["'mlp'"], ["'s'"], ["'plain'", "'remat_full'"], *TAIL]
-    remat_step = [*remat[:4], ["'compiled'"], *TAIL]  # the remat step has a mode: its rows read "plain/compiled"
+    remat_step = [*remat[:4], ["'compiled'"], *TAIL]  # a mode, not one of the remat pillar's axes: rows read "plain"
     snames = [*vnames[:4], "mode", *vnames[4:]]
     fwd = [FW, ["'mlp'"], ["'s'"], ["'no_grad'", "'record'"], *TAIL]
     cost = [FW, ["'mlp'"], ["'s'"], *TAIL]
@@ -144,12 +140,9 @@ def table_row(table: pd.DataFrame, framework: str, variant: str, benchmark: str 
 
 MACHINE = "cpu-amd-epyc-2c"
 
-
 COMMIT = "93acfd557dc6d3533c8d26b62e737c3b1f3b0e8b"  # the fixture's commit
 
-
 SIZE = "L4-B4-S64-D128"
-
 
 NO_PEAK = "not measured: the live-storage tracker cannot see inside Inductor's kernels"
 

@@ -18,13 +18,10 @@ from tests.report.helpers import SIZE, curve_point, curve_rows
 
 NAN = math.nan
 
-
 ONE = (1.0, 1.0, 1.0)
-
 
 FOOTER = "commit 93acfd55 · machine m1 (EPYC, 2 cores) · device cpu · 3, 5 processes per framework · " \
          "tape-vs-trace paired"
-
 
 SHORT = "commit 93acfd55 · 3 processes per framework"  # fits one line of the figure's note
 

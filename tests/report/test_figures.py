@@ -135,9 +135,10 @@ def test_changes_pair_each_variant_with_its_base_of_the_same_pillar() -> None:
     assert [(label, fw, c.ratio) for label, fw, c in items] == [("mlp small remat_full", "torch", 0.5)]
 
 
-def capture(monkeypatch) -> list[Figure]:
-    figs: list[Figure] = []
-    monkeypatch.setattr(figures, "_finish", lambda fig, rect, path: figs.append(fig))
+def capture(monkeypatch) -> dict[str, Figure]:
+    """Each figure as _finish gets it, by the name of the file it would write."""
+    figs: dict[str, Figure] = {}
+    monkeypatch.setattr(figures, "_finish", lambda fig, rect, path: figs.update({getattr(path, "name", path): fig}))
     return figs
 
 
@@ -148,7 +149,7 @@ def test_pillar_figure_draws_only_the_pillars_rows_in_a_time_and_a_memory_panel(
                  | {"sampled": False},
                  summary_row("torch", 3e-3, workload="lstm") | {"pillar": "engine"})
     figures.pillar_figure(rows, "recording", "t", "f", None)
-    (fig,) = figs
+    (fig,) = figs.values()
     assert [ax.get_ylabel() or ax.get_xlabel() for ax in fig.axes] and len(fig.axes) == 2  # time and memory
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert labels and all("mlp" in t for t in labels) and not any("lstm" in t for t in labels)
@@ -159,7 +160,7 @@ def test_draw_labels_the_saved_bytes_panel_and_forms_the_harness_change_against_
     harness = [summary_row("torch", t, variant=v) | {"pillar": "harness"}
                for v, t in (("raw", 1e-3), ("synchronized", 2e-3))]
     figures.draw(frame(*harness), {}, tmp_path)
-    remat, harness_fig = figs[-2], figs[-1]
+    remat, harness_fig = figs["remat.png"], figs["harness.png"]
     assert [t.get_text() for t in remat.axes[1].texts] == ["no results for saved bytes change against plain"]
     (bars,) = harness_fig.axes[0].collections or [None]  # no interval: a hollow dot
     dots = [line for line in harness_fig.axes[0].lines if list(line.get_xdata()) == [100.0]]

@@ -77,7 +77,7 @@ def test_findings_state_differences_only_outside_the_interval(synthetic_report, 
     from tape_vs_trace.report.select import Cells
 
     table = load.load_results(write_results(tmp_path / "results"), lambda _: None).table
-    rule = findings.Change("remat", "time_step", "plain/compiled", "remat_full/compiled", "remat_full, compiled")
+    rule = findings.Change("remat", "time_step", "plain", "remat_full", "remat_full")
     remat = "; ".join(findings._cases(rule, Cells(table)))
     # PyTorch: 3.1 / 2.1 = 1.476, Welch dof 3.999, t = 2.7767: [1.338, 1.664]: a cost of 47.6 %
     assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.34–1.66×)" in remat

@@ -15,16 +15,12 @@ from tests.report.helpers import write_results
 
 MINE, OTHER, THIRD = "a" * 40, "b" * 40, "c" * 40
 
-
 CPU_A = {"fingerprint": {"cpu": {"model_name": "CPU A"}}, "calibration": {"matmul_flops_per_s": {"float32": 1e9}}}
-
 
 CPU_B = {"fingerprint": {"cpu": {"model_name": "CPU B"}}, "calibration": {"matmul_flops_per_s": {"float32": 4e9}}}
 
-
 PARAMS = json.dumps({"framework": "torch", "mode": "eager", "dtype": "float32", "precision": "highest",
                      "device": "cpu"})
-
 
 HEADER = ["Step times of both runs in calibrated units (matmul_float32: how many float32 matmul flops each host does "
           "in that time, from its own calibration; not seconds):", "",

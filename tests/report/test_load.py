@@ -60,7 +60,6 @@ def result_rows(name: str, meta: dict, item: list, machine: dict | None = None, 
 
 STEP = "recording.GradStep_mlp.time_step"
 
-
 TORCH = [["'torch'"]]
 
 

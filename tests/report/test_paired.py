@@ -239,7 +239,6 @@ def test_a_one_row_paired_file_of_another_commit_is_named_in_the_warning(tmp_pat
 
 NAN = math.nan
 
-
 KEY = ("torch", "eager", "unrolled", "S")
 
 

@@ -17,15 +17,11 @@ from tests.report.helpers import FW, TAIL, bench, entry, md_table, table_row, wr
 
 RATE = 1e11  # flop/s, the calibration's float32 matmul rate
 
-
 FLOPS = {"torch": 2e6, "jax": 4e6}  # GraphCost_mlp.track_flops per framework
-
 
 COST_NAMES = ["framework", "workload", "size", "dtype", "precision", "device"]
 
-
 COMPILE_NAMES = ["framework", "workload", "size", "cache", "dtype", "precision", "device"]
-
 
 # Seconds of the first compiled call, one per process: three processes per framework.
 COMPILE = {"torch": [10.0, 12.0, 11.0], "jax": [2.0, 2.2, 2.1]}

@@ -24,7 +24,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 T_975_2 = 4.302653
 
-
 HALF = T_975_2 * math.log(2) / math.sqrt(3)  # half-width on the log scale for medians 1, 2, 4
 
 

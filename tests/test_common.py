@@ -1,8 +1,10 @@
-"""The framework commons' small rules, on both sides: found by mutation testing (`make mutate`), where changing the
-remat group parsing, the float64 guard or a tree helper left the parity tests green."""
+"""The framework commons (implementations/*/common.py), on both sides: remat group parsing, the float64 guard, the
+layers layout, bfloat16 read back, the tree helpers, `sync` waiting only for a CUDA device, named regions restored
+after a call, and JAX's host-offload policy naming the memory kinds JAX defines."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -62,3 +64,34 @@ def test_torch_tree_helpers_round_trip() -> None:
     rebuilt = torch_common.unflatten([t + 1 for t in flat], tree)
     assert set(rebuilt) == {"a", "b"} and rebuilt["b"][1].item() == 6.0 and rebuilt["a"].tolist() == [2.0, 2.0]
     assert torch_common.to_numpy([torch.ones(2), torch.zeros(2)]).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def test_sync_waits_for_a_cuda_device_only(monkeypatch) -> None:
+    waited = []
+    monkeypatch.setattr(torch.cuda, "synchronize", waited.append)
+    result = object()
+    assert torch_common.sync(result, "cuda:0") is result and waited == ["cuda:0"]
+    assert torch_common.sync(result, "cpu") is result and waited == ["cuda:0"]  # CPU work is synchronous already
+
+
+def test_named_regions_are_restored_to_the_outer_state_after_a_call() -> None:
+    inner = torch_common._names_enabled(lambda: torch_common._NAMING["on"])
+    outer = torch_common._names_enabled(lambda: (inner(), torch_common._NAMING["on"]))
+    assert outer() == (True, True)  # the inner call hands the outer one its named() regions back
+    assert torch_common._NAMING["on"] is False
+
+
+def test_host_offload_moves_dots_from_device_memory_to_pinned_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    # JAX's memory kinds are 'device' and 'pinned_host' (jax.checkpoint_policies.offload_dot_with_no_batch_dims);
+    # another name fails only on a GPU, when the policy is applied.
+    asked = []
+
+    def offload(src: str, dst: str):
+        asked.append((src, dst))
+        return jax.checkpoint_policies.everything_saveable
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(jax.checkpoint_policies, "offload_dot_with_no_batch_dims", offload)
+    fn = jax_common.remat(lambda x: jax.numpy.sin(x) * 2.0, "remat_offload")
+    assert asked == [("device", "pinned_host")]
+    assert float(jax.grad(fn)(1.0)) == pytest.approx(2.0 * float(jax.numpy.cos(1.0)), rel=1e-6)
