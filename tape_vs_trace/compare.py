@@ -269,7 +269,7 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
     """The paired comparisons and remat curve (results/paired/<machine>-<commit8>.csv) of the two runs, for every
     file name both have: each point's time agrees when the two 95 % intervals overlap; each paired ratio whose
     interval excludes 1 in either run must lie on the same side of 1 in the other. Empty when neither run has one."""
-    from tape_vs_trace.report import paired
+    from tape_vs_trace.report import paired_results, paired_section
 
     files_a, files_b = _paired_files(folder_a), _paired_files(folder_b)
     names = sorted(set(files_a) & set(files_b))
@@ -280,7 +280,7 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
     widths: tuple[list[float], list[float]] = ([], [])
     for name in names:
         try:
-            ta, tb = (paired._read(f[name]) for f in (files_a, files_b))
+            ta, tb = (paired_results.read(f[name]) for f in (files_a, files_b))
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise ReportError(f"paired results {name}: {exc}") from None
         rows_b = {(r["experiment"], r["point"]): r for r in tb.to_dict("records")}
@@ -301,7 +301,7 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
                          f"[{ia.low * 1e3:.4g}–{ia.high * 1e3:.4g}] | B {rb['time_s'] * 1e3:.4g} ms "
                          f"[{ib.low * 1e3:.4g}–{ib.high * 1e3:.4g}]; 95 % intervals "
                          f"{'overlap' if ok else 'do not overlap'}")
-            ca, cb = paired.paired_ratio(ra), paired.paired_ratio(rb)
+            ca, cb = paired_section.paired_ratio(ra), paired_section.paired_ratio(rb)
             if ra["point"] == ra["baseline"] or not (ca.differs or cb.differs):
                 continue
             decided += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace.report import breakdown, curve, figures, markdown, paired, readme
+from tape_vs_trace.report import breakdown, curve, figures, markdown, paired_results, readme
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
@@ -55,7 +55,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         readme.split(readme_path)  # refuse before building anything
     data = load_results(results, warn)
     data.saved = breakdown.load(results, data.table, warn)
-    data.paired = paired.load(results, data.table, warn)
+    data.paired = paired_results.load(results, data.table, warn)
     present = set(data.table.framework)
     if not present >= set(frameworks.NAMES):
         have = ", ".join(frameworks.label(f) for f in sorted(present)) or "no framework"
@@ -70,7 +70,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as tmp:
         staging = Path(tmp) / "new"
         staging.mkdir()
-        extra = [paired.tidy(t) for t in data.paired.values()]
+        extra = [paired_results.tidy(t) for t in data.paired.values()]
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         groups = latest(data.table)
         drawn: dict[str, list[str]] = {}

@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace.report import fmt, paired
+from tape_vs_trace.report import fmt
 from tape_vs_trace.report.figures import DPI, FONT, WIDTH
+from tape_vs_trace.report.paired_results import curves, finite, pareto
 
 # Line style and marker per (mode, formulation); colour per framework (the registry).
 STYLES = {("eager", "unrolled"): ("-", "o"), ("compiled", "unrolled"): ("--", "s"), ("compiled", "scan"): (":", "^"),
@@ -40,7 +41,7 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
     drawn = 0
     for key, curve in lines:
         framework, mode, formulation, _ = key
-        rows = [r for r in curve.to_dict("records") if paired._finite(r[column], r["time_s"])]
+        rows = [r for r in curve.to_dict("records") if finite(r[column], r["time_s"])]
         if len(rows) != len(curve):  # a curve is drawn whole or not at all: a part of a curve misleads
             continue
         rows.sort(key=lambda r: (r[column], r["time_s"]))
@@ -48,11 +49,11 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
         style, marker = STYLES.get((mode, formulation), ("-", "o"))
         xs = [r[column] / fmt.MIB for r in rows]
         ys = [r["time_s"] / t_div for r in rows]
-        err = [[(r["time_s"] - r["time_ci_low"]) / t_div if paired._finite(r["time_ci_low"]) else 0 for r in rows],
-               [(r["time_ci_high"] - r["time_s"]) / t_div if paired._finite(r["time_ci_high"]) else 0 for r in rows]]
+        err = [[(r["time_s"] - r["time_ci_low"]) / t_div if finite(r["time_ci_low"]) else 0 for r in rows],
+               [(r["time_ci_high"] - r["time_s"]) / t_div if finite(r["time_ci_high"]) else 0 for r in rows]]
         ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker=marker, markersize=4, capsize=2,
                     linewidth=1.2, label=f"{frameworks.label(framework)} {mode} {formulation}")
-        optimal = paired.pareto([r["time_s"] for r in rows], [r[column] for r in rows])
+        optimal = pareto([r["time_s"] for r in rows], [r[column] for r in rows])
         ax.scatter([x for x, o in zip(xs, optimal) if o], [y for y, o in zip(ys, optimal) if o], s=130,
                    facecolors="none", edgecolors=color, linewidths=1.2, zorder=3)
         for r, x, y in zip(rows, xs, ys):
@@ -73,7 +74,7 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
     row of panels per mode (eager, compiled): fewer lines per panel, labels that can be read."""
     from matplotlib.figure import Figure
 
-    lines = [(k, c) for k, c in paired.curves(table) if k[3] == size]
+    lines = [(k, c) for k, c in curves(table) if k[3] == size]
     modes = list(dict.fromkeys(k[1] for k, _ in lines))
     times = table[table["size"] == size].time_s
     t_div, t_unit = fmt.scale("seconds", list(times))

@@ -69,7 +69,7 @@ RULES: tuple[Change | Across | Side, ...] = (
     Change("custom_backward", "time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
     Change("custom_backward", "time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
     # remat: the memory each policy saves (mlp, LSTM); the transformer's curve, times included, is the paired
-    # section's (report/paired.py)
+    # section's (report/paired_section.py)
     *(Change("remat", "track_peak_bytes", "plain", policy, policy) for policy in ("remat_full", "remat_dots")),
     # inference: the cost of recording for a backward, and of the other forward modes
     *(Change("inference", "time_forward", "no_grad", mode, mode) for mode in ("record", "inference_mode", "compiled")),

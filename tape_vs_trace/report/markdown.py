@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars
-from tape_vs_trace.report import fmt, hosts, paired, stats
+from tape_vs_trace.report import fmt, hosts, paired_section, stats
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
@@ -207,5 +207,5 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
                               "without --record-samples, or one process), so it is shown but not claimed as a "
                               "difference.", ""]
         curves = [n for n in figures.get(group, []) if Path(n).name.startswith(CURVE_FIGURES)]
-        lines += paired.section(data.paired.get(rows.machine.iloc[0]), curves, rows.commit.iloc[0], h)
+        lines += paired_section.section(data.paired.get(rows.machine.iloc[0]), curves, rows.commit.iloc[0], h)
     return "\n".join(lines)

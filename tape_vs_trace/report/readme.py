@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from implementations import pillars
-from tape_vs_trace.report import figures, paired
+from tape_vs_trace.report import figures, paired_section
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import ReportError, Results
 from tape_vs_trace.report.markdown import CURVE_FIGURES, metric_table
@@ -36,7 +36,7 @@ def section(data: Results, drawn: dict[str, list[str]], out_label: str) -> str:
             if found.get(pillar):
                 lines += [f"- {pillar}: " + found[pillar][0]]
         table = data.paired.get(first.machine)
-        pairs = paired.paired_findings(table) if table is not None else []
+        pairs = paired_section.paired_findings(table) if table is not None else []
         if pairs:  # measured call by call in one process: the within-framework differences a reader asks about
             lines += ["", "Paired comparisons inside one framework (`tape-vs-trace paired`, commit "
                       f"`{table.commit.iloc[0][:8]}`; the remat curve is in the figures below):", ""]

@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
-from tape_vs_trace.report import curve, paired
+from tape_vs_trace.report import curve, paired_results
 from tests.report.helpers import SIZE, curve_point, curve_rows
 
 NAN = math.nan
@@ -107,7 +107,7 @@ def test_footer_sentence() -> None:
 
 def test_curve_figure_rings_the_pareto_points_and_labels_every_point(tmp_path: Path, monkeypatch) -> None:
     table = pd.DataFrame(curve_rows())
-    for c in paired.NUMBERS:
+    for c in paired_results.NUMBERS:
         table[c] = pd.to_numeric(table[c].replace("", math.nan))
     seen = {}
     save = __import__("matplotlib.figure", fromlist=["Figure"]).Figure.savefig

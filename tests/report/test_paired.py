@@ -1,6 +1,7 @@
-"""The paired section of the report (tape_vs_trace.report.paired): the remat trade-off curve and the two-point
-experiments of `tape-vs-trace paired`, read from hand-built CSVs into summary.md, summary.csv and the README block,
-and its sentences and tables on a few hand-built points, the expected text written out by hand."""
+"""The paired section of the report (tape_vs_trace.report.paired_results and paired_section): the remat trade-off
+curve and the two-point experiments of `tape-vs-trace paired`, read from hand-built CSVs into summary.md,
+summary.csv and the README block, and its sentences and tables on a few hand-built points, the expected text
+written out by hand."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 
 from tape_vs_trace import cli, report
-from tape_vs_trace.report import fmt, paired, stats
+from tape_vs_trace.report import fmt, paired_results, paired_section, stats
 from tape_vs_trace.report.stats import Comparison
 from tests.report.helpers import (
     COMMIT,
@@ -73,22 +74,23 @@ def test_budgets_that_do_not_fall_monotonically_are_named(built) -> None:
            "(MiB by budget: 1: 8, 0.5: 6, 0.25: 7, 0.1: 4, 0: 3; rises 0.5 → 0.25)." in text
     assert "peak memory does" not in text, "compiled PyTorch has no CPU peak: no sentence about one"
     rows = pd.DataFrame(curve_rows())
-    for c in paired.NUMBERS:
+    for c in paired_results.NUMBERS:
         rows[c] = pd.to_numeric(rows[c].replace("", math.nan))
     falling = rows[rows.experiment == "remat torch compiled"].copy()
     falling.loc[falling.point == "budget 0.25", "saved_bytes"] = 5 * MIB
-    [line] = paired.budgets(("torch", "compiled", "unrolled", SIZE), falling)
+    [line] = paired_section.budgets(("torch", "compiled", "unrolled", SIZE), falling)
     assert "falls monotonically with the budget, from 8 MiB (budget 1) to 3 MiB (budget 0)" in line
     flat = falling.assign(saved_bytes=8 * MIB)
-    assert "does not change with the budget (8 MiB" in paired.budgets(("torch", "compiled", "unrolled", SIZE), flat)[0]
+    flat_key = ("torch", "compiled", "unrolled", SIZE)
+    assert "does not change with the budget (8 MiB" in paired_section.budgets(flat_key, flat)[0]
 
 
 def test_pareto_marks_the_points_nothing_beats() -> None:
     # plain (10, 12), dots (11, 9), full (12, 6), every2 (14, 7): full is faster and smaller than every2
-    assert paired.pareto([10, 11, 12, 14], [12, 9, 6, 7]) == [True, True, True, False]
+    assert paired_results.pareto([10, 11, 12, 14], [12, 9, 6, 7]) == [True, True, True, False]
     # a tie is not beaten: neither point is both faster and smaller than the other
-    assert paired.pareto([10, 10], [5, 5]) == [True, True]
-    assert paired.pareto([10, 9], [5, 4]) == [False, True]
+    assert paired_results.pareto([10, 10], [5, 5]) == [True, True]
+    assert paired_results.pareto([10, 9], [5, 4]) == [False, True]
 
 
 def test_jax_against_pytorch_only_between_like_rows(built) -> None:
@@ -96,16 +98,16 @@ def test_jax_against_pytorch_only_between_like_rows(built) -> None:
     torch = rows[("torch", "unrolled", "plain", "compiled")]
     for r in (torch, rows[("jax", "unrolled", "plain", "compiled")], rows[("jax", "scan", "plain", "compiled")]):
         r.update(time_s=float(r["time_s"]), saved_bytes=float(r["saved_bytes"]))
-    scan = paired.across(torch, rows[("jax", "scan", "plain", "compiled")])
+    scan = paired_section.across(torch, rows[("jax", "scan", "plain", "compiled")])
     assert not scan.formed and scan.reason == "scan against loop"
     # logs of 17, 18, 19 ms against 9 ms thrice: mean difference 0.69212, JAX's var/n 0.0010312 (PyTorch's 0),
     # Welch dof 2, t = 4.3027, half-width 0.13817: exp(0.69212 -+ 0.13817) = [1.740, 2.294]
-    c = paired.across(torch, rows[("jax", "unrolled", "plain", "compiled")])
+    c = paired_section.across(torch, rows[("jax", "unrolled", "plain", "compiled")])
     assert math.isclose(c.ratio, 1.998, rel_tol=1e-3)
     assert math.isclose(c.low, 1.740, rel_tol=1e-3) and math.isclose(c.high, 2.294, rel_tol=1e-3)
-    assert paired.across(torch, rows[("jax", "unrolled", "plain", "compiled")], "saved_bytes").reason == \
+    assert paired_section.across(torch, rows[("jax", "unrolled", "plain", "compiled")], "saved_bytes").reason == \
         "different memory methods", "compiled costs are taken by each framework's own method"
-    assert paired.across(torch, rows[("torch", "unrolled", "plain", "eager")]).reason == "not like rows"
+    assert paired_section.across(torch, rows[("torch", "unrolled", "plain", "eager")]).reason == "not like rows"
     text = (built[0] / "summary.md").read_text()
     assert f"| {SIZE} | compiled | unrolled / scan | plain | 9 | 17.98 | — (scan against loop) |" in text
     assert f"| {SIZE} | compiled | unrolled / unrolled | plain | 9 | 17.98 | 2× [1.74–2.29] |" in text
@@ -172,12 +174,12 @@ def test_the_file_of_the_shown_commit_is_chosen(tmp_path: Path) -> None:
     newer.touch()
     warnings: list[str] = []
     table = report.load_results(results, warnings.append).table
-    assert paired.load(results, table, warnings.append)[MACHINE].commit.iloc[0] == COMMIT and not warnings
+    assert paired_results.load(results, table, warnings.append)[MACHINE].commit.iloc[0] == COMMIT and not warnings
     (results / "paired" / f"{MACHINE}-{COMMIT[:8]}.csv").unlink()
-    assert paired.load(results, table, warnings.append)[MACHINE].commit.iloc[0] == "f" * 40
+    assert paired_results.load(results, table, warnings.append)[MACHINE].commit.iloc[0] == "f" * 40
     assert len(warnings) == 1 and "of commit ffffffff, the asv results of 93acfd55" in warnings[0]
     shutil.rmtree(results / "paired")
-    assert paired.load(results, table, warnings.append) == {}
+    assert paired_results.load(results, table, warnings.append) == {}
 
 
 def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
@@ -204,20 +206,21 @@ def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
 
 def test_a_point_with_equal_memory_and_more_time_is_not_beaten() -> None:
     # the second point is slower at the same memory: no point is both faster and smaller, so both stay optimal
-    assert paired.pareto([1.0, 2.0], [5.0, 5.0]) == [True, True]
+    assert paired_results.pareto([1.0, 2.0], [5.0, 5.0]) == [True, True]
 
 
 def test_paired_ratios_have_the_within_process_resolution() -> None:
     row = {"ratio": 1.05, "ratio_ci_low": 1.035, "ratio_ci_high": 1.06}
-    assert paired.paired_ratio(row).resolution == stats.WITHIN_PROCESS and paired.paired_ratio(row).differs
-    assert paired.costs(paired.paired_ratio({"ratio": 1.02, "ratio_ci_low": 1.01, "ratio_ci_high": 1.03}),
-                        "remat", "plain") == (
+    ratio = paired_section.paired_ratio(row)
+    assert ratio.resolution == stats.WITHIN_PROCESS and ratio.differs
+    tight = paired_section.paired_ratio({"ratio": 1.02, "ratio_ci_low": 1.01, "ratio_ci_high": 1.03})
+    assert paired_section.costs(tight, "remat", "plain") == (
         "remat against plain: no difference measurable on this machine (ratio 1.02, 95 % interval 1.01–1.03; "
         "the interval reaches within the 3 % a rerun moves such a ratio)")
 
 
 def test_a_point_without_a_ratio_is_not_formed_and_says_why() -> None:
-    c = paired.paired_ratio({"ratio": math.nan, "ratio_ci_low": 0.9, "ratio_ci_high": 1.1})
+    c = paired_section.paired_ratio({"ratio": math.nan, "ratio_ci_low": 0.9, "ratio_ci_high": 1.1})
     assert c.reason == "no ratio" and not c.formed
 
 
@@ -225,15 +228,15 @@ def test_flops_counted_by_different_methods_are_not_divided() -> None:
     t = {"framework": "torch", "formulation": "unrolled", "size": "S", "mode": "compiled", "point": "plain",
          "device": "cpu", "workload": "transformer", "cost_method": "torch compiled", "flops": 2e9}
     j = t | {"framework": "jax", "cost_method": "jax compiled", "flops": 1e9}
-    assert paired.across(t, j, "flops").reason == "different methods"
-    assert paired.across(t, j, "saved_bytes").reason == "different memory methods"
+    assert paired_section.across(t, j, "flops").reason == "different methods"
+    assert paired_section.across(t, j, "saved_bytes").reason == "different memory methods"
 
 
 def test_a_one_row_paired_file_of_another_commit_is_named_in_the_warning(tmp_path) -> None:
     write_csv(tmp_path / "paired", [paired_rows()[0] | {"commit": "f" * 40}], "box-ffffffff.csv")
     shown = pd.DataFrame([summary_row("torch") | {"commit": "a" * 40}])
     warnings: list[str] = []
-    assert len(paired.load(tmp_path, shown, warnings.append)["box"]) == 1
+    assert len(paired_results.load(tmp_path, shown, warnings.append)["box"]) == 1
     assert warnings == ["box-ffffffff.csv: the paired results are of commit ffffffff, the asv results of aaaaaaaa"]
 
 
@@ -252,29 +255,29 @@ def curve_row(point: str, ratio: float, low: float = NAN, high: float = NAN, sav
 def test_a_baseline_reads_1_and_other_points_their_ratio_to_plain() -> None:
     base = curve_row("plain", 1.0, 1.0, 1.0)
     other = curve_row("remat_full", 1.2, 1.1, 1.3)
-    assert paired._ratio(base) == "1 (baseline)"
-    assert paired._of_plain(base) == ""
-    assert paired._ratio(other) == "1.2× [1.1–1.3]"
-    assert paired._of_plain(other) == " plain"
+    assert paired_section._ratio(base) == "1 (baseline)"
+    assert paired_section._of_plain(base) == ""
+    assert paired_section._ratio(other) == "1.2× [1.1–1.3]"
+    assert paired_section._of_plain(other) == " plain"
 
 
 def test_memory_of_a_curve_is_peak_only_where_every_point_has_one() -> None:
-    assert paired.memory_of(pd.DataFrame([curve_row("plain", 1.0, peak=2), curve_row("a", 1.0, peak=1)])) == \
+    assert paired_section.memory_of(pd.DataFrame([curve_row("plain", 1.0, peak=2), curve_row("a", 1.0, peak=1)])) == \
         ("peak_bytes", "peak memory")
-    assert paired.memory_of(pd.DataFrame([curve_row("plain", 1.0, peak=2), curve_row("a", 1.0)])) == \
+    assert paired_section.memory_of(pd.DataFrame([curve_row("plain", 1.0, peak=2), curve_row("a", 1.0)])) == \
         ("saved_bytes", "saved for backward")
 
 
 def test_costs_reads_the_interval_as_percent_from_1() -> None:
-    assert paired.costs(Comparison(0.8, 0.7, 0.9), "x", "y") == \
+    assert paired_section.costs(Comparison(0.8, 0.7, 0.9), "x", "y") == \
         "x costs 20.0 % less time than y (95 % interval 10.0–30.0 %)"
-    assert paired.costs(Comparison(1.5, 1.2, 1.6), "x", "y") == \
+    assert paired_section.costs(Comparison(1.5, 1.2, 1.6), "x", "y") == \
         "x costs 50.0 % more time than y (95 % interval 20.0–60.0 %)"
-    assert paired.costs(Comparison(1.05, 0.9, 1.2), "x", "y") == \
+    assert paired_section.costs(Comparison(1.05, 0.9, 1.2), "x", "y") == \
         "x against y: no difference measurable on this machine (ratio 1.05, 95 % interval 0.9–1.2)"
-    assert paired.costs(Comparison(1.05, note="one process"), "x", "y") == \
+    assert paired_section.costs(Comparison(1.05, note="one process"), "x", "y") == \
         "x against y: 1.05× (no interval: one process)"
-    assert paired.costs(Comparison(reason="no ratio"), "x", "y") == "x against y: no ratio (no ratio)"
+    assert paired_section.costs(Comparison(reason="no ratio"), "x", "y") == "x against y: no ratio (no ratio)"
 
 
 def test_choices_by_peak_memory() -> None:
@@ -284,7 +287,7 @@ def test_choices_by_peak_memory() -> None:
                           curve_row("remat_every2", 1.3, 1.2, 1.4, saved=1, peak=3)])
     # Near the fastest (ratio <= 1.1): plain and remat_dots, the smaller is remat_dots. At most 25 % slower by the
     # upper bound: plain, remat_dots and remat_full (1.24), not remat_every2 (1.4); the smallest is remat_full.
-    assert paired.choices(KEY, curve) == (
+    assert paired_section.choices(KEY, curve) == (
         "PyTorch eager unrolled S (memory: peak memory): within 10.0 % of the fastest point (plain), the least memory "
         "is **remat_dots**: 6 MiB, 1.05× [1.04–1.08] plain; the least memory at most 25.0 % slower than plain "
         "(upper 95 % bound) is **remat_full**: 4 MiB, 1.2× [1.15–1.24] plain")
@@ -296,7 +299,7 @@ def test_choices_skip_points_without_memory_or_ratio() -> None:
                           curve_row("a", 0.5, 0.4, 0.6, saved=NAN),  # fastest, but no saved bytes
                           curve_row("c", 1.3, 1.2, 1.4, saved=2),
                           curve_row("d", 1.2, saved=3)])  # one process: its ratio stands for the upper bound
-    assert paired.choices(KEY, curve) == (
+    assert paired_section.choices(KEY, curve) == (
         "PyTorch eager unrolled S (memory: saved for backward): within 10.0 % of the fastest point (plain), the least "
         "memory is **plain**: 8 MiB, 1 (baseline); the least memory at most 25.0 % slower than plain (upper 95 % "
         "bound) is **d**: 3 MiB, 1.2× (no interval: one process) plain")
@@ -304,11 +307,12 @@ def test_choices_skip_points_without_memory_or_ratio() -> None:
 
 def test_choices_when_nothing_is_affordable_or_measured() -> None:
     curve = pd.DataFrame([curve_row("remat_full", 1.3, 1.28, 1.4, saved=2)])
-    assert paired.choices(KEY, curve) == (
+    assert paired_section.choices(KEY, curve) == (
         "PyTorch eager unrolled S (memory: saved for backward): within 10.0 % of the fastest point (remat_full, "
         "1.3× [1.28–1.4] plain), the least memory is **remat_full**: 2 MiB, 1.3× [1.28–1.4] plain; no point is at "
         "most 25.0 % slower than plain by its upper 95 % bound")
-    assert paired.choices(KEY, pd.DataFrame([curve_row("plain", NAN, saved=1), curve_row("a", 1.0, saved=NAN)])) is None
+    unmeasured = pd.DataFrame([curve_row("plain", NAN, saved=1), curve_row("a", 1.0, saved=NAN)])
+    assert paired_section.choices(KEY, unmeasured) is None
 
 
 KEY_C = ("torch", "compiled", "unrolled", "S")
@@ -319,12 +323,13 @@ def test_budgets_falling_with_a_tie_and_one_budget_against_plain() -> None:
                           curve_row("budget 0.5", 1.0, saved=8, peak=5, budget="0.5"),
                           curve_row("remat_full", 1.2, saved=1, peak=1),  # neither a budget nor plain: not on this line
                           curve_row("budget 0", 1.3, saved=3, peak=5, budget="0")])
-    assert paired.budgets(KEY_C, curve) == [
+    assert paired_section.budgets(KEY_C, curve) == [
         "PyTorch compiled unrolled S: saved for backward falls monotonically with the budget, from 8 MiB (budget 1) "
         "to 3 MiB (budget 0) (MiB by budget: 1: 8, 0.5: 8, 0: 3)",
         "PyTorch compiled unrolled S: peak memory does not change with the budget (5 MiB at budgets 1, 0.5, 0)"]
     one = pd.DataFrame([curve_row("budget 0.5", 1.0, saved=6, budget="0.5"), curve_row("plain", 1.0, saved=8)])
-    assert paired.budgets(KEY_C, one) == [  # sorted by budget, plain first as 1.0; no peak anywhere: no peak line
+    # sorted by budget, plain first as 1.0; no peak anywhere: no peak line
+    assert paired_section.budgets(KEY_C, one) == [
         "PyTorch compiled unrolled S: saved for backward falls monotonically with the budget, from 8 MiB (budget 1) "
         "to 6 MiB (budget 0.5) (MiB by budget: 1: 8, 0.5: 6)"]
 
@@ -334,11 +339,11 @@ def test_budgets_that_rise_are_named_pair_by_pair() -> None:
                           curve_row("budget 0.25", 1.0, saved=7, budget="0.25"),
                           curve_row("budget 0.1", 1.0, saved=7, budget="0.1"),
                           curve_row("budget 0", 1.0, saved=3, budget="0")])
-    assert paired.budgets(KEY_C, curve) == [
+    assert paired_section.budgets(KEY_C, curve) == [
         "PyTorch compiled unrolled S: saved for backward does **not** fall monotonically with the budget (MiB by "
         "budget: 1: 8, 0.5: 6, 0.25: 7, 0.1: 7, 0: 3; rises 0.5 → 0.25)"]
     two = pd.DataFrame([curve_row("plain", 1.0, saved=8), curve_row("remat_full", 1.2, saved=2)])
-    assert paired.budgets(KEY_C, two) == []
+    assert paired_section.budgets(KEY_C, two) == []
 
 
 def test_granularity_in_layers_per_checkpoint_order() -> None:
@@ -347,15 +352,15 @@ def test_granularity_in_layers_per_checkpoint_order() -> None:
                           curve_row("remat_every2", 1.1, 1.05, 1.2, saved=4),
                           curve_row("plain", 1.0, 1.0, 1.0, saved=8),
                           curve_row("remat_every4", 1.05, 1.04, 1.1, saved=6)])
-    assert paired.granularity(KEY, curve) == (
+    assert paired_section.granularity(KEY, curve) == (
         "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 6 MiB, 1.05× [1.04–1.1]; remat_every2 "
         "4 MiB, 1.1× [1.05–1.2]; remat_full 2 MiB, 1.2× [1.1–1.3]")
     every4 = pd.DataFrame([curve_row("plain", 1.0, 1.0, 1.0, saved=8),
                            curve_row("remat_every4", 1.05, 1.04, 1.1, saved=6)])
-    assert paired.granularity(KEY, every4) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every4 " \
-        "6 MiB, 1.05× [1.04–1.1]"
+    assert paired_section.granularity(KEY, every4) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); " \
+        "remat_every4 6 MiB, 1.05× [1.04–1.1]"
     two = pd.DataFrame([curve_row("plain", 1.0, saved=8), curve_row("remat_full", 1.2, saved=2)])
-    assert paired.granularity(KEY, two) is None
+    assert paired_section.granularity(KEY, two) is None
 
 
 def test_curve_table_every_cell_of_every_point() -> None:
@@ -368,7 +373,7 @@ def test_curve_table_every_cell_of_every_point() -> None:
         curve_point("torch", "eager", "plain", "hooks", (0.001, NAN, NAN), (1.0, 1.0, 1.0), 1, 1, "m", 1,
                     group="paired"),  # a two-point experiment: not a curve point
     ])
-    assert paired.curve_table(table) == [
+    assert paired_section.curve_table(table) == [
         "| framework | mode | formulation | size | point | time (ms) [95 % interval] | ratio to plain [95 % interval] "
         "| saved (MiB) | peak (MiB) | matmul GFLOP |",
         "|---|---|---|---|---|---:|---:|---:|---:|---:|",
@@ -396,14 +401,14 @@ def test_across_table_pairs_each_jax_point_with_its_pytorch_counterpart() -> Non
         across_point("torch", "unrolled", "remat_dots", 0.011, 5),  # no JAX point: no line
         across_point("jax", "unrolled", "remat_dots", 0.011, 5, group="paired"),  # not a curve point
     ])
-    assert paired.across_table(table) == [
+    assert paired_section.across_table(table) == [
         "| size | mode | formulation (PyTorch / JAX) | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch step time "
         "| JAX/PyTorch saved for backward |",
         "|---|---|---|---|---:|---:|---:|---:|",
         "| S | compiled | unrolled / unrolled | plain | 10 | 20 | 2× (no interval: one process) | 0.5× (exact) |",
         "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against loop) | — (scan against loop) |",
     ]
-    assert paired.across_table(table[table.framework == "torch"]) == []
+    assert paired_section.across_table(table[table.framework == "torch"]) == []
 
 
 def experiment_point(experiment: str, framework: str, workload: str, size: str, point: str, baseline: str,
@@ -423,7 +428,7 @@ def test_paired_findings_one_sentence_per_point_in_file_order() -> None:
         experiment_point("remat", "jax", "transformer", "S", "remat_full", "plain", 0.01, (1.2, 1.1, 1.3),
                          group="remat"),  # a curve point: not a two-point experiment
     ])
-    assert paired.paired_findings(table) == [
+    assert paired_section.paired_findings(table) == [
         "PyTorch mlp 64 eager: hooks costs 20.0 % more time than no hooks (95 % interval 10.0–30.0 %) (1.2 ms "
         "against 1 ms)",
         "JAX swiglu eager: custom against autodiff: no difference measurable on this machine (ratio 0.95, 95 % "
@@ -454,7 +459,7 @@ def test_tidy_writes_a_time_row_and_one_exact_row_per_measured_cost() -> None:
                                      formulation="plain", point="hooks", budget="", time_s=0.001, time_ci_low=NAN,
                                      time_ci_high=NAN, processes=1, process_medians="", saved_bytes=NAN, flops=NAN,
                                      peak_bytes=NAN)])
-    rows = paired.tidy(table).to_dict("records")
+    rows = paired_results.tidy(table).to_dict("records")
     assert [r["metric"] for r in rows] == ["time_step", "track_saved_bytes", "track_flops", "track_peak_bytes",
                                            "time_step"]
     where = {"workload": "transformer", "size": "S", "framework": "torch", "commit": "abcdef0123456789",
@@ -485,7 +490,7 @@ def test_choices_bounds_are_inclusive_and_use_the_upper_bound() -> None:
                           curve_row("x", 1.1, 1.05, 1.2, saved=5),  # exactly 10 % slower than the fastest: near it
                           curve_row("y", 1.2, 1.1, 1.25, saved=3),  # upper bound exactly 1.25: affordable
                           curve_row("z", 1.2, 1.1, 1.3, saved=1)])  # ratio 1.2 but upper bound 1.3: not affordable
-    assert paired.choices(KEY, curve) == (
+    assert paired_section.choices(KEY, curve) == (
         "PyTorch eager unrolled S (memory: saved for backward): within 10.0 % of the fastest point (plain), the least "
         "memory is **x**: 5 MiB, 1.1× [1.05–1.2] plain; the least memory at most 25.0 % slower than plain (upper "
         "95 % bound) is **y**: 3 MiB, 1.2× [1.1–1.25] plain")
@@ -494,8 +499,8 @@ def test_choices_bounds_are_inclusive_and_use_the_upper_bound() -> None:
 def test_granularity_with_every_second_layer_only() -> None:
     curve = pd.DataFrame([curve_row("plain", 1.0, 1.0, 1.0, saved=8),
                           curve_row("remat_every2", 1.1, 1.05, 1.2, saved=4)])
-    assert paired.granularity(KEY, curve) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); remat_every2 " \
-        "4 MiB, 1.1× [1.05–1.2]"
+    assert paired_section.granularity(KEY, curve) == "PyTorch eager unrolled S: plain 8 MiB, 1 (baseline); " \
+        "remat_every2 4 MiB, 1.1× [1.05–1.2]"
 
 
 def test_curve_table_shows_an_interval_only_with_both_bounds() -> None:
@@ -503,16 +508,16 @@ def test_curve_table_shows_an_interval_only_with_both_bounds() -> None:
         curve_point("torch", "eager", "unrolled", "plain", (0.012, NAN, 0.014), (1.0, 1.0, 1.0), 8, 10, "m", 2),
         curve_point("torch", "eager", "unrolled", "remat_full", (0.015, 0.013, NAN), (1.2, 1.1, 1.3), 2, 4, "m", 3),
     ])
-    assert [line.split(" | ")[5] for line in paired.curve_table(table)[2:]] == ["12", "15"]
+    assert [line.split(" | ")[5] for line in paired_section.curve_table(table)[2:]] == ["12", "15"]
 
 
 def test_paired_section_of_the_shown_commit_with_its_curve_and_jax_against_pytorch(tmp_path: Path) -> None:
     one = (1.0, 1.0, 1.0)
-    table = paired._read(write_csv(tmp_path, [
+    table = paired_results.read(write_csv(tmp_path, [
         point("remat torch", "remat", "torch", "compiled", "unrolled", "plain", [10, 10, 10], one, saved=8),
         point("remat jax", "remat", "jax", "compiled", "unrolled", "plain", [20, 20], one, saved=4),
     ])).assign(machine=MACHINE)
-    lines = paired.section(table, [], COMMIT, "##")
+    lines = paired_section.section(table, [], COMMIT, "##")
     assert lines[:4] == [
         "## remat trade-off curve and paired comparisons (`tape-vs-trace paired`)", "",
         f"From `results/paired/{MACHINE}-{COMMIT[:8]}.csv`: commit `{COMMIT}` (the same commit as the asv "
@@ -522,11 +527,11 @@ def test_paired_section_of_the_shown_commit_with_its_curve_and_jax_against_pytor
         "per process, geometric mean and 95 % interval across processes). A difference is stated only where the "
         "ratio's interval excludes every change up to 3 % (10 % for JAX/PyTorch, between processes): how far such "
         "ratios moved between two runs of one commit; else 'no difference measurable on this machine'.", ""]
-    pairs = paired.across_table(table)
+    pairs = paired_section.across_table(table)
     assert len(pairs) == 3  # the header, its rule and the one like pair
     start = lines.index("Remat trade-off curve (every point; peak n/a where the framework's memory method cannot "
                         "see the step, with the reason; matmul GFLOP counts recomputation):")
     assert lines[start + 1:] == [
-        "", *paired.curve_table(table), "",
+        "", *paired_section.curve_table(table), "",
         "JAX/PyTorch on the curve, only between like rows (same size, mode, formulation and point; memory measured "
         "by the same method): a JAX lax.scan is not divided by a PyTorch loop.", "", *pairs, ""]

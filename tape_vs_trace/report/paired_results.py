@@ -1,0 +1,124 @@
+"""The paired results files (`tape-vs-trace paired`, results/paired/<machine>-<commit8>.csv) in the report: read
+and checked, one per machine, grouped into remat curves (with their Pareto points), and laid out as summary.csv
+rows. What the report says about them is `paired_section`'s."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from implementations import metrics
+from tape_vs_trace.paired import FIELDS
+from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv
+
+FOLDER = "paired"
+NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
+           "saved_bytes", "flops", "peak_bytes")
+REQUIRED = ("time_s", "ratio", "processes")  # a number on every row; the others may be empty (no interval, no cost)
+CURVE = ("framework", "mode", "formulation", "size")  # one curve of the remat trade-off
+EXTRA_COLUMNS = ["group", "experiment", "point", "ratio", "ratio_ci_low", "ratio_ci_high"]  # summary.csv
+_NAME = re.compile(r"(.+)-([0-9a-f]{8})")
+
+
+def finite(*values) -> bool:
+    """Whether every value is a finite number (an empty CSV cell reads as NaN)."""
+    return all(isinstance(v, int | float) and math.isfinite(v) for v in values)
+
+
+def medians(row: dict) -> list[float]:
+    """A row's per-process medians (the CSV keeps them ';'-separated)."""
+    return [float(v) for v in str(row["process_medians"]).split(";") if v]
+
+
+def read(path: Path) -> pd.DataFrame:
+    """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
+    table = read_side_csv(path, FIELDS)
+    for column in NUMBERS:
+        table[column] = pd.to_numeric(table[column].replace("", math.nan), errors="coerce")
+        if column in REQUIRED and table[column].isna().any():
+            raise ValueError(f"{column} is not a number on every row")
+    return table
+
+
+def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:
+    """Per machine, its paired results: the file of the commit the report shows for that machine if there is one,
+    else the newest written. An unreadable file is skipped with a one-line warning; without results/paired (results
+    from before `tape-vs-trace paired`) the report has no paired sections."""
+    folder = results / FOLDER
+    if not folder.is_dir():
+        return {}
+    shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
+    candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
+    for path in sorted(folder.glob("*.csv")):
+        name = _NAME.fullmatch(path.stem)
+        if name is None:
+            warn(f"skipped the paired results {path}: not named <machine>-<commit8>.csv")
+            continue
+        try:
+            data = read(path)
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            warn(f"skipped the paired results {path}: {exc}")
+            continue
+        machine = name.group(1)
+        key = (data.commit.iloc[0] == shown.get(machine), path.stat().st_mtime)
+        candidates.setdefault(machine, []).append((key, data.assign(machine=machine), path))
+    out = {}
+    for machine, found in candidates.items():
+        _, data, path = max(found, key=lambda item: item[0])
+        if machine in shown and data.commit.iloc[0] != shown[machine]:
+            warn(f"{path.name}: the paired results are of commit {data.commit.iloc[0][:8]}, the asv results of "
+                 f"{shown[machine][:8]}")
+        out[machine] = data
+    return out
+
+
+def curves(table: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
+    """The remat curves (framework, mode, formulation, size), in the order of the file."""
+    remat = table[table.group == "remat"]
+    keys = list(dict.fromkeys(zip(*(remat[c] for c in CURVE))))
+    return [(k, remat[(remat[list(CURVE)] == pd.Series(k, index=CURVE)).all(axis=1)]) for k in keys]
+
+
+def pareto(times: list[float], memory: list[float]) -> list[bool]:
+    """Per point, whether it is Pareto-optimal: no other point of the curve is both faster and smaller."""
+    return [not any(t2 < t and m2 < m for t2, m2 in zip(times, memory)) for t, m in zip(times, memory)]
+
+
+def tidy(table: pd.DataFrame) -> pd.DataFrame:
+    """The paired rows in summary.csv's columns: a time row per point (with its paired ratio) and an exact row per
+    cost (saved bytes, flops, peak bytes) where measured; `group`, `experiment`, `point` and the ratio columns say
+    where they come from."""
+    rows = []
+    for r in table.to_dict("records"):
+        params = {k: r[k] for k in ("framework", "workload", "size", "mode", "formulation", "point", "budget")}
+        # as asv's rows read: point/mode, and the formulation where the workload has several
+        variant = "/".join([r["point"], r["mode"]] + ([r["formulation"]] if r["formulation"] != "plain" else []))
+        common = {c: "" for c in COLUMNS} | {
+            "pillar": "remat" if r["group"] == "remat" else "paired", "workload": r["workload"], "size": r["size"],
+            "variant": variant, "framework": r["framework"], "params": json.dumps(params, separators=(",", ":")),
+            "benchmark": f"paired.{r['group']}", "commit": r["commit"], "machine": r["machine"],
+            "device": r["device"], "status": "ok", "type": "paired", "file": f"{FOLDER}/{r['machine']}-"
+            f"{r['commit'][:8]}.csv", "group": r["group"], "experiment": r["experiment"], "point": r["point"]}
+        per_process = medians(r)
+        q25, q75 = (float(q) for q in np.percentile(per_process, [25, 75])) if per_process else (math.nan, math.nan)
+        rows.append(common | {
+            "metric": "time_step", "unit": "seconds", "value": r["time_s"], "spread": q75 - q25, "q25": q25,
+            "q75": q75, "ci_low": r["time_ci_low"], "ci_high": r["time_ci_high"], "processes": r["processes"],
+            "basis": "paired processes", "process_medians": json.dumps(per_process), "sampled": True,
+            "comparable": True, "ratio": r["ratio"], "ratio_ci_low": r["ratio_ci_low"],
+            "ratio_ci_high": r["ratio_ci_high"]})
+        for column, metric in (("saved_bytes", "track_saved_bytes"), ("flops", "track_flops"),
+                               ("peak_bytes", "track_peak_bytes")):
+            if finite(r[column]):
+                m = metrics.METRICS[metric]
+                rows.append(common | {
+                    "metric": metric, "unit": m.unit, "value": r[column], "spread": 0.0, "q25": r[column],
+                    "q75": r[column], "ci_low": r[column], "ci_high": r[column], "basis": "exact", "sampled": False,
+                    "comparable": m.comparable, "memory_method": r["peak_method"] if column == "peak_bytes" else "",
+                    "ratio": math.nan, "ratio_ci_low": math.nan, "ratio_ci_high": math.nan})
+    return pd.DataFrame(rows, columns=COLUMNS + EXTRA_COLUMNS)
