@@ -109,11 +109,7 @@ class Benchmark:
     repeat = 5
     number = 1
     warmup_time = 0  # every step is run three times in setup already (two warm-up calls, one to size the loop)
-    # 3: modes explicit in every pillar, per-layer leaves in eager JAX, matched layer norm, matmul-only flops with
-    # scan iterations counted, saved bytes without the cotangent, timings from several processes.
-    # 4: the compiled PyTorch transformer in one graph (it had 6 graph breaks), engine rows only where both
-    # frameworks have the feature, remat step times moved to `tape-vs-trace paired`.
-    version = "4"
+    version = "4"  # bumped when the numbers stop being comparable; docs/history.md says what each version changed
     timer = staticmethod(per_call_timer)
     axes: list[tuple[str, list]] = []
     per_workload: dict[str, dict[str, Any]] = {}  # class attributes of one workload's class (by_workload)

@@ -10,8 +10,8 @@ class _Forward(Benchmark):
     """One forward pass per mode, short ones timed as a loop and reported per call. 'no_grad' keeps nothing for a
     backward (no_grad / a plain op-by-op call), 'inference_mode' is PyTorch's alone (a plain JAX call already saves
     nothing), 'compiled' is torch.compile under inference_mode / jax.jit. The recording forward ('record': grad-enabled
-    / jax.vjp) is timed by recording.ForwardRecording_* (chain and transformer) and its peak by ForwardMemory_* below;
-    its mlp rows here (12 processes) were dropped to keep the suite within 15 minutes on a 2-core CPU."""
+    / jax.vjp) is timed by recording.ForwardRecording_* (chain and transformer) and its peak by ForwardMemory_* below
+    (its mlp rows here would not fit the CPU suite's time budget)."""
 
     axes = [("mode", ["no_grad", "inference_mode", "compiled"])]
 

@@ -42,8 +42,8 @@ class _GradStep(_GradStepTime, Benchmark):
     axes = [("mode", ["eager", "compiled"]), ("formulation", formulations)]
     dtypes = STEP_DTYPES
     precisions = STEP_PRECISIONS
-    # Op-by-op JAX takes about 2 s per LSTM step on a 2-core CPU: 3 samples per process. The millisecond mlp step,
-    # whose jax.jit / torch.compile ratio the report states, moves between processes more than 3 of them show.
+    # Op-by-op JAX takes seconds per LSTM step on a CPU: 3 samples per process. The millisecond mlp step, whose
+    # jax.jit / torch.compile ratio the report states, moves between processes more than 3 of them show.
     per_workload = {"lstm": {"repeat": 3}, "mlp": {"rounds": 5}}
 
     def skip(self, case):
@@ -52,11 +52,10 @@ class _GradStep(_GradStepTime, Benchmark):
         # compiles one step (shown as its own row, with no PyTorch counterpart).
         if case.workload == "lstm" and case.mode == "compiled" and case.params["formulation"] == "unrolled":
             return "compiling the unrolled 127-step LSTM is outside the CPU budget"
-        # Op-by-op JAX runs the 127-step LSTM at about 2.4 s per step on a 2-core CPU: its 3 processes took a minute
-        # and a half of the suite's 15 for the per-op dispatch cost that GradStep_chain's op-by-op row (50 layers)
-        # already measures. GPU machines run it.
+        # Op-by-op JAX runs the 127-step LSTM at seconds per step on a CPU, for the per-op dispatch cost that
+        # GradStep_chain's op-by-op row already measures. GPU machines run it.
         if case.workload == "lstm" and case.framework == "jax" and case.mode == "eager" and case.device == "cpu":
-            return "op-by-op JAX LSTM (2.4 s per step) is outside the CPU budget; GradStep_chain times op-by-op JAX"
+            return "op-by-op JAX LSTM (seconds per step) is outside the CPU budget; GradStep_chain times op-by-op JAX"
         return _skip_formulation(case)
 
 
@@ -129,8 +128,6 @@ class _CompileSeconds(Benchmark):
     repeat = 1
     number = 1
     warmup_time = 0
-    # 5: the first call of the compiled step (one execution included) timed in each of three processes; it was a
-    # track_ of one process (PyTorch: first call minus a steady one; JAX: trace + lower + compile).
     version = "5"
 
     def build(self, case):

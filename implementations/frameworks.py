@@ -102,16 +102,10 @@ def threads() -> int:
     return os.cpu_count() or 1
 
 
-# glibc's malloc serves a block above its mmap threshold with a fresh mmap and unmaps it when freed; the threshold
-# starts at 128 KiB and rises to the size of the largest mmapped block freed so far (at most 32 MiB on 64-bit). So a
-# process's history decided whether each step's host buffers (the mlp's 0.25-1 MiB activations and gradients) were
-# page-faulted in on every call or reused from the heap: JAX's jitted mlp step ran at 1.05 or at 1.5-1.9 ms a call
-# by process (22 of 50 slow when the inputs came from the input cache), slow in every process (10 of 10) with the
-# threshold held at 128 KiB and fast in every one (16 of 16) with it held at 32 MiB; PyTorch's eager step took
-# 1.01, 2.01 and 0.89 ms (means of 6 processes). Both frameworks' processes therefore hold both thresholds at
-# glibc's fully adjusted values (mmap 32 MiB, trim twice that, as glibc's own adjustment sets them): the state a
-# long-running process reaches, in every process.
-# Source: glibc malloc(3), mallopt(3) "M_MMAP_THRESHOLD" (dynamic mmap threshold).
+# glibc's dynamic mmap threshold rises with the largest mmapped block a process has freed, so a process's history
+# decided whether a step's host buffers were mapped afresh on every call or reused from the heap (docs/history.md
+# has the measurements). Every framework process holds both thresholds where glibc's own adjustment ends: the state
+# a long-running process reaches. Source: glibc mallopt(3), M_MMAP_THRESHOLD.
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)

@@ -10,9 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 # Steps shorter than MIN_SAMPLE_SECONDS are timed as a loop of calls and reported per call: a timer read around a
-# microsecond step would measure the timer, and asv-runner's per-sample overhead would be part of it. 10 ms (it was
-# 2 ms): with 5 samples a process then times at least 50 ms of work rather than 10 ms, so one burst of a neighbour's
-# load on the shared host moves fewer of its samples; a process costs seconds of imports and set-up either way.
+# microsecond step would measure the timer, and asv-runner's per-sample overhead would be part of it. Long enough
+# that one burst of a neighbour's load on a shared host moves few of a process's samples.
 MIN_SAMPLE_SECONDS = 10e-3
 MAX_CALLS = 10_000
 

@@ -248,8 +248,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             ("plain",),
             {
                 "tiny": {"depth": 3, "batch": 2, "width": 4},
-                # XLA's CPU compile time of the jitted gradient grows faster than linearly with depth (0.25 s at
-                # depth 10, 2.8 s at 50, 26 s at 100 on a 2-core machine): the CPU suite uses depth 50.
+                # XLA's CPU compile time of the jitted gradient grows faster than linearly with depth: the CPU suite
+                # uses depth 50.
                 "d50-4x64": {"depth": 50, "batch": 4, "width": 64},
                 "d100-4x64": {"depth": 100, "batch": 4, "width": 64},
                 "d100-256x4096": {"depth": 100, "batch": 256, "width": 4096},

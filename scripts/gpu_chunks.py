@@ -25,19 +25,12 @@ from pathlib import Path
 # One H200, everything included: set-up, calibration, the chunks, the copies.
 QUICK_BUDGET_S = 420
 # What every quick run spends outside the chunks: offline set-up, machine record, calibration (two framework
-# processes) and the results copies. MEASURED on the H200 (2026-11-30, gpu_bench.sh logs): set-up 13-18 s,
-# calibration about 16 s.
+# processes) and the results copies, as measured on the H200 (docs/history.md).
 QUICK_RESERVE_S = 40
 
-# Per-process wall time on a GPU machine, INFERRED from asv's progress lines on one H200 (2026-11-30, commits
-# 6615410d and c7203706; logs in results/gpu-nvidia-h200/logs/); no process was timed on its own. Run 1 ended round
-# 1 of the eager GradStep_mlp (6 processes at 2048x4096x16384) and started the transformer's within its 110 s chunk:
-# at most about 16 s each. Run 2, on a fresh machine (inputs not yet cached), had not ended 4 such processes within
-# 85 s: about 19 s or more each. Round 1 of the eager CustomStep_swiglu (4 processes) did not end within 50 s: over
-# 10 s each. Interpreter, torch and JAX imports, CUDA initialisation, loading the GPU-size inputs (0.5 GB of
-# parameters for the mlp) and asv's samples are all inside. PROCESS_S takes 25 s for a timed step, above that
-# range; 10 s for a count (track_) process, which times nothing, is ASSUMED. The compiles of the compiled modes are
-# ASSUMED too (no compiled chunk ran within the budget).
+# Per-process wall time on a GPU machine (imports, CUDA initialisation, inputs, asv's samples), inferred from asv's
+# progress lines on one H200 (docs/history.md), with a margin above them; a count process's cost and the compiles of
+# the compiled modes are assumed (no compiled chunk ran within the budget).
 PROCESS_S = {"time": 25.0, "track": 10.0}
 COMPILE_S = {("torch", "mlp"): 10.0, ("torch", "transformer"): 40.0, ("jax", "mlp"): 2.0, ("jax", "transformer"): 8.0}
 DISCOVERY_S = 10.0  # asv imports every benchmark file once per run, i.e. once per chunk

@@ -15,9 +15,8 @@ The remat experiments also take each point's costs, in the first round: bytes ke
 
 `make bench` takes the first round before the asv suite and the others after it (`--stage first`, then
 `--stage rest`, the first round kept in a folder between them): the processes of one point then lie minutes apart,
-like asv's interleaved rounds, and the interval of an absolute time covers the host's drift over the run. Rounds
-taken within three minutes at the end of a run gave intervals that a rerun missed (run-level states of the shared
-host moved every paired time by 7-24 % between two runs of `38325324`, their ratios agreeing).
+like asv's interleaved rounds, and the interval of an absolute time covers the host's drift over the run (rounds
+taken together at the end of a run gave intervals that a rerun missed: docs/history.md).
 
 Output: OUT/<machine>-<commit8>.csv, one row per point (FIELDS), read by the report.
 """
