@@ -346,7 +346,7 @@ def spec(workload: str) -> WorkloadSpec:
         raise _choices("workload", workload, WORKLOADS) from None
 
 
-# Variants that only a CUDA device can run (offloading saved activations to host memory).
+# Variants that only a CUDA device can run: host offload needs a device to offload from.
 CUDA_ONLY_VARIANTS: tuple[str, ...] = ("remat_offload",)
 
 

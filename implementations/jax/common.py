@@ -34,7 +34,6 @@ from implementations.workloads import Inputs, spec, validate
 LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
-# Variants that run on a CUDA device only: host offload needs a device to offload from.
 
 
 def load(workload: str) -> ModuleType:
