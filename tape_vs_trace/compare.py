@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from implementations import frameworks
 from tape_vs_trace import machine
+from tape_vs_trace.agreement import Hosts, Interval, RowCheck, hosts, interval, judge, normalised
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report.load import ReportError, Results, load_results
 
@@ -39,103 +40,6 @@ def load(folder: Path, warn: Callable[[str], None]) -> Results:
 
 def _fatal(message: str) -> None:
     raise ReportError(message.removeprefix("skipped "))
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-    kind: str  # "exact", "95 % interval", "IQR", or "" (none)
-
-
-def interval(row: dict) -> Interval:
-    """The interval a row is judged by: the value itself (exact), the 95 % between-process interval, asv's
-    interquartile range where no samples were recorded (weaker: it holds half the samples, and they all come from
-    few processes), or none (one process)."""
-    if row["status"] != "ok":
-        return Interval(math.nan, math.nan, "")
-    if not row["sampled"]:
-        return Interval(row["value"], row["value"], "exact")
-    if math.isfinite(row["ci_low"]) and math.isfinite(row["ci_high"]):
-        return Interval(row["ci_low"], row["ci_high"], "95 % interval")
-    if str(row["basis"]).startswith("asv:") and math.isfinite(row["q25"]) and math.isfinite(row["q75"]):
-        return Interval(row["q25"], row["q75"], "IQR")
-    return Interval(math.nan, math.nan, "")
-
-
-@dataclass
-class RowCheck:
-    a: dict
-    b: dict
-    verdict: str  # "agree", "differ", "cannot tell", "different hosts"
-    why: str
-    normalised: str = ""  # the calibrated comparison offered for different hosts
-
-    @property
-    def timing(self) -> bool:
-        return bool(self.a["sampled"])
-
-
-def judge(a: dict, b: dict) -> tuple[str, str]:
-    """(verdict, why) for one row of two runs on the same host."""
-    if a["status"] != "ok" or b["status"] != "ok":
-        if a["status"] == b["status"]:
-            return "agree", f"{a['status']} in both runs"
-        return "differ", f"{a['status']} in run A, {b['status']} in run B"
-    if a["benchmark_version"] != b["benchmark_version"]:
-        return "differ", f"benchmark version {a['benchmark_version']} vs {b['benchmark_version']}"
-    ia, ib = interval(a), interval(b)
-    if ia.kind == "exact":
-        return ("agree", "equal") if a["value"] == b["value"] else ("differ", "exact values differ")
-    if not ia.kind or not ib.kind:
-        if a["value"] == b["value"]:  # the same measurement (a folder against its copy): nothing to disagree
-            return "agree", "identical values (no interval)"
-        if not ia.kind and not ib.kind and a["basis"] == b["basis"] == "one process":
-            # measured once per run by design (version 4 and older: a compile time, the roofline): no interval
-            return "not judged", "one measurement per run"
-        return "cannot tell", "no interval in " + ("run A" if not ia.kind else "run B")
-    if ia.kind != ib.kind:  # a 95 % interval against an IQR: judged by the weaker, and said so
-        ia, ib = (Interval(r["q25"], r["q75"], "IQR") for r in (a, b))
-    kind = "95 % intervals" if ia.kind == "95 % interval" else "IQRs (no samples recorded)"
-    overlap = ia.low <= ib.high and ib.low <= ia.high
-    return ("agree", f"{kind} overlap") if overlap else ("differ", f"{kind} do not overlap")
-
-
-@dataclass
-class Hosts:
-    """Per (machine, commit): whether the two runs ran on one host, and the runs' calibrations."""
-
-    same: dict[tuple[str, str], tuple[bool | None, str]] = field(default_factory=dict)
-    calibrations: dict[tuple[str, str], tuple[dict, dict]] = field(default_factory=dict)
-
-
-def hosts(a: Results, b: Results, keys: set[tuple[str, str]]) -> Hosts:
-    out = Hosts()
-    for key in sorted(keys):
-        da, db = a.details.get(key) or {}, b.details.get(key) or {}
-        out.calibrations[key] = (da.get("calibration") or {}, db.get("calibration") or {})
-        if not da.get("fingerprint") or not db.get("fingerprint"):
-            out.same[key] = None, "no host fingerprint in " + ("either run" if not da.get("fingerprint")
-                                                              and not db.get("fingerprint") else "one run") + \
-                " (older results): times compared by machine name alone"
-        else:
-            out.same[key] = machine.same_host(da, db)
-    return out
-
-
-def _normalised(a: dict, b: dict, cal: tuple[dict, dict], kind: str) -> str:
-    """The two runs' intervals in calibrated units of each run's own host, and whether they overlap."""
-    ia, ib = interval(a), interval(b)
-    if not ia.kind or not ib.kind:
-        return "normalised: no interval"
-    try:
-        na = [machine.normalised(x, cal[0], kind) for x in (a["value"], ia.low, ia.high)]
-        nb = [machine.normalised(x, cal[1], kind) for x in (b["value"], ib.low, ib.high)]
-    except ValueError as exc:
-        return f"normalised: {exc}"
-    overlap = na[1].value <= nb[2].value and nb[1].value <= na[2].value
-    text = "; ".join(f"{run} {n[0].value:.4g} [{n[1].value:.4g}–{n[2].value:.4g}]" for run, n in (("A", na), ("B", nb)))
-    return f"normalised ({na[0].unit}): {text}: {'overlap' if overlap else 'do not overlap'}"
 
 
 def _rows(results: Results) -> dict[tuple, dict]:
@@ -186,15 +90,9 @@ class Report:
         return self.timing_agree / self.timing_total if self.timing_total else 0.0
 
 
-def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report:
-    """Row-by-row agreement of two runs, directions of their ratios, and the summary lines."""
-    rows_a, rows_b = _rows(a), _rows(b)
-    common = [k for k in rows_a if k in rows_b]
-    if not common:
-        raise ReportError("the two results folders have no row in common (same machine, commit, benchmark and "
-                          "parameters): compare runs of the same commit")
-    host = hosts(a, b, {(k[0], k[2]) for k in common})
-    lines: list[str] = []
+def _host_lines(host: Hosts, normalise: str | None) -> list[str]:
+    """A note per machine name without fingerprints, a flag per name that two hosts share."""
+    lines = []
     for (name, commit), (same, why) in host.same.items():
         label = f"{name} @ {commit[:8]}"
         if same is None:
@@ -204,25 +102,38 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
                          "times are not compared" + (f", normalised by {normalise} below" if normalise else
                                                       f" (--normalise {'|'.join(machine.NORMALISATION_KINDS)} "
                                                       "compares them in calibrated units)"))
+    return lines
+
+
+def _checks(rows_a: dict[tuple, dict], rows_b: dict[tuple, dict], common: list[tuple], host: Hosts,
+            normalise: str | None) -> list[RowCheck]:
+    """Each common row judged; a timing of two different hosts is not compared (normalised if asked)."""
     checks: list[RowCheck] = []
     for key in common:
         ra, rb = rows_a[key], rows_b[key]
         same = host.same[(key[0], key[2])][0]
         if ra["sampled"] and same is False:
-            note = _normalised(ra, rb, host.calibrations[(key[0], key[2])], normalise) if normalise else ""
+            note = normalised(ra, rb, host.calibrations[(key[0], key[2])], normalise) if normalise else ""
             checks.append(RowCheck(ra, rb, "different hosts", "not compared", note))
         else:
             checks.append(RowCheck(ra, rb, *judge(ra, rb)))
-    for c in checks:
-        divisor, label = fmt.scale(c.a["unit"], [c.a["value"], c.b["value"]])
-        label = "" if label == "count" else label
-        where = f"{c.a['benchmark']} {_params(c.a['params'])} [{c.a['machine']} @ {c.a['commit'][:8]}]"
-        lines.append(f"{c.verdict:<15} {where}: A {_value(c.a, divisor, label)} | B {_value(c.b, divisor, label)}; "
-                     f"{c.why}" + (f"; {c.normalised}" if c.normalised else ""))
+    return checks
+
+
+def _check_line(c: RowCheck) -> str:
+    divisor, label = fmt.scale(c.a["unit"], [c.a["value"], c.b["value"]])
+    label = "" if label == "count" else label
+    where = f"{c.a['benchmark']} {_params(c.a['params'])} [{c.a['machine']} @ {c.a['commit'][:8]}]"
+    return (f"{c.verdict:<15} {where}: A {_value(c.a, divisor, label)} | B {_value(c.b, divisor, label)}; "
+            f"{c.why}" + (f"; {c.normalised}" if c.normalised else ""))
+
+
+def _direction_lines(rows_a: dict[tuple, dict], rows_b: dict[tuple, dict]) -> tuple[list[str], str]:
+    """A line per JAX/PyTorch ratio stated as a difference in either run, and the directions summary line."""
     dir_a, dir_b = _directions(rows_a), _directions(rows_b)
     decided = [k for k in dir_a if k in dir_b and (dir_a[k].differs or dir_b[k].differs)]
     same_way = one_run = 0
-    lines.append(f"{frameworks.label(OTHER)}/{frameworks.label(BASE)} ratios whose interval excludes 1 in either run:")
+    lines = [f"{frameworks.label(OTHER)}/{frameworks.label(BASE)} ratios whose interval excludes 1 in either run:"]
     for k in decided:
         ca, cb = dir_a[k], dir_b[k]
         ok = bool(ca.differs and cb.differs and (ca.ratio > 1) == (cb.ratio > 1))
@@ -234,6 +145,20 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
         label = "same direction" if ok else ("in one run only" if single_run else "direction flipped")
         lines.append(f"  {label:<17} {k[3]} "
                      f"{_params(k[4])} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
+    return lines, directions(same_way, one_run, len(decided))
+
+
+def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report:
+    """Row-by-row agreement of two runs, directions of their ratios, and the summary lines."""
+    rows_a, rows_b = _rows(a), _rows(b)
+    common = [k for k in rows_a if k in rows_b]
+    if not common:
+        raise ReportError("the two results folders have no row in common (same machine, commit, benchmark and "
+                          "parameters): compare runs of the same commit")
+    host = hosts(a, b, {(k[0], k[2]) for k in common})
+    checks = _checks(rows_a, rows_b, common, host, normalise)
+    direction_lines, directions_line = _direction_lines(rows_a, rows_b)
+    lines = _host_lines(host, normalise) + [_check_line(c) for c in checks] + direction_lines
     single = [c for c in checks if c.verdict == "not judged"]
     compared = [c for c in checks if c.verdict not in ("different hosts", "not judged")]
     timing = [c for c in compared if c.timing]
@@ -255,7 +180,7 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
             ok = sum(c.normalised.endswith(": overlap") for c in checks)
             lines.append(f"{ok} of {flagged} timing rows on different hosts agree after normalisation by "
                          f"{normalise} (calibrated units, not seconds)")
-    lines.append(directions(same_way, one_run, len(decided)))
+    lines.append(directions_line)
     lines.append(f"{timing_agree} of {len(timing)} timing rows agree")
     lines.append(f"{agree} of {len(compared)} rows agree")
     return Report(lines, agree, len(compared), timing_agree, len(timing))
