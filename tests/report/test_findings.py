@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from implementations import pillars
 from tape_vs_trace.report import findings
 from tape_vs_trace.report.stats import Comparison
 from tests.report.helpers import MIB, write_results
@@ -53,10 +54,10 @@ def _count(framework: str, value: float) -> dict:
 
 
 def test_side_rule_puts_both_values_side_by_side_only_when_both_ran() -> None:
-    rule = findings.Side("recording", "track_graph_size", "", "nodes and equations")
+    rule = pillars.Side("track_graph_size", "", "nodes and equations")
     both = FakeCells({"torch": _count("torch", 120.0), "jax": _count("jax", 340.0)})
-    assert findings._cases(rule, both) == ["mlp s: PyTorch 120, JAX 340"]
-    assert findings._cases(rule, FakeCells({"torch": _count("torch", 120.0), "jax": None})) == []
+    assert findings._cases("recording", rule, both) == ["mlp s: PyTorch 120, JAX 340"]
+    assert findings._cases("recording", rule, FakeCells({"torch": _count("torch", 120.0), "jax": None})) == []
 
 
 def test_across_rule_names_why_there_is_no_ratio() -> None:
@@ -65,20 +66,21 @@ def test_across_rule_names_why_there_is_no_ratio() -> None:
             "comparable": False}
     t = base | {"framework": "torch", "value": 2.0, "params": '{"framework":"torch"}'}
     j = base | {"framework": "jax", "value": 4.0, "params": '{"framework":"jax"}'}
-    rule = findings.Across("recording", "track_saved_bytes", "", "residuals against tape")
-    assert findings._cases(rule, FakeCells({"torch": t, "jax": j})) == ["mlp s: no ratio (counts different things)"]
+    rule = pillars.Across("track_saved_bytes", "", "residuals against tape")
+    cases = findings._cases("recording", rule, FakeCells({"torch": t, "jax": j}))
+    assert cases == ["mlp s: no ratio (counts different things)"]
 
 
 def test_findings_state_differences_only_outside_the_interval(synthetic_report, tmp_path: Path) -> None:
     _, text, _ = synthetic_report
     # The step-time rule of a variant against its baseline, on the synthetic remat steps (the suite's own remat
-    # step times now come from `tape-vs-trace paired`, so no rule of findings.RULES reads them)
+    # step times now come from `tape-vs-trace paired`, so no rule of the pillar registry reads them)
     from tape_vs_trace.report import findings, load
     from tape_vs_trace.report.select import Cells
 
     table = load.load_results(write_results(tmp_path / "results"), lambda _: None).table
-    rule = findings.Change("remat", "time_step", "plain", "remat_full", "remat_full")
-    remat = "; ".join(findings._cases(rule, Cells(table)))
+    rule = pillars.Change("time_step", "plain", "remat_full", "remat_full")
+    remat = "; ".join(findings._cases("remat", rule, Cells(table)))
     # PyTorch: 3.1 / 2.1 = 1.476, Welch dof 3.999, t = 2.7767: [1.338, 1.664]: a cost of 47.6 %
     assert "PyTorch mlp s +47.6 % (2.1 ms → 3.1 ms; ratio 95 % interval 1.34–1.66×)" in remat
     # JAX: 2.3 / 2.2, Welch dof 3.992, t = 2.7786: [0.854, 1.28] holds 1
