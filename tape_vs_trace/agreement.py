@@ -1,12 +1,12 @@
 """When one row of two runs agrees: the interval it is judged by, the verdict, and whether the two runs ran on one
-host (`machine.same_host`), with the calibrated comparison offered where they did not (`machine.normalised`)."""
+host (`host_check.same_host`), with the calibrated comparison offered where they did not (`host_check.normalised`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from tape_vs_trace import machine
+from tape_vs_trace import host_check
 from tape_vs_trace.report.load import Results
 
 
@@ -79,7 +79,7 @@ class Hosts:
 
 
 def hosts(a: Results, b: Results, keys: set[tuple[str, str]]) -> Hosts:
-    """Per (machine, commit) of `keys`: `machine.same_host` of the two runs' records, or None where one has no
+    """Per (machine, commit) of `keys`: `host_check.same_host` of the two runs' records, or None where one has no
     fingerprint (older results)."""
     out = Hosts()
     for key in sorted(keys):
@@ -90,7 +90,7 @@ def hosts(a: Results, b: Results, keys: set[tuple[str, str]]) -> Hosts:
                                                               and not db.get("fingerprint") else "one run") + \
                 " (older results): times compared by machine name alone"
         else:
-            out.same[key] = machine.same_host(da, db)
+            out.same[key] = host_check.same_host(da, db)
     return out
 
 
@@ -100,8 +100,8 @@ def normalised(a: dict, b: dict, cal: tuple[dict, dict], kind: str) -> str:
     if not ia.kind or not ib.kind:
         return "normalised: no interval"
     try:
-        na = [machine.normalised(x, cal[0], kind) for x in (a["value"], ia.low, ia.high)]
-        nb = [machine.normalised(x, cal[1], kind) for x in (b["value"], ib.low, ib.high)]
+        na = [host_check.normalised(x, cal[0], kind) for x in (a["value"], ia.low, ia.high)]
+        nb = [host_check.normalised(x, cal[1], kind) for x in (b["value"], ib.low, ib.high)]
     except ValueError as exc:
         return f"normalised: {exc}"
     overlap = na[1].value <= nb[2].value and nb[1].value <= na[2].value

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tape_vs_trace import machine
+from tape_vs_trace import host_check, machine
 
 ENV_NAME = "existing-venv"
 
@@ -93,7 +93,7 @@ def _merge_into(target: Path, data: dict) -> dict:
     runs = earlier.pop("earlier_runs", [])
     ours = data["tape_vs_trace"]
     # Chunks of one run (gpu_bench.sh scrubs after each) share a record: keep one, not one per chunk.
-    same_run = earlier.get("calibration") == ours.get("calibration") and machine.same_host(earlier, ours)[0]
+    same_run = earlier.get("calibration") == ours.get("calibration") and host_check.same_host(earlier, ours)[0]
     if kept and not same_run:
         runs.append({**earlier, "benchmarks_kept": kept})
     data["tape_vs_trace"]["earlier_runs"] = runs

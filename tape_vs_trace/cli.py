@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations.frameworks import DEVICES
-from tape_vs_trace import machine
+from tape_vs_trace import host_check, machine
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ COMMANDS: tuple[Command, ...] = (
                         "the direction of every JAX/PyTorch ratio that excludes 1; times of different hosts under "
                         "one machine name are flagged, not compared.",
             arguments=(_arg("results_a", type=Path), _arg("results_b", type=Path),
-                       _arg("--normalise", choices=machine.NORMALISATION_KINDS,
+                       _arg("--normalise", choices=host_check.NORMALISATION_KINDS,
                             help="compare times of different hosts in this calibrated unit instead of not at all"),
                        _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")),
             errors=(REPORT_ERROR,)),

@@ -7,8 +7,8 @@ JAX/PyTorch ratio stated as a difference in either run (its interval excludes ev
 resolution, `stats.Comparison.differs`) must not point the other way in the other run: it agrees when the other run
 states the same difference, or has its ratio on the same side of 1 without stating it ("in one run only"); it flipped
 when the other run's ratio lies on the other side. Absolute times of two runs
-are only compared when `machine.same_host` finds the same host; otherwise they are flagged, and offered in
-calibrated units (`machine.normalised`), never as seconds.
+are only compared when `host_check.same_host` finds the same host; otherwise they are flagged, and offered in
+calibrated units (`host_check.normalised`), never as seconds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from implementations import frameworks
-from tape_vs_trace import machine
+from tape_vs_trace import host_check
 from tape_vs_trace.agreement import Hosts, Interval, RowCheck, hosts, interval, judge, normalised
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report.load import ReportError, Results, load_results
@@ -100,7 +100,7 @@ def _host_lines(host: Hosts, normalise: str | None) -> list[str]:
         elif not same:
             lines.append(f"different machines: {label} shares a name across the runs but not a host ({why}); its "
                          "times are not compared" + (f", normalised by {normalise} below" if normalise else
-                                                      f" (--normalise {'|'.join(machine.NORMALISATION_KINDS)} "
+                                                      f" (--normalise {'|'.join(host_check.NORMALISATION_KINDS)} "
                                                       "compares them in calibrated units)"))
     return lines
 

@@ -5,8 +5,8 @@ asv makes every machine field part of a series' identity (they become the dashbo
 that change performance and stay put across reboots are fields: the CPU (model string with family, model and
 stepping), core count, device (GPU model or "cpu") and the framework versions. RAM is not one (these VMs' RAM
 grows between runs), nor the kernel, clocks or driver. Those go into `fingerprint()`, which `scrub-results` stores
-in each result file with the run's calibration (`tape_vs_trace.calibrate`); `same_host` compares two such records
-and says whether two runs of one machine name can share a series of absolute times.
+in each result file with the run's calibration (`tape_vs_trace.calibrate`); `host_check.same_host` compares two
+such records and says whether two runs of one machine name can share a series of absolute times.
 
 A cloud "machine" of one name can be a different host each day: the same `AMD EPYC` string covers several CPU
 generations. The name therefore carries the CPU family and model where /proc/cpuinfo gives them
@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from implementations import frameworks
 
@@ -32,15 +32,8 @@ from implementations import frameworks
 # matmul code than one with avx2 only, under the same model string.
 FLAGS_OF_INTEREST = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
                      "avx512_fp16", "avx_vnni", "amx_bf16", "amx_tile", "amx_int8", "amx_fp16")
-# Calibration rates that differ by more than this fraction between two runs mean a different (or differently
-# loaded) host. Two consecutive `make bench` runs on one 2-core host (commit 2f919df9) calibrated JAX's float32
-# matmul rate 19 % apart (2.284e11 and 2.708e11 flop/s) and PyTorch's 9 % apart: 15 % called them two hosts. The 1.58x
-# of the issue that prompted the check stays far above.
-HOST_TOLERANCE = 0.30
 _CPUINFO_KEYS = {"vendor_id": "vendor", "cpu family": "family", "model": "model", "model name": "model_name",
                  "stepping": "stepping", "microcode": "microcode", "cpu MHz": "mhz", "cache size": "cache_size"}
-# What the series key may take from the fingerprint, and what `same_host` compares.
-_CPU_IDENTITY = ("vendor", "model_name", "family", "model", "stepping")
 _XLA_DEFAULT = frameworks.xla_command_buffers("")
 
 
@@ -244,90 +237,6 @@ def details() -> dict[str, Any]:
             flat["driver_max_cuda"] = fp["gpu"]["driver_max_cuda"]
     return {**flat, "fingerprint": fp, "graph_settings": frameworks.graph_settings(),
             "host_allocator": frameworks.host_allocator()}
-
-
-def _relative_gap(a: float, b: float) -> float:
-    return abs(a - b) / min(a, b) if min(a, b) > 0 else float("inf")
-
-
-def same_host(details_a: dict[str, Any], details_b: dict[str, Any],
-              tolerance: float = HOST_TOLERANCE) -> tuple[bool, str]:
-    """Whether two runs' "tape_vs_trace" records (fingerprint + calibration) look like the same host.
-
-    Different when the CPU identity (vendor, model name, family, model, stepping), its instruction-set flags or
-    caches, or the GPU name differ, or when a calibration rate (float32 matmul, copy bandwidth, either framework's
-    dispatch cost) differs by more than `tolerance` (relative to the smaller). A record without fingerprint counts
-    as not comparable: absolute times of two runs are only put side by side when both say where they ran.
-    """
-    fa, fb = details_a.get("fingerprint"), details_b.get("fingerprint")
-    if not fa or not fb:
-        return False, "no fingerprint in one of the runs: cannot tell whether they ran on the same host"
-    reasons = []
-    ca, cb = fa.get("cpu", {}), fb.get("cpu", {})
-    for key in (*_CPU_IDENTITY, "flags", "caches"):
-        if ca.get(key) != cb.get(key):
-            reasons.append(f"CPU {key} differs: {ca.get(key)!r} vs {cb.get(key)!r}")
-    ga, gb = fa.get("gpu", {}).get("gpu"), fb.get("gpu", {}).get("gpu")
-    if ga != gb:
-        reasons.append(f"GPU differs: {ga!r} vs {gb!r}")
-    cal_a, cal_b = details_a.get("calibration") or {}, details_b.get("calibration") or {}
-    rates = [(f"float32 matmul rate (flop/s, {tool})", (key, "float32"))
-             for key, tool in (("matmul_flops_per_s", "torch"), ("matmul_flops_per_s_jax", "jax"))]
-    rates += [("copy bandwidth (B/s)", ("copy_bytes_per_s",))]
-    rates += [(f"{fw} dispatch cost (s/op)", ("dispatch_seconds_per_op", fw)) for fw in ("torch", "jax")]
-    for label, path in rates:
-        va, vb = _lookup(cal_a, path), _lookup(cal_b, path)
-        if va is None or vb is None:
-            continue
-        gap = _relative_gap(va, vb)
-        if gap > tolerance:
-            reasons.append(f"{label} differs by {gap:.0%} (> {tolerance:.0%}): {va:.4g} vs {vb:.4g}")
-    if reasons:
-        return False, "; ".join(reasons)
-    compared = "fingerprint" + (" and calibration" if cal_a and cal_b else " (no calibration in one of the runs)")
-    return True, f"same host by {compared}, within {tolerance:.0%}"
-
-
-def _lookup(data: dict[str, Any], path: tuple[str, ...]) -> float | None:
-    for key in path:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return float(data) if isinstance(data, (int, float)) and data > 0 else None
-
-
-class Normalised(NamedTuple):
-    """A calibration-normalised time: `value` in `unit`, never to be printed as seconds."""
-
-    value: float
-    unit: str
-
-
-# kind -> (path into the calibration, multiply by the rate (True) or divide by the per-op seconds, unit label)
-_NORMALISATIONS: dict[str, tuple[tuple[str, ...], bool, str]] = {
-    "matmul_float32": (("matmul_flops_per_s", "float32"), True,
-                       "float32 matmul flops of this host's torch (calibrated)"),
-    "matmul_bfloat16": (("matmul_flops_per_s", "bfloat16"), True,
-                        "bfloat16 matmul flops of this host's torch (calibrated)"),
-    "copy": (("copy_bytes_per_s",), True, "bytes of large-array copy traffic on this host (calibrated)"),
-    "dispatch_torch": (("dispatch_seconds_per_op", "torch"), False, "torch eager dispatches on this host (calibrated)"),
-    "dispatch_jax": (("dispatch_seconds_per_op", "jax"), False, "jax op-by-op dispatches on this host (calibrated)"),
-}
-NORMALISATION_KINDS: tuple[str, ...] = tuple(_NORMALISATIONS)
-
-
-def normalised(value_seconds: float, calibration: dict[str, Any], kind: str) -> Normalised:
-    """`value_seconds` in units of this host's calibrated speed: how many float32 matmul flops (kind
-    "matmul_float32"), copy bytes ("copy") or tiny-op dispatches ("dispatch_torch", "dispatch_jax") the host does
-    in that time. A compute-bound step's count moves less between hosts than its seconds; a ValueError names the
-    valid kinds, or the missing calibration entry."""
-    if kind not in _NORMALISATIONS:
-        raise ValueError(f"unknown normalisation {kind!r}; valid choices: {', '.join(NORMALISATION_KINDS)}")
-    path, multiply, unit = _NORMALISATIONS[kind]
-    rate = _lookup(calibration, path)
-    if rate is None:
-        raise ValueError(f"the calibration has no positive {'.'.join(path)}")
-    return Normalised(value_seconds * rate if multiply else value_seconds / rate, unit)
 
 
 def write_asv_machine_file(fields: dict[str, str], path: Path | None = None) -> Path:

@@ -1,5 +1,5 @@
 """Runs filed under one machine name that come from different hosts: told apart by their fingerprints and
-calibrations (tape_vs_trace.machine.same_host), their times never compared as seconds, and offered side by side in
+calibrations (tape_vs_trace.host_check.same_host), their times never compared as seconds, and offered side by side in
 calibrated units for a reader who wants to anyway."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from tape_vs_trace import machine as host
+from tape_vs_trace import host_check
 from tape_vs_trace.report.load import Results
 
 KIND = "matmul_float32"  # times in float32 matmul flops of each host's calibrated rate
@@ -22,7 +22,7 @@ def section(data: Results, machine: str, commit: str) -> list[str]:
     for (m, other), theirs in sorted(data.details.items()):
         if m != machine or other == commit:
             continue
-        same, why = host.same_host(mine, theirs or {})
+        same, why = host_check.same_host(mine, theirs or {})
         if same:
             continue
         lines += [f"Commit `{other[:8]}` of machine {machine} ran on a different host ({why}): its times are not "
@@ -42,7 +42,7 @@ def _normalised(table: pd.DataFrame, machine: str, commit: str, other: str, cal_
            f"| benchmark | parameters | this run | commit `{other[:8]}` |", "|---|---|---:|---:|"]
     for key in both:
         try:
-            na, nb = host.normalised(a[key], cal_a, KIND), host.normalised(b[key], cal_b, KIND)
+            na, nb = host_check.normalised(a[key], cal_a, KIND), host_check.normalised(b[key], cal_b, KIND)
         except ValueError as exc:
             return [f"(no calibrated comparison: {exc})", ""]
         params = ", ".join(f"{k}={v}" for k, v in json.loads(key[1]).items() if k not in ("dtype", "precision",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tape_vs_trace import cli, machine
+from tape_vs_trace import cli, host_check
 from tape_vs_trace.report import hosts
 from tape_vs_trace.report.load import Results
 from tests.report.helpers import write_results
@@ -52,7 +52,7 @@ def test_other_host_gets_calibrated_step_times() -> None:
     data = results(rows, {("box", MINE): CPU_A, ("box", OTHER): CPU_B, ("elsewhere", THIRD): CPU_B})
     lines = hosts.section(data, "box", MINE)
     # 2 ms x 1e9 flop/s here = 2e6; 1 ms x 4e9 flop/s there = 4e6. dtype, precision and device are not listed.
-    why = machine.same_host(CPU_A, CPU_B)[1]  # the reason is machine's; this section only quotes it
+    why = host_check.same_host(CPU_A, CPU_B)[1]  # the reason is host_check's; this section only quotes it
     assert "CPU A" in why
     assert lines[:2] == [f"Commit `{OTHER[:8]}` of machine box ran on a different host ({why}): its times are not "
                          "compared with this run's as seconds.", ""]
