@@ -190,77 +190,86 @@ def read_side_csv(path: Path, fields: tuple[str, ...]) -> pd.DataFrame:
     return table
 
 
+def _file_columns(data: dict, machine: dict, machine_name: str, path: Path) -> dict:
+    """The columns every row of one result file shares: its commit, run, environment, machine and versions."""
+    run = data.get("params") or {}
+    # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
+    # machine record has those of .venv.
+    requirements = data.get("requirements") or {}
+    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
+    return {"commit": str(data["commit_hash"]), "date": _utc(data["date"]), "env": str(data.get("env_name", "")),
+            "machine": machine_name, "device": str(machine.get("device") or run.get("device") or ""),
+            "torch_version": versions["torch"], "jax_version": versions["jax"], "file": path.name}
+
+
 def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
                  path: Path) -> tuple[list[dict], list[dict]]:
     """The rows of one asv result file (format version 2: positional columns named by result_columns), and the
     combinations asv skipped (NaN)."""
     columns = {name: i for i, name in enumerate(data["result_columns"])}
-    run = data.get("params") or {}
-    commit = str(data["commit_hash"])
-    date = _utc(data["date"])
-    device = str(machine.get("device") or run.get("device") or "")
-    # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
-    # machine record has those of .venv.
-    requirements = data.get("requirements") or {}
-    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
+    shared = _file_columns(data, machine, machine_name, path)
     rows, skips = [], []
     gone = [name for name in data["results"] if name not in benchmarks]
     if gone:  # benchmarks removed from the suite since this run: one line per file, not one per benchmark
         warn(f"{path.name}: {len(gone)} benchmark(s) not in benchmarks.json (no longer in the suite), skipped: "
              + ", ".join(gone))
     for name, entry in data["results"].items():
-        meta = benchmarks.get(name)
-        if meta is None:
-            continue
+        if name in benchmarks:
+            def column(key: str, entry=entry):
+                i = columns.get(key)
+                return entry[i] if i is not None and i < len(entry) else None
 
-        def column(key: str, entry=entry):
-            i = columns.get(key)
-            return entry[i] if i is not None and i < len(entry) else None
+            found, skipped = _benchmark_rows(name, benchmarks[name], column, shared, meanings, warn)
+            rows += found
+            skips += skipped
+    return rows, skips
 
-        names = meta.get("param_names", [])
-        params = column("params") or []
-        if len(names) != len(params):
-            warn(f"{path.name}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
+
+def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shared: dict, meanings: Meanings,
+                    warn: Warn) -> tuple[list[dict], list[dict]]:
+    """The rows of one benchmark of a result file, one per parameter combination, and the combinations skipped."""
+    names = meta.get("param_names", [])
+    params = column("params") or []
+    if len(names) != len(params):
+        warn(f"{shared['file']}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
+        return [], []
+    combos = list(itertools.product(*params)) if params else [()]
+    n = len(combos)
+    values = column("result")
+    values = values if isinstance(values, list) else [values] * n
+    q25s, q75s = column("stats_q_25") or [None] * n, column("stats_q_75") or [None] * n
+    all_samples = column("samples") or [None] * n
+    pillar, cls, metric = name.split(".")[0], name.split(".")[1], name.split(".")[-1]
+    kind = meta.get("type", "")
+    sampled, comparable = meanings(metric, kind)
+    split = stats.Split(meta.get("rounds") or 1, meta.get("repeat"))
+    rows, skips = [], []
+    for combo, value, q25, q75, samples in zip(combos, values, q25s, q75s, all_samples):
+        p = {k: literal(v) for k, v in zip(names, combo)}
+        framework = str(p.get("framework", ""))
+        device_kind = str(p.get("device") or ("cpu" if shared["device"] == "cpu" else "cuda"))
+        row = shared | {
+            "pillar": pillar,
+            "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
+            "size": str(p.get("size", "")),
+            "variant": variant_name(pillar, p),
+            "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
+            "sampled": sampled, "comparable": comparable, "type": kind,
+            "params": json.dumps(p, separators=(",", ":")), "benchmark": name,
+            "benchmark_version": str(column("version") or meta.get("version") or ""),
+            "run_date": _utc(column("started_at")),
+            "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
+            "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
+            "memory_method": _memory_method(framework, device_kind) if metric == "track_peak_bytes" else "",
+        }
+        if isinstance(value, float) and math.isnan(value):
+            skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
             continue
-        combos = list(itertools.product(*params)) if params else [()]
-        n = len(combos)
-        values = column("result")
-        values = values if isinstance(values, list) else [values] * n
-        q25s, q75s = column("stats_q_25") or [None] * n, column("stats_q_75") or [None] * n
-        all_samples = column("samples") or [None] * n
-        pillar, cls, metric = name.split(".")[0], name.split(".")[1], name.split(".")[-1]
-        kind = meta.get("type", "")
-        sampled, comparable = meanings(metric, kind)
-        split = stats.Split(meta.get("rounds") or 1, meta.get("repeat"))
-        for combo, value, q25, q75, samples in zip(combos, values, q25s, q75s, all_samples):
-            p = {k: literal(v) for k, v in zip(names, combo)}
-            framework = str(p.get("framework", ""))
-            device_kind = str(p.get("device") or ("cpu" if device == "cpu" else "cuda"))
-            row = {
-                "pillar": pillar,
-                "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
-                "size": str(p.get("size", "")),
-                "variant": variant_name(pillar, p),
-                "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
-                "sampled": sampled, "comparable": comparable, "type": kind,
-                "params": json.dumps(p, separators=(",", ":")), "benchmark": name,
-                "benchmark_version": str(column("version") or meta.get("version") or ""),
-                "commit": commit, "date": date, "run_date": _utc(column("started_at")),
-                "env": str(data.get("env_name", "")), "machine": machine_name, "device": device,
-                "torch_version": versions["torch"], "jax_version": versions["jax"],
-                "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
-                "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
-                "memory_method": _memory_method(framework, device_kind) if metric == "track_peak_bytes" else "",
-                "file": path.name,
-            }
-            if isinstance(value, float) and math.isnan(value):
-                skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
-                continue
-            row.update(stats.summarise(value, q25, q75, samples, sampled, split))
-            if sampled and kind != "time" and row["status"] == "ok":
-                # a track_ benchmark returns one number per process and asv runs it once: no spread to show
-                row.update(basis="one process", processes=1, samples=1)
-            rows.append(row)
+        row.update(stats.summarise(value, q25, q75, samples, sampled, split))
+        if sampled and kind != "time" and row["status"] == "ok":
+            # a track_ benchmark returns one number per process and asv runs it once: no spread to show
+            row.update(basis="one process", processes=1, samples=1)
+        rows.append(row)
     return rows, skips
 
 
