@@ -207,15 +207,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tape-vs-trace", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
-        parser_ = sub.add_parser(command.name, help=command.help, description=command.description)
+        sub_parser = sub.add_parser(command.name, help=command.help, description=command.description)
         for argument in command.arguments:
-            parser_.add_argument(*argument.flags, **argument.options)
-        parser_.set_defaults(run=command)
+            sub_parser.add_argument(*argument.flags, **argument.options)
+        sub_parser.set_defaults(run=command)
     return parser
 
 
 def _error_types(names: tuple[str, ...]) -> tuple[type[BaseException], ...]:
-    """The classes named "module:Class"; only called once one was raised, so each module is imported already."""
+    """The classes named "module:Class", looked up once the handler raised: by then it has imported their modules."""
     return tuple(getattr(importlib.import_module(module), cls) for module, cls in (n.split(":") for n in names))
 
 

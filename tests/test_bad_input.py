@@ -1,4 +1,5 @@
-"""Bad input gets a ValueError that lists the valid choices."""
+"""Bad input gets a ValueError that lists the valid choices, and the command line prints a subcommand's own errors
+as one line."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from implementations import workloads
 from implementations.jax import common as jax_common
 from implementations.torch import common as torch_common
+from tape_vs_trace import cli, machine
 
 
 def test_unknown_workload_lists_choices() -> None:
@@ -36,3 +38,20 @@ def test_unknown_variant_lists_choices() -> None:
 
 def test_valid_arguments_pass() -> None:
     workloads.validate("transformer", "tiny", "float64", "remat_dots")
+
+
+def test_every_subcommand_names_error_types_that_exist() -> None:
+    for command in cli.COMMANDS:
+        assert all(issubclass(e, Exception) for e in cli._error_types(command.errors)), command.name
+
+
+def test_a_subcommands_own_error_is_one_line_and_any_other_is_not_hidden(monkeypatch, capsys) -> None:
+    def bad_mode() -> dict:
+        raise ValueError("unknown TVT_TORCH_COMPILE_MODE 'x'")
+
+    monkeypatch.setattr(machine, "record", bad_mode)
+    assert cli.main(["machine"]) == 1
+    assert capsys.readouterr().err == "error: unknown TVT_TORCH_COMPILE_MODE 'x'\n"
+    monkeypatch.setattr(machine, "record", lambda: {}["machine"])
+    with pytest.raises(KeyError):  # a bug, not bad input: its traceback stays
+        cli.main(["machine"])
