@@ -59,7 +59,7 @@ METRICS: dict[str, Metric] = {
 # Benchmarks whose two frameworks run different formulations of the same workload, so no JAX/PyTorch ratio is
 # formed from them (benchmark name prefix -> the reason the report prints). JAX's remat of the LSTM runs inside
 # lax.scan (where XLA keeps the recompute), PyTorch's checkpointing a Python loop over steps. The transformer's
-# remat curve has a formulation column of its own (tape_vs_trace/report/paired.py divides like formulations only).
+# remat curve has a formulation column of its own (report/paired_section.py divides like formulations only).
 UNLIKE_FORMULATIONS: dict[str, str] = {
     "remat.RematCost_lstm": "scan against loop",
     # Benchmarks of version 3 and older, whose results stay in results/ and are still cited: the transformer's JAX
