@@ -373,8 +373,8 @@ def test_two_budgets_compile_two_graphs(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_every_budget_of_the_curve_runs_its_own_graph(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The compiled PyTorch curve builds its budgets in one process, in this order (tape_vs_trace.paired.BUDGETS).
-    from tape_vs_trace.paired import BUDGETS
+    # The compiled PyTorch curve builds its budgets in one process, in this order (tape_vs_trace.experiments.BUDGETS).
+    from tape_vs_trace.experiments import BUDGETS
 
     found = _budget_graphs(monkeypatch, BUDGETS)
     assert found == [(b, [i]) for i, b in enumerate(BUDGETS)]
