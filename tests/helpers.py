@@ -41,8 +41,9 @@ TOLERANCES = {
 }
 # bfloat16 (8 significant bits): XLA rounds at fusion boundaries, eager PyTorch after every op, so the error grows
 # with a workload's depth: per workload, twice the worst error seen (torch vs jax and each vs the reference, test and
-# benchmark size, gradients included). Any formula error is of order one.
-BF16_TOLERANCES = {"mlp": 1.8e-2, "linear_gelu": 1.4e-2, "swiglu": 3.8e-2, "transformer": 6.9e-2}
+# benchmark size, gradients included), and never under a bound another host's bfloat16 kernels have passed. Any
+# formula error is of order one.
+BF16_TOLERANCES = {"mlp": 6e-2, "linear_gelu": 2.4e-2, "swiglu": 3.8e-2, "transformer": 9.2e-2}
 # float64 gradients by central finite differences (tests/reference.py) carry step^2 and roundoff/step errors.
 FD_TOLERANCE = 1e-7
 
