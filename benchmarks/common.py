@@ -31,9 +31,6 @@ PRECISIONS = ["highest"]
 # bfloat16 matmuls are emulated and TF32 does not exist, so CPU machines run float32 at full precision only.
 STEP_DTYPES = ["float32", "bfloat16"] if DEVICE == "cuda" else DTYPES
 STEP_PRECISIONS = ["highest", "tf32"] if DEVICE == "cuda" else PRECISIONS
-# Op-by-op JAX compiles an un-jitted lax.scan anew on every call; the 'unrolled' variant is the Python-loop form
-# that PyTorch runs in every mode. `formulation` names which one a row runs.
-FORMULATIONS = {"unrolled": "unrolled", "scan": "plain", "plain": "plain"}
 
 _MEMO: dict[tuple, Any] = {}
 
@@ -47,9 +44,10 @@ def by_device(cpu: Any, cuda: Any) -> Any:
     return cuda if DEVICE == "cuda" else cpu
 
 
-def formulations(workload: str) -> list[str]:
-    """The formulation axis of `workload`: 'unrolled' and 'scan' where the spec has both forms, else 'plain'."""
-    return ["unrolled", "scan"] if "unrolled" in workloads.spec(workload).variants else ["plain"]
+def formulations(workload: str) -> list[str] | None:
+    """The formulation axis of `workload` ('unrolled' and 'scan', workloads.FORMULATIONS), or None, no such axis,
+    where the workload has no layer or time loop."""
+    return list(workloads.spec(workload).formulations) or None
 
 
 def memo(key: tuple, build: Callable[[], Any]) -> Any:
@@ -92,9 +90,12 @@ class Case:
 
     @property
     def variant(self) -> str:
-        if "variant" in self.params:
-            return self.params["variant"]
-        return FORMULATIONS[self.params.get("formulation", "plain")]
+        return self.params.get("variant", "plain")
+
+    @property
+    def formulation(self) -> str | None:
+        """The row's formulation; None (each framework's default) where the class has no formulation axis."""
+        return self.params.get("formulation")
 
 
 class Benchmark:
@@ -177,10 +178,11 @@ def by_workload(base: type) -> dict[str, type]:
     device, named `<Family>_<workload>`, whose size parameter lists only that workload's sizes (a workload x size
     product would spawn one asv process per invalid pair), with the parameters
     [framework, workload, size, *axes, dtype, precision, device]. An axis given as a function of the workload
-    (`formulations`) gets that workload's values."""
+    (`formulations`) gets that workload's values, and is left out where they are None."""
     classes = {}
     for workload, workload_sizes in workloads.runs(base.__name__.lstrip("_"), DEVICE).items():
         axes = [(name, values(workload) if callable(values) else values) for name, values in base.axes]
+        axes = [(name, values) for name, values in axes if values is not None]
         params = [FRAMEWORKS, [workload], list(workload_sizes), *(v for _, v in axes), base.dtypes,
                   base.precisions, [DEVICE]]
         names = ["framework", "workload", "size", *(n for n, _ in axes), "dtype", "precision", "device"]
@@ -212,7 +214,8 @@ class _GradStepTime:
     """Mixin: `time_step`, one forward + backward (`steps.grad_step`) of the case's variant in the case's mode."""
 
     def build(self, case):
-        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device)}
+        return {"step": case.fw.steps.grad_step(case.inputs, case.variant, case.mode, case.device,
+                                                case.formulation)}
 
     def time_step(self, *params):
         self.run_step()

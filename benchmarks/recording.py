@@ -50,7 +50,7 @@ class _GradStep(_GradStepTime, Benchmark):
         # Dynamo unrolls the 127-step Python loop of the LSTM into one graph, and XLA's compile of the unrolled
         # loop grows faster than linearly: either compile alone outlasts the suite's CPU budget. JAX's scan form
         # compiles one step (shown as its own row, with no PyTorch counterpart).
-        if case.workload == "lstm" and case.mode == "compiled" and case.params["formulation"] == "unrolled":
+        if case.workload == "lstm" and case.mode == "compiled" and case.formulation == "unrolled":
             return "compiling the unrolled 127-step LSTM is outside the CPU budget"
         # Op-by-op JAX runs the 127-step LSTM at seconds per step on a CPU, for the per-op dispatch cost that
         # GradStep_chain's op-by-op row already measures. GPU machines run it.
@@ -67,15 +67,16 @@ class _ForwardRecording(Benchmark):
     axes = [("mode", ["record", "no_grad"])]
 
     def build(self, case):
-        return {"step": case.fw.steps.forward_step(case.inputs, _eager_variant(case), case.mode, case.device)}
+        return {"step": case.fw.steps.forward_step(case.inputs, "plain", case.mode, case.device,
+                                                   _eager_formulation(case))}
 
     def time_forward(self, *params):
         self.run_step()
 
 
-def _eager_variant(case) -> str:
+def _eager_formulation(case) -> str | None:
     """Op-by-op forms run the Python loop where the workload has one (see formulations)."""
-    return "unrolled" if "unrolled" in workloads.spec(case.workload).variants else "plain"
+    return "unrolled" if workloads.spec(case.workload).formulations else None
 
 
 class _GraphCost(_SavedBytes, _Flops, Benchmark):
@@ -95,13 +96,14 @@ class _GraphCost(_SavedBytes, _Flops, Benchmark):
         return {}
 
     def saved_fn(self, case):
-        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
+        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device, case.formulation)
 
     def flops_fn(self, case):
-        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
+        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device, case.formulation)
 
     def count_graph_size(self) -> int:
-        fn, args = self.case.fw.steps.loss_fn(self.case.inputs, self.case.variant, self.case.device)
+        case = self.case
+        fn, args = case.fw.steps.loss_fn(case.inputs, case.variant, case.device, case.formulation)
         return self.case.fw.probe.graph_size(fn, *args)
 
     def track_graph_size(self, *params):

@@ -4,9 +4,11 @@ Both frameworks receive the same numpy arrays from :func:`make_inputs`, converte
 must not change for an existing (workload, size): append new sizes instead, or published numbers stop being
 comparable across commits.
 
-Every workload has a forward ``forward(params, data, variant)`` in ``implementations/torch/<name>.py`` and
-``implementations/jax/<name>.py``. ``params`` are the trainable arrays, ``data`` the other floating-point inputs
-(gradients are checked with respect to both); ``static`` holds Python scalars that are not differentiated.
+Every workload has a forward ``forward(params, data, static, variant, formulation)`` in
+``implementations/torch/<name>.py`` and ``implementations/jax/<name>.py``. ``params`` are the trainable arrays,
+``data`` the other floating-point inputs (gradients are checked with respect to both); ``static`` holds Python scalars
+that are not differentiated. A variant is how the backward is formed ('plain' autodiff, a remat policy, a 'custom'
+backward); a formulation how a layer or time loop runs (FORMULATIONS), for workloads that have one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import ml_dtypes
 import numpy as np
 
 DTYPES: tuple[str, ...] = ("float32", "float64", "bfloat16")
+# How a workload's layer or time loop runs: a Python loop over per-layer parameters ("unrolled", what PyTorch always
+# runs), or JAX's lax.scan over the stacked parameters ("scan"). A workload without such a loop has no formulation.
+FORMULATIONS: tuple[str, ...] = ("unrolled", "scan")
 # bfloat16 only where it makes sense: matmul-heavy workloads. The ADBench objectives are float64 problems, and a
 # 1023-step recurrence or a 100-link chain in 8 mantissa bits measures rounding, not autodiff.
 _MATMUL_DTYPES = DTYPES
@@ -73,6 +78,7 @@ class WorkloadSpec:
     # Which sizes each benchmark family and side grid runs, per device (implementations.pillars.FAMILIES): the one
     # grid that the asv suite, the count cache, saved, paired, gpucheck and the GPU chunks read.
     grid: dict[str, On] = field(default_factory=dict)
+    formulations: tuple[str, ...] = ()  # FORMULATIONS where the workload has a layer or time loop, else none
     torch_compile_on_cpu: bool = True  # False where torch.compile of the step takes minutes on a 2-core CPU
 
     def runs(self, family: str, device: str) -> tuple[str, ...]:
@@ -215,7 +221,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         WorkloadSpec(
             "transformer",
             "pre-LayerNorm blocks: causal self-attention + SwiGLU MLP",
-            ("plain", "unrolled", "remat_full", "remat_dots", "remat_names", "remat_offload", "remat_every2"),
+            ("plain", "remat_full", "remat_dots", "remat_names", "remat_offload", "remat_every2"),
             {
                 "tiny": {"layers": 2, "batch": 2, "seq": 4, "width": 8, "heads": 2, "ffn": 16},
                 "L4-B4-S64-D128": {"layers": 4, "batch": 4, "seq": 64, "width": 128, "heads": 4, "ffn": 512},
@@ -231,6 +237,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_transformer,
             lambda s: (s["batch"], s["seq"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            formulations=FORMULATIONS,
             grid=grid({
                 ("GradStep", "GraphCost", "ForwardRecording", "ForwardMemory", "gpucheck"): on(
                     "L4-B4-S64-D128", cuda="L12-B8-S1024-D1024"),
@@ -293,7 +300,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         WorkloadSpec(
             "lstm",
             "ADBench diagonal LSTM objective over a character sequence",
-            ("plain", "unrolled", "remat_full"),
+            ("plain", "remat_full"),
             {
                 "tiny": {"layers": 2, "chars": 5, "bits": 3},
                 "l2-c128-b14": {"layers": 2, "chars": 128, "bits": 14},
@@ -301,6 +308,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_lstm,
             _scalar,
+            formulations=FORMULATIONS,
             grid=grid({("GradStep", "GraphCost", "RematCost", "saved"): on("l2-c128-b14")}),
         ),
     )
@@ -350,14 +358,23 @@ def spec(workload: str) -> WorkloadSpec:
 CUDA_ONLY_VARIANTS: tuple[str, ...] = ("remat_offload",)
 
 
+def formulation_in(value: object) -> str | None:
+    """The formulation a result names, or None where it names none: no axis, '' (a paired row of a workload
+    without a loop) or 'plain' (how results before this vocabulary wrote "no loop")."""
+    return value if value in FORMULATIONS else None
+
+
 def variants(workload: str, device: str = "cpu") -> tuple[str, ...]:
     """The variants of `workload` that `device` can run."""
     return tuple(v for v in spec(workload).variants if device == "cuda" or v not in CUDA_ONLY_VARIANTS)
 
 
-def validate(workload: str, size: str | None = None, dtype: str | None = None, variant: str | None = None) -> None:
+def validate(workload: str, size: str | None = None, dtype: str | None = None, variant: str | None = None,
+             formulation: str | None = None) -> None:
     """Raise a ValueError that lists the valid choices for the first argument that is not one."""
     s = spec(workload)
+    if formulation is not None and formulation not in s.formulations:
+        raise _choices(f"formulation for {workload}", formulation, s.formulations or ("none: it has no loop",))
     if size is not None and size not in s.sizes:
         raise _choices(f"size for {workload}", size, s.sizes)
     if dtype is not None and dtype not in s.dtypes:

@@ -54,14 +54,14 @@ class Chunk:
 # float32 eager steps of mlp and transformer and the remat peaks. The compiled modes (a cold torch.compile of the
 # L12 transformer in every process) and the remat trade-off curve do not fit: they belong to the full profile.
 QUICK: tuple[Chunk, ...] = (
-    Chunk("gradstep-mlp-eager", rf"recording\.GradStep_mlp\.time_step\(.*'eager', 'plain', {_F32}", 180, 2),
+    Chunk("gradstep-mlp-eager", rf"recording\.GradStep_mlp\.time_step\(.*'eager', {_F32}", 180, 2),
     Chunk("gradstep-transformer-eager",
           rf"recording\.GradStep_transformer\.time_step\(.*'eager', 'unrolled', {_F32}", 180, 2),
     Chunk("remat-costs", r"remat\.RematCost_\w+\.track_peak_bytes\(", 200),
     Chunk("custom-swiglu", rf"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', {_F32}", 300, 2),
     Chunk("inference-transformer", r"inference\.\w+_transformer\.", 120),
     Chunk("gradstep-eager-precisions",
-          rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager', '(plain|unrolled)', "
+          rf"recording\.GradStep_(mlp|transformer)\.time_step\({_NOT_BF16_TF32}.*'eager', ('unrolled', )?"
           r"('float32', 'tf32'|'bfloat16')", 600, 2),
 )
 

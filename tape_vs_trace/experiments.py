@@ -41,7 +41,7 @@ class Experiment:
     workload: str
     size: str
     mode: str  # the mode the report prints for the experiment ('eager', 'compiled', or the forward modes')
-    formulation: str  # 'unrolled' (a Python loop over layers) or 'scan' (JAX's lax.scan over stacked layers)
+    formulation: str  # 'unrolled' (a Python loop over layers) or 'scan' (JAX's lax.scan); '' without a loop
     points: tuple[Point, ...] = field(default_factory=tuple)
 
     @property
@@ -59,7 +59,7 @@ def _remat(framework: str, workload: str, size: str, mode: str, formulation: str
 
 def _pair(framework: str, workload: str, size: str, mode: str, a: Point, b: Point, name: str) -> Experiment:
     return Experiment(f"{name} {workload} {framework} {mode}", "paired", framework, workload, size, mode,
-                      "plain", (a, b))
+                      "", (a, b))
 
 
 def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Experiment]:

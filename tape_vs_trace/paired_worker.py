@@ -26,16 +26,14 @@ MIN_PASSES, MAX_PASSES = 5, 40
 CACHE_ENV = "TVT_PAIRED_JAX_CACHE"  # the runner's scratch folder for JAX's persistent compilation cache
 
 
-def _layout(experiment: Experiment) -> str | None:
-    if experiment.workload != "transformer":
-        return None
-    return "stacked" if experiment.formulation == "scan" else "layers"
+def _formulation(experiment: Experiment) -> str | None:
+    return experiment.formulation or None
 
 
 def build(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Inputs, device: str) -> Callable[[], Any]:
     """The step of one point, built (compiled and warmed up) once."""
     if point.kind == "grad":
-        return fw.steps.grad_step(inputs, point.variant, point.mode, device, layout=_layout(experiment),
+        return fw.steps.grad_step(inputs, point.variant, point.mode, device, formulation=_formulation(experiment),
                                   budget=point.budget)
     if point.kind == "forward":
         return fw.steps.forward_step(inputs, point.variant, point.mode, device)
@@ -71,9 +69,9 @@ def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
     where it sees the step: on a CPU, PyTorch's live-storage tracker cannot see inside Inductor's kernels, and JAX's
     buffer plan exists for jitted steps only, so compiled PyTorch and eager JAX have no CPU peak.
     """
-    layout = _layout(experiment)
-    loss, args = fw.steps.loss_fn(inputs, point.variant, device, layout)
-    grads, _ = fw.steps.grad_fn(inputs, point.variant, device, layout)
+    formulation = _formulation(experiment)
+    loss, args = fw.steps.loss_fn(inputs, point.variant, device, formulation)
+    grads, _ = fw.steps.grad_fn(inputs, point.variant, device, formulation)
     if point.mode == "compiled":
         found = fw.probe.compiled_costs(loss, *args, budget=point.budget)
         saved, flops, method = found.saved_bytes, found.matmul_flops, found.method

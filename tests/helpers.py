@@ -136,8 +136,9 @@ def _jax_result(value: Any, grads: tuple) -> StepResult:
     return StepResult(common.to_numpy(value), stacked(grad_params), stacked(grad_data), dtypes)
 
 
-def grad_fn_result(framework: str, inputs: Inputs, variant: str) -> StepResult:
-    """Loss and gradients from `framework`'s steps.grad_fn, the function the grad benchmarks time.
+def grad_fn_result(framework: str, inputs: Inputs, variant: str, formulation: str | None = None) -> StepResult:
+    """Loss and gradients from `framework`'s steps.grad_fn, the function the grad benchmarks time, in `formulation`
+    (None: the framework's default).
 
     JAX's is jitted (grad_step 'compiled') except for 'unrolled', which the benchmarks run op by op: jitting it
     would cost XLA a compile that grows faster than linearly with the loop length.
@@ -145,38 +146,40 @@ def grad_fn_result(framework: str, inputs: Inputs, variant: str) -> StepResult:
     if framework == "torch":
         from implementations.torch import steps
 
-        fn, (params, data) = steps.grad_fn(inputs, variant)
+        fn, (params, data) = steps.grad_fn(inputs, variant, formulation=formulation)
         return _torch_result(inputs, *fn(params, data))
     import jax
 
     from implementations.jax import steps
 
-    fn, (params, data) = steps.grad_fn(inputs, variant)
-    return _jax_result(*(fn if variant == "unrolled" else jax.jit(fn))(params, data))
+    fn, (params, data) = steps.grad_fn(inputs, variant, formulation=formulation)
+    return _jax_result(*(fn if formulation == "unrolled" else jax.jit(fn))(params, data))
 
 
-def grad_step_result(framework: str, inputs: Inputs, variant: str, mode: str) -> StepResult:
+def grad_step_result(framework: str, inputs: Inputs, variant: str, mode: str,
+                     formulation: str | None = None) -> StepResult:
     """Loss and gradients from one call of `framework`'s steps.grad_step (after its own warm-up)."""
     if framework == "torch":
         from implementations.torch import steps
 
-        return _torch_result(inputs, *steps.grad_step(inputs, variant, mode)())
+        return _torch_result(inputs, *steps.grad_step(inputs, variant, mode, formulation=formulation)())
     from implementations.jax import steps
 
-    return _jax_result(*steps.grad_step(inputs, variant, mode)())
+    return _jax_result(*steps.grad_step(inputs, variant, mode, formulation=formulation)())
 
 
-def forward_result(framework: str, inputs: Inputs, variant: str, mode: str) -> StepResult:
+def forward_result(framework: str, inputs: Inputs, variant: str, mode: str,
+                   formulation: str | None = None) -> StepResult:
     """The forward output of `framework`'s steps.forward_fn ('record', 'no_grad') or forward_step ('compiled')."""
     if framework == "torch":
         from implementations.torch import common, steps
     else:
         from implementations.jax import common, steps
     if mode == "compiled":
-        out = steps.forward_step(inputs, variant, mode)()
+        out = steps.forward_step(inputs, variant, mode, formulation=formulation)()
     else:
-        fn, (params, data) = steps.forward_fn(inputs, variant, mode)
-        if framework == "jax" and mode == "no_grad" and variant != "unrolled":
+        fn, (params, data) = steps.forward_fn(inputs, variant, mode, formulation=formulation)
+        if framework == "jax" and mode == "no_grad" and formulation != "unrolled":
             import jax
 
             fn = jax.jit(fn)  # as grad_fn_result: op by op, a lax.scan would be compiled again on every call
@@ -194,7 +197,7 @@ def forward_callable(framework: str, inputs: Inputs, variant: str) -> Any:
     else:
         from implementations.jax import common, steps
     fn, (params, _) = steps.forward_fn(inputs, variant, "no_grad")
-    if framework == "jax" and variant != "unrolled":
+    if framework == "jax":
         import jax
 
         fn = jax.jit(fn)

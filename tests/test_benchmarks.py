@@ -141,7 +141,7 @@ def test_graph_cost_counts_the_matmul_flops_the_roofline_divides_by() -> None:
     for the same program (the report divides each framework's GradStep times by its own count)."""
     for framework in FRAMEWORKS:
         bench = recording.GraphCost_mlp()
-        params = _setup(bench, [framework, "mlp", "tiny", "plain", "float32", "highest", common.DEVICE])
+        params = _setup(bench, [framework, "mlp", "tiny", "float32", "highest", common.DEVICE])
         # 2 matmuls of 4 x 8 x 16 in the tiny mlp, 3 products each (forward, two in the backward), 2 flops each
         assert bench.track_flops(*params) == 2 * 2 * (4 * 8 * 16) * 3, framework
 

@@ -1,6 +1,6 @@
 """The framework commons (implementations/*/common.py), on both sides: remat group parsing, the float64 guard, the
-layers layout, bfloat16 read back, the tree helpers, `sync` waiting only for a CUDA device, named regions restored
-after a call, and JAX's host-offload policy naming the memory kinds JAX defines."""
+unrolled formulation's per-layer parameters, bfloat16 read back, the tree helpers, `sync` waiting only for a CUDA
+device, named regions restored after a call, and JAX's host-offload policy naming the memory kinds JAX defines."""
 
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ def test_jax_refuses_float64_without_x64() -> None:
     assert params["w1"].dtype == jnp.float32
 
 
-def test_jax_layers_layout_splits_only_the_stacked_parameters() -> None:
+def test_jax_unrolled_formulation_splits_only_the_stacked_parameters() -> None:
     inputs = workloads.make_inputs("transformer", "tiny")
-    params, data = jax_common.prepare(inputs, layout="layers")
+    params, data = jax_common.prepare(inputs, formulation="unrolled")
     assert isinstance(params["w_qkv"], list) and len(params["w_qkv"]) == inputs.params["w_qkv"].shape[0]
     np.testing.assert_array_equal(np.asarray(params["w_qkv"][1]), inputs.params["w_qkv"][1])
     assert not isinstance(data["x"], list)

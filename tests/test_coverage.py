@@ -19,8 +19,6 @@ ONE_SIDED = {
 }
 # Defaults that differ on purpose, (module, function, parameter): the reason.
 DIFFERENT_DEFAULTS = {
-    # Each framework's natural holding (common.default_layout): PyTorch per-layer leaves, JAX the stack lax.scan eats.
-    ("common", "prepare", "layout"): "each side's default_layout",
     # PyTorch ignores `unroll` (it always runs the Python loop), so its default says what it does.
     ("adbench", "lstm_objective", "unroll"): "PyTorch always unrolls",
 }
@@ -47,7 +45,9 @@ def test_every_workload_has_both_implementations(workload: str) -> None:
     for package in ("implementations.torch", "implementations.jax"):
         module = importlib.import_module(f"{package}.{workload}")
         assert callable(getattr(module, "forward", None)), f"{package}.{workload} has no forward()"
-        assert list(inspect.signature(module.forward).parameters) == ["params", "data", "static", "variant"]
+        signature = inspect.signature(module.forward).parameters
+        assert list(signature) == ["params", "data", "static", "variant", "formulation"]
+        assert signature["formulation"].default is None  # each side's common.formulation_of decides
 
 
 @pytest.mark.parametrize("name", sorted(_modules(implementations.torch)))

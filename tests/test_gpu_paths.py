@@ -115,15 +115,15 @@ def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
 def test_quick_chunks_select_what_they_promise(cuda_grid: list[str]) -> None:
     picked = {c.name: sorted(set(chunks.select(c, cuda_grid))) for c in chunks.QUICK}
     assert all(picked.values()), {k: len(v) for k, v in picked.items()}
-    for workload, formulation in (("mlp", "plain"), ("transformer", "unrolled")):
+    for workload, formulation in (("mlp", ""), ("transformer", "'unrolled', ")):
         steps = picked[f"gradstep-{workload}-eager"]
         assert [n.split("(")[1].split(",")[0] for n in steps] == ["'jax'", "'torch'"]
-        assert all(f"GradStep_{workload}." in n and f"'eager', '{formulation}', 'float32', 'highest'" in n
+        assert all(f"GradStep_{workload}." in n and f"'eager', {formulation}'float32', 'highest'" in n
                    for n in steps)
     precisions = picked["gradstep-eager-precisions"]
     assert len(precisions) == 8 and not any("'float32', 'highest'" in n or "'scan'" in n for n in precisions)
     assert {n.split("'eager', ")[1].split(", 'cuda'")[0] for n in precisions} == {
-        "'plain', 'float32', 'tf32'", "'plain', 'bfloat16', 'highest'",
+        "'float32', 'tf32'", "'bfloat16', 'highest'",
         "'unrolled', 'float32', 'tf32'", "'unrolled', 'bfloat16', 'highest'"}
     remat = picked["remat-costs"]
     assert {n.split("(")[0] for n in remat} == {"remat.RematCost_mlp.track_peak_bytes",

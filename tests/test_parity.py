@@ -41,10 +41,16 @@ def assert_grads_close(label: str, actual: StepResult, expected: StepResult, tol
         assert_close(f"{label} d/d {name}", actual.grad_data[name], expected.grad_data[name], grad_tol)
 
 
-def check(workload: str, size: str, variant: str, dtype: str, with_reference_grads: bool) -> None:
+def _formulation(framework: str, jax_formulation: str | None) -> str | None:
+    """The formulation `framework` runs in a case: JAX the case's, PyTorch its only one (None: the default)."""
+    return jax_formulation if framework == "jax" else None
+
+
+def check(workload: str, size: str, variant: str, dtype: str, with_reference_grads: bool,
+          jax_formulation: str | None = None) -> None:
     inputs = workloads.make_inputs(workload, size, dtype)
     tol = tolerance(inputs)
-    grads = {fw: grad_fn_result(fw, inputs, variant) for fw in frameworks.NAMES}
+    grads = {fw: grad_fn_result(fw, inputs, variant, _formulation(fw, jax_formulation)) for fw in frameworks.NAMES}
     for fw, result in grads.items():
         assert_dtypes(f"{fw} grad_fn", result, dtype)
     assert_grads_close("torch vs jax", grads["torch"], grads["jax"], tol, tol)
@@ -58,25 +64,35 @@ def check(workload: str, size: str, variant: str, dtype: str, with_reference_gra
     # test size, where its eager JAX vjp over lax.scan costs a compile per call.
     modes = ("no_grad", "record") if with_reference_grads and dtype == "float32" else ("no_grad",)
     for mode in modes:
-        forward = {fw: forward_result(fw, inputs, variant, mode) for fw in frameworks.NAMES}
+        forward = {fw: forward_result(fw, inputs, variant, mode, _formulation(fw, jax_formulation))
+                   for fw in frameworks.NAMES}
         for fw, result in forward.items():
             assert_dtypes(f"{fw} forward_fn {mode}", result, dtype)
             assert_close(f"{fw} forward {mode} vs reference", result.value, out, tol)
         assert_close(f"forward {mode} torch vs jax", forward["torch"].value, forward["jax"].value, tol)
 
 
+def _forms(name: str) -> list[tuple[str, str | None]]:
+    """(variant, JAX formulation) pairs: every variant in JAX's default formulation and, where the workload has a
+    loop, its plain autodiff unrolled too (PyTorch runs its one form in both). The remat policies differ from plain
+    in what they keep, not in the loop, which test_formulation.py checks jitted in both forms."""
+    unrolled = [("plain", "unrolled")] if workloads.spec(name).formulations else []
+    return [(variant, None) for variant in workloads.variants(name)] + unrolled
+
+
 def _test_size_cases() -> list:
     return [
-        pytest.param(name, spec.test_size, variant, dtype, id=f"{name}-{variant}-{dtype}")
+        pytest.param(name, spec.test_size, variant, dtype, form,
+                     id="-".join(filter(None, (name, variant, form, dtype))))
         for name, spec in workloads.WORKLOADS.items()
-        for variant in workloads.variants(name)
+        for variant, form in _forms(name)
         for dtype in spec.dtypes
     ]
 
 
-@pytest.mark.parametrize(("workload", "size", "variant", "dtype"), _test_size_cases())
-def test_parity_test_size(workload: str, size: str, variant: str, dtype: str) -> None:
-    check(workload, size, variant, dtype, with_reference_grads=True)
+@pytest.mark.parametrize(("workload", "size", "variant", "dtype", "jax_formulation"), _test_size_cases())
+def test_parity_test_size(workload: str, size: str, variant: str, dtype: str, jax_formulation: str | None) -> None:
+    check(workload, size, variant, dtype, with_reference_grads=True, jax_formulation=jax_formulation)
 
 
 # Rounding grows with reductions and depth, so float32 and bfloat16 are also checked at the CPU benchmark size (the
@@ -103,15 +119,15 @@ def _compiled_cases() -> list:
     # rest under the `slow` marker (make test-all).
     fast = {"mlp", "transformer"}
     return [
-        pytest.param(name, variant, id=f"{name}-{variant}",
-                     marks=() if name in fast and variant == "plain" else pytest.mark.slow)
-        for name, spec in workloads.WORKLOADS.items()
-        for variant in workloads.variants(name)
+        pytest.param(name, variant, form, id="-".join(filter(None, (name, variant, form))),
+                     marks=() if name in fast and variant == "plain" and form is None else pytest.mark.slow)
+        for name in workloads.WORKLOADS
+        for variant, form in _forms(name)
     ]
 
 
-@pytest.mark.parametrize(("workload", "variant"), _compiled_cases())
-def test_parity_compiled_steps(workload: str, variant: str) -> None:
+@pytest.mark.parametrize(("workload", "variant", "jax_formulation"), _compiled_cases())
+def test_parity_compiled_steps(workload: str, variant: str, jax_formulation: str | None) -> None:
     spec = workloads.spec(workload)
     inputs = workloads.make_inputs(workload, spec.test_size, "float32")
     tol = tolerance(inputs)
@@ -122,10 +138,10 @@ def test_parity_compiled_steps(workload: str, variant: str) -> None:
             with pytest.raises(ValueError, match="remat_names has no torch.compile form"):
                 grad_step_result(fw, inputs, variant, "compiled")
         else:
-            grads = grad_step_result(fw, inputs, variant, "compiled")
+            grads = grad_step_result(fw, inputs, variant, "compiled", _formulation(fw, jax_formulation))
             assert_dtypes(f"{fw} grad_step compiled", grads, "float32")
             assert_grads_close(f"{fw} grad_step compiled vs reference", grads, ref, tol, tol)
-        forward = forward_result(fw, inputs, variant, "compiled")
+        forward = forward_result(fw, inputs, variant, "compiled", _formulation(fw, jax_formulation))
         assert_dtypes(f"{fw} forward_step compiled", forward, "float32")
         assert_close(f"{fw} forward_step compiled vs reference", forward.value, out, tol)
 

@@ -21,26 +21,27 @@ from implementations.torch import steps as torch_steps
 SIDES = ((torch_steps, torch_probe), (jax_steps, jax_probe))
 
 
-def _counts(workload: str, size: str, variant: str) -> list[float]:
-    """[PyTorch, JAX] flops of the benchmarks' forward + backward step."""
+def _counts(workload: str, size: str, variant: str, jax_formulation: str | None = None) -> list[float]:
+    """[PyTorch, JAX] flops of the benchmarks' forward + backward step (JAX in `jax_formulation`, None: its default;
+    PyTorch in its one form)."""
     inputs = workloads.make_inputs(workload, size, "float32")
     counts = []
     for steps, probe in SIDES:
-        fn, args = steps.grad_fn(inputs, variant)
+        fn, args = steps.grad_fn(inputs, variant, formulation=jax_formulation if steps is jax_steps else None)
         counts.append(probe.flops(fn, *args))
         assert probe.matmul_flops(fn, *args) == counts[-1]
     return counts
 
 
-@pytest.mark.parametrize(("workload", "variant"), [("mlp", "plain"), ("transformer", "plain"),
-                                                   ("transformer", "unrolled"), ("swiglu", "plain"),
-                                                   ("swiglu", "custom"), ("gmm", "plain")])
+@pytest.mark.parametrize(("workload", "variant", "jax_formulation"), [
+    ("mlp", "plain", None), ("transformer", "plain", None), ("transformer", "plain", "unrolled"),
+    ("swiglu", "plain", None), ("swiglu", "custom", None), ("gmm", "plain", None)])
 @pytest.mark.parametrize("which", ["test", "cpu bench"])
-def test_flops_agree_between_frameworks(workload: str, variant: str, which: str) -> None:
+def test_flops_agree_between_frameworks(workload: str, variant: str, jax_formulation: str | None, which: str) -> None:
     spec = workloads.spec(workload)
     # The CPU suite runs each workload at its first size after the test size.
     size = spec.test_size if which == "test" else [s for s in spec.sizes if s != spec.test_size][0]
-    torch_count, jax_count = _counts(workload, size, variant)
+    torch_count, jax_count = _counts(workload, size, variant, jax_formulation)
     assert torch_count > 0
     assert jax_count == pytest.approx(torch_count, rel=0.01)
 

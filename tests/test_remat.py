@@ -33,12 +33,11 @@ SIDES = {"torch": (torch_common, torch_probe, torch_steps), "jax": (jax_common, 
 BLOCK_MATMULS = 7
 
 
-def _extra_bytes(framework: str, workload: str, size: str | None, variant: str, layout: str | None = None) -> int:
-    common, probe, steps = SIDES[framework]
+def _extra_bytes(framework: str, workload: str, size: str | None, variant: str,
+                 formulation: str | None = None) -> int:
+    _, probe, steps = SIDES[framework]
     inputs = workloads.make_inputs(workload, size, "float32")
-    fn, args = steps.loss_fn(inputs, variant)
-    if layout is not None:
-        args = common.prepare(inputs, layout=layout)
+    fn, args = steps.loss_fn(inputs, variant, "cpu", formulation)
     return probe.saved_bytes(fn, *args).extra_bytes
 
 
@@ -47,15 +46,15 @@ def _jax_dots(fn, *args) -> int:
     return jax.jit(fn).lower(*args).compile().as_text().count(" dot(")
 
 
-def _jax_step_dots(inputs: workloads.Inputs, variant: str, layout: str) -> int:
-    """dots of the compiled value-and-gradients step of `variant` on parameters in `layout`."""
+def _jax_step_dots(inputs: workloads.Inputs, variant: str, formulation: str) -> int:
+    """dots of the compiled value-and-gradients step of `variant` in `formulation`."""
     module = jax_common.load(inputs.workload)
     seed = jax_common.cotangent(inputs)
 
     def loss(params, data):
-        return (module.forward(params, data, inputs.static, variant) * seed).sum()
+        return (module.forward(params, data, inputs.static, variant, formulation) * seed).sum()
 
-    return _jax_dots(jax.value_and_grad(loss, argnums=(0, 1)), *jax_common.prepare(inputs, layout=layout))
+    return _jax_dots(jax.value_and_grad(loss, argnums=(0, 1)), *jax_common.prepare(inputs, formulation=formulation))
 
 
 # --- what XLA keeps of the recompute ------------------------------------------------------------------------------
@@ -83,7 +82,7 @@ def test_jax_mlp_compiled_remat_raises_temp_memory() -> None:
 
 def test_jax_transformer_scan_keeps_the_whole_recompute() -> None:
     inputs = workloads.make_inputs("transformer", dtype="float32")
-    dots = {v: _jax_step_dots(inputs, v, "stacked") for v in ("plain", "remat_full", "remat_dots")}
+    dots = {v: _jax_step_dots(inputs, v, "scan") for v in ("plain", "remat_full", "remat_dots")}
     # One scan body: 7 forward and 14 backward matmuls; remat_full recomputes all but the down projection (whose
     # output no backward needs), remat_dots none.
     assert dots["plain"] == 3 * BLOCK_MATMULS
@@ -94,7 +93,7 @@ def test_jax_transformer_scan_keeps_the_whole_recompute() -> None:
 def test_jax_transformer_unrolled_keeps_part_of_the_recompute() -> None:
     inputs = workloads.make_inputs("transformer", dtype="float32")
     layers = len(inputs.params["w_qkv"])
-    dots = {v: _jax_step_dots(inputs, v, "layers") for v in ("plain", "remat_full")}
+    dots = {v: _jax_step_dots(inputs, v, "unrolled") for v in ("plain", "remat_full")}
     assert dots["plain"] == 3 * BLOCK_MATMULS * layers
     # Straight-line code: XLA:CPU merges part of the recompute with the forward (8 of the 12 recomputed matmuls
     # stay at 2 layers with XLA of jax 0.10.2), but not all of it, so remat still costs flops there.
@@ -115,11 +114,11 @@ def test_policies_order_saved_bytes(framework: str) -> None:
 
 @pytest.mark.parametrize("framework", list(SIDES))
 def test_checkpointing_groups_of_layers_saves_fewer_inputs(framework: str) -> None:
-    # Per-layer layout on both sides: a group of 2 layers keeps one input per group instead of one per layer.
+    # Unrolled on both sides: a group of 2 layers keeps one input per group instead of one per layer.
     inputs = workloads.make_inputs("transformer", dtype="float32")
     x_bytes = inputs.data["x"].nbytes
-    full = _extra_bytes(framework, "transformer", None, "remat_full", "layers")
-    every2 = _extra_bytes(framework, "transformer", None, "remat_every2", "layers")
+    full = _extra_bytes(framework, "transformer", None, "remat_full", "unrolled")
+    every2 = _extra_bytes(framework, "transformer", None, "remat_every2", "unrolled")
     assert full - every2 == x_bytes * len(inputs.params["w_qkv"]) // 2
 
 
@@ -127,8 +126,8 @@ def test_checkpointing_groups_of_layers_saves_fewer_inputs(framework: str) -> No
 def test_frameworks_save_the_same_tensors(variant: str) -> None:
     # Like for like: both run the layers as a Python loop over per-layer parameters.
     inputs = workloads.make_inputs("transformer", "L4-B4-S64-D128", "float32")
-    torch_bytes = _extra_bytes("torch", "transformer", inputs.size, variant, "layers")
-    jax_bytes = _extra_bytes("jax", "transformer", inputs.size, variant, "layers")
+    torch_bytes = _extra_bytes("torch", "transformer", inputs.size, variant, "unrolled")
+    jax_bytes = _extra_bytes("jax", "transformer", inputs.size, variant, "unrolled")
     activation = inputs.data["x"].nbytes  # one [batch, seq, width] array
     if variant == "remat_dots":
         # Known difference: PyTorch's selective checkpoint caches every saved op's output, the down projection's
@@ -142,7 +141,7 @@ def test_jax_scan_stacks_a_copy_of_the_input() -> None:
     # Known difference of the scan form: the stacked carries include the first layer's input, a copy of x.
     inputs = workloads.make_inputs("transformer", "L4-B4-S64-D128", "float32")
     scan = _extra_bytes("jax", "transformer", inputs.size, "remat_full")
-    loop = _extra_bytes("jax", "transformer", inputs.size, "remat_full", "layers")
+    loop = _extra_bytes("jax", "transformer", inputs.size, "remat_full", "unrolled")
     assert scan == loop + inputs.data["x"].nbytes
 
 
@@ -151,7 +150,7 @@ def test_jax_scan_groups_copy_the_parameters() -> None:
     # a copy the scan keeps, so its saved bytes count the parameters once more than the loop form's.
     inputs = workloads.make_inputs("transformer", "L4-B4-S64-D128", "float32")
     scan = _extra_bytes("jax", "transformer", inputs.size, "remat_every2")
-    loop = _extra_bytes("jax", "transformer", inputs.size, "remat_every2", "layers")
+    loop = _extra_bytes("jax", "transformer", inputs.size, "remat_every2", "unrolled")
     assert scan == loop + inputs.data["x"].nbytes + sum(a.nbytes for a in inputs.params.values())
 
 
@@ -190,7 +189,7 @@ def test_bad_group_is_refused(framework: str, variant: str) -> None:
         common.load("transformer").forward(params, data, inputs.static, variant)
 
 
-# --- what each policy keeps, tensor by tensor (loop layout, the tiny size) ----------------------------------------
+# --- what each policy keeps, tensor by tensor (unrolled, the tiny size) -------------------------------------------
 # 'op' is the aten op (PyTorch) or primitive (JAX) that produced a kept tensor; arguments are left out.
 
 MATMUL_OPS = {"torch": {"aten.mm", "aten.bmm", "aten.addmm"}, "jax": {"dot_general"}}
@@ -201,7 +200,7 @@ ADD_OP = {"torch": "aten.add", "jax": "add"}  # a block's output (the residual a
 def _kept(framework: str, variant: str, size: str = "tiny") -> tuple:
     """The non-argument records of probe.saved_breakdown on steps.loss_fn, both sides as a Python loop."""
     _, probe, steps = SIDES[framework]
-    fn, args = steps.loss_fn(workloads.make_inputs("transformer", size, "float32"), variant, "cpu", "layers")
+    fn, args = steps.loss_fn(workloads.make_inputs("transformer", size, "float32"), variant, "cpu", "unrolled")
     return tuple(r for r in probe.saved_breakdown(fn, *args) if not r.is_argument)
 
 
@@ -276,8 +275,8 @@ def test_frameworks_keep_the_same_shapes(variant: str, size: str) -> None:
 
 def test_budget_zero_recomputes_and_budget_one_does_not() -> None:
     inputs = workloads.make_inputs("transformer", "tiny", "float32")
-    loss, args = torch_steps.loss_fn(inputs, "plain", "cpu", "layers")
-    grads, grad_args = torch_steps.grad_fn(inputs, "plain", "cpu", "layers")
+    loss, args = torch_steps.loss_fn(inputs, "plain", "cpu", "unrolled")
+    grads, grad_args = torch_steps.grad_fn(inputs, "plain", "cpu", "unrolled")
     eager_flops = torch_probe.flops(grads, *grad_args)
     costs = {b: torch_probe.compiled_costs(loss, *args, budget=b) for b in (1.0, 0.5, 0.0)}
     # Budget 1 saves what the min-cut partitioner chooses and recomputes no matmul: the eager step's flops. Catches
@@ -290,7 +289,7 @@ def test_budget_zero_recomputes_and_budget_one_does_not() -> None:
 
 def test_jax_has_no_memory_budget() -> None:
     inputs = workloads.make_inputs("transformer", "tiny", "float32")
-    loss, args = jax_steps.loss_fn(inputs, "plain", "cpu", "layers")
+    loss, args = jax_steps.loss_fn(inputs, "plain", "cpu", "unrolled")
     with pytest.raises(ValueError, match="JAX has no activation memory budget"):
         jax_probe.compiled_costs(loss, *args, budget=0.5)
     for mode in ("eager", "compiled"):
@@ -321,7 +320,7 @@ def test_torch_compiled_transformer_is_one_graph(variant: str) -> None:
     # compiled step split into seven graphs per layer. This fails if named() touches the ContextVar outside a
     # remat_names block again.
     loss, args = torch_steps.loss_fn(workloads.make_inputs("transformer", "tiny", "float32"), variant, "cpu",
-                                     "layers")
+                                     "unrolled")
     torch._dynamo.reset()
     try:
         explained = torch._dynamo.explain(loss)(*args)
@@ -399,15 +398,15 @@ def test_jax_scan_and_loop_agree(variant: str) -> None:
     # check against PyTorch. About 5 to 9 s of XLA compiles each on this machine: those are slow.
     inputs = _four_layer_inputs()
     results = {}
-    for layout in ("layers", "stacked"):
-        fn, args = jax_steps.grad_fn(inputs, variant, "cpu", layout)
+    for formulation in ("unrolled", "scan"):
+        fn, args = jax_steps.grad_fn(inputs, variant, "cpu", formulation)
         value, (grad_params, grad_data) = jax.jit(fn)(*args)
         grad_params = {k: np.stack(v) if isinstance(v, list) else np.asarray(v) for k, v in grad_params.items()}
-        results[layout] = {"loss": np.asarray(value), **grad_params, **{k: np.asarray(v) for k, v in
+        results[formulation] = {"loss": np.asarray(value), **grad_params, **{k: np.asarray(v) for k, v in
                                                                         grad_data.items()}}
-    assert sorted(results["layers"]) == sorted(results["stacked"])
-    for name, expected in results["layers"].items():
-        assert_close(f"{variant} {name}", results["stacked"][name], expected, 1e-12)
+    assert sorted(results["unrolled"]) == sorted(results["scan"])
+    for name, expected in results["unrolled"].items():
+        assert_close(f"{variant} {name}", results["scan"][name], expected, 1e-12)
 
 
 @pytest.mark.slow

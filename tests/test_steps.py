@@ -38,8 +38,8 @@ def _compiles_in_warm_call(step) -> int:
 def test_warm_eager_jax_step_does_not_compile(workload: str) -> None:
     """The eager (op-by-op) JAX step the suite times compiles nothing once warm: its time is dispatch and compute."""
     inputs = workloads.make_inputs(workload)
-    formulation = bench_common.formulations(workload)[0]  # 'unrolled' where the workload has a loop
-    step = jax_steps.grad_step(inputs, bench_common.FORMULATIONS[formulation], "eager")
+    formulation = (bench_common.formulations(workload) or [None])[0]  # 'unrolled' where the workload has a loop
+    step = jax_steps.grad_step(inputs, "plain", "eager", formulation=formulation)
     assert _compiles_in_warm_call(step) == 0
 
 
@@ -71,7 +71,7 @@ def test_jax_compiled_step_equals_eager() -> None:
 
 def test_benchmark_classes_never_share_a_memoised_step() -> None:
     grad, forward = recording.GradStep_mlp(), inference.Forward_mlp()
-    grad.setup("jax", "mlp", "tiny", "compiled", "plain", "float32", "highest", "cpu")
+    grad.setup("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
     forward.setup("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
     assert grad.step is not forward.step
 
@@ -79,7 +79,7 @@ def test_benchmark_classes_never_share_a_memoised_step() -> None:
 def test_second_setup_is_a_lookup() -> None:
     """asv-runner re-runs setup before every timed call: the second call must not rebuild or reconfigure."""
     bench = recording.GradStep_mlp()
-    params = ("jax", "mlp", "tiny", "compiled", "plain", "float32", "highest", "cpu")
+    params = ("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
     bench.setup(*params)
     step, case = bench.step, bench.case
     calls = []
@@ -138,16 +138,16 @@ def test_the_memory_budget_is_the_partitioners_while_compiling(budget: float) ->
 
 
 def test_grad_step_builds_the_asked_variant_and_guards_the_compiled_graph_on_its_budget(mlp64, monkeypatch) -> None:
-    """The step's loss is the variant's, in the layout asked for; a compiled step is guarded on its own budget (the
-    curve's points each compile their own graph: test_remat.py's slow budget tests show the graphs)."""
+    """The step's loss is the variant's, in the formulation asked for; a compiled step is guarded on its own budget
+    (the curve's points each compile their own graph: test_remat.py's slow budget tests show the graphs)."""
     built, guarded = [], []
     real_loss_fn, real_guarded = torch_steps.loss_fn, torch_steps._guarded
     monkeypatch.setattr(torch_steps, "loss_fn", lambda *a: built.append(a) or real_loss_fn(*a))
     monkeypatch.setattr(torch_steps, "_guarded", lambda loss, budget: guarded.append(budget) or real_guarded(loss,
                                                                                                           budget))
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # no compile: only what is handed to it matters
-    torch_steps.grad_step(mlp64, "remat_full", "eager", "cpu", layout=None)
-    torch_steps.grad_step(mlp64, "plain", "compiled", "cpu", layout=None, budget=0.25)
+    torch_steps.grad_step(mlp64, "remat_full", "eager", "cpu", formulation=None)
+    torch_steps.grad_step(mlp64, "plain", "compiled", "cpu", formulation=None, budget=0.25)
     assert built == [(mlp64, "remat_full", "cpu", None), (mlp64, "plain", "cpu", None)]
     assert guarded == [0.25]
 

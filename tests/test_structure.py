@@ -44,23 +44,24 @@ def test_inputs_are_deterministic() -> None:
     assert not np.array_equal(first.params["w1"], other_seed.params["w1"])
 
 
-@pytest.mark.parametrize("layout", ["stacked", "layers"])
-def test_same_layout_on_both_sides(layout: str) -> None:
-    # The same layout gives the same structure: per-layer lists of the same shapes, or one stacked array.
+def test_the_unrolled_formulation_holds_the_same_per_layer_parameters_on_both_sides() -> None:
     inputs = workloads.make_inputs("transformer")
-    torch_params, _ = torch_common.prepare(inputs, layout=layout)
-    jax_params, _ = jax_common.prepare(inputs, layout=layout)
+    torch_params, _ = torch_common.prepare(inputs, formulation="unrolled")
+    jax_params, _ = jax_common.prepare(inputs, formulation="unrolled")
 
     def shapes(value):
         return [tuple(v.shape) for v in value] if isinstance(value, list) else tuple(value.shape)
 
     assert {k: shapes(v) for k, v in torch_params.items()} == {k: shapes(v) for k, v in jax_params.items()}
     layers = len(inputs.params["w_qkv"])
-    assert all(isinstance(v, list) and len(v) == layers for v in jax_params.values()) == (layout == "layers")
+    stacked = set(jax_common.load("transformer").LAYER_STACKED)
+    assert {k for k, v in jax_params.items() if isinstance(v, list) and len(v) == layers} == stacked
+    scan, _ = jax_common.prepare(inputs, formulation="scan")
+    assert not any(isinstance(v, list) for v in scan.values())
 
 
-def test_default_layouts() -> None:
-    # Each framework's natural holding: PyTorch per-layer leaves, JAX the stack lax.scan consumes, per-layer arrays
-    # for the Python loop of 'unrolled'.
-    assert torch_common.default_layout("plain") == torch_common.default_layout("unrolled") == "layers"
-    assert jax_common.default_layout("plain") == "stacked" and jax_common.default_layout("unrolled") == "layers"
+def test_default_formulations() -> None:
+    # Each framework's natural form: PyTorch's Python loop, JAX's lax.scan; none where there is no loop.
+    assert torch_common.formulation_of("transformer") == torch_common.formulation_of("lstm") == "unrolled"
+    assert jax_common.formulation_of("transformer") == jax_common.formulation_of("lstm") == "scan"
+    assert torch_common.formulation_of("mlp") is jax_common.formulation_of("mlp") is None

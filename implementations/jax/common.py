@@ -31,7 +31,6 @@ from jax.ad_checkpoint import checkpoint_name
 
 from implementations.workloads import Inputs, spec, validate
 
-LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
 
@@ -42,20 +41,20 @@ def load(workload: str) -> ModuleType:
     return importlib.import_module(f"{__package__}.{workload}")
 
 
-def prepare(inputs: Inputs, device: str = "cpu", layout: str = "stacked") -> tuple[dict, dict]:
+def prepare(inputs: Inputs, device: str = "cpu", formulation: str | None = None) -> tuple[dict, dict]:
     """Framework copies of the spec's arrays: (params, data), placed on `device`.
 
-    layout "stacked" keeps layer-stacked parameters (the workload module's LAYER_STACKED) as one [layers, ...] array,
-    what lax.scan consumes; "layers" gives a list of per-layer arrays, what a Python loop over layers consumes (as
-    PyTorch's prepare does): indexing the stack per layer in op-by-op JAX was a fifth of the eager step.
+    formulation "scan" (the default where the workload has one) keeps layer-stacked parameters (the workload module's
+    LAYER_STACKED) as one [layers, ...] array, what lax.scan consumes; "unrolled" gives a list of per-layer arrays,
+    what a Python loop over layers consumes (as PyTorch's prepare does): indexing the stack per layer in op-by-op JAX
+    was a fifth of the eager step.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; valid choices: {', '.join(LAYOUTS)}")
+    formulation = formulation_of(inputs.workload, formulation)
     if inputs.dtype == "float64" and not jax.config.jax_enable_x64:
         # Without x64, device_put turns float64 into float32 without a word: refuse instead.
         raise RuntimeError("float64 inputs need implementations.jax.configure(..., float64=True) first")
     target = jax.devices(device)[0]
-    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ()) if layout == "layers" else ()
+    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ()) if formulation == "unrolled" else ()
     params = {name: [jax.device_put(layer, target) for layer in array] if name in stacked
               else jax.device_put(array, target) for name, array in inputs.params.items()}
     data = {name: jax.device_put(array, target) for name, array in inputs.data.items()}
@@ -80,27 +79,31 @@ def sync(result: Any, device: str = "cpu") -> Any:
     return jax.block_until_ready(result)
 
 
-def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[np.ndarray, dict, dict]:
+def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu",
+                   formulation: str | None = None) -> tuple[np.ndarray, dict, dict]:
     """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
     validate(inputs.workload, variant=variant)
+    formulation = formulation_of(inputs.workload, formulation)
     module = load(inputs.workload)
     # 'unrolled' gets per-layer arrays, as op-by-op JAX runs it; their gradients come back as per-layer lists.
-    params, data = prepare(inputs, device, layout=default_layout(variant))
+    params, data = prepare(inputs, device, formulation)
     seed = cotangent(inputs, device)
 
     def run(params, data):
-        out, vjp = jax.vjp(lambda p, d: module.forward(p, d, inputs.static, variant), params, data)
+        out, vjp = jax.vjp(lambda p, d: module.forward(p, d, inputs.static, variant, formulation), params, data)
         return out, *vjp(seed.astype(out.dtype))
 
     # "unrolled" is what op-by-op JAX runs, so it is checked op by op; jitting it would also cost XLA a compile that
     # grows faster than linearly with the loop length (minutes for the 127-step LSTM).
-    out, grad_params, grad_data = sync((run if variant == "unrolled" else jax.jit(run))(params, data))
+    out, grad_params, grad_data = sync((run if formulation == "unrolled" else jax.jit(run))(params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 
 
-def default_layout(variant: str) -> str:
-    """The parameter layout each variant runs on by default: the Python loop of 'unrolled' gets per-layer arrays."""
-    return "layers" if variant == "unrolled" else "stacked"
+def formulation_of(workload: str, formulation: str | None = None) -> str | None:
+    """`formulation`, checked against the workload's (a ValueError lists them), or the default where it has a loop:
+    'scan', lax.scan over the stacked layers; None where it has none."""
+    validate(workload, formulation=formulation)
+    return formulation or ("scan" if spec(workload).formulations else None)
 
 
 def named(name: str, fn: Callable, *args: Any) -> jax.Array:

@@ -3,7 +3,8 @@
 import jax.numpy as jnp
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain"):
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None):
     base = data["x"] * params["scale"] + params["shift"]
     branches = static["branches"]
     out = jnp.tanh(base)

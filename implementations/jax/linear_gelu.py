@@ -3,5 +3,6 @@
 import jax
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> jax.Array:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> jax.Array:
     return jax.nn.gelu(data["x"] @ params["weight"].T + params["bias"], approximate=False)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from implementations import frameworks
-from implementations.jax.common import cotangent, default_layout, load, prepare, sync
+from implementations.jax.common import cotangent, formulation_of, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -23,36 +23,40 @@ ENGINE_FEATURES = frameworks.get("jax").engine_features
 MICRO_BATCHES = 4
 
 
-def loss_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `layout` (see
-    common.LAYOUTS: 'stacked' runs the layer stacks as lax.scan, 'layers' as a Python loop) defaults to
-    default_layout(variant)."""
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu",
+            formulation: str | None = None) -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `formulation`
+    ('scan' runs the layer stacks as lax.scan, 'unrolled' as a Python loop) defaults to common.formulation_of's."""
     module = load(inputs.workload)
+    formulation = formulation_of(inputs.workload, formulation)
     seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> jax.Array:
-        return (module.forward(params, data, inputs.static, variant) * seed).sum()
+        return (module.forward(params, data, inputs.static, variant, formulation) * seed).sum()
 
-    return fn, prepare(inputs, device, layout or default_layout(variant))
+    return fn, prepare(inputs, device, formulation)
 
 
-def grad_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu",
+            formulation: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input.
 
     The loss is returned as PyTorch's step has it: with jax.grad alone, XLA drops the forward's work that only the
     loss value needs (the mlp's last matmul), and the two steps would not do the same work.
     """
-    loss, args = loss_fn(inputs, variant, device, layout)
+    loss, args = loss_fn(inputs, variant, device, formulation)
     return jax.value_and_grad(loss, argnums=(0, 1)), args
 
 
-def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> tuple[Callable, tuple]:
+def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
+               formulation: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) is the forward, keeping the residuals ('record', jax.vjp) or not ('no_grad')."""
     require_mode(mode, ("record", "no_grad"))
     module = load(inputs.workload)
+    formulation = formulation_of(inputs.workload, formulation)
 
     def forward(params: dict, data: dict) -> jax.Array:
-        return module.forward(params, data, inputs.static, variant)
+        return module.forward(params, data, inputs.static, variant, formulation)
 
     def record(params: dict, data: dict) -> tuple:
         out, vjp = jax.vjp(forward, params, data)
@@ -62,7 +66,7 @@ def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> 
         kept = [r for r in jax.tree.leaves(vjp) if not any(r is a for a in arguments)]
         return out, kept
 
-    return (record if mode == "record" else forward), prepare(inputs, device, default_layout(variant))
+    return (record if mode == "record" else forward), prepare(inputs, device, formulation)
 
 
 def require_mode(mode: str, valid: tuple[str, ...]) -> None:
@@ -94,13 +98,13 @@ def check_budget(mode: str, budget: float | None) -> None:
         raise ValueError("JAX has no activation memory budget (its counterpart is the choice of checkpoint policy)")
 
 
-def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layout: str | None = None,
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", formulation: str | None = None,
               budget: float | None = None) -> Callable[[], Any]:
     """Forward + backward: 'eager' is op-by-op jax.value_and_grad (traced on every call; with an un-jitted lax.scan
-    that includes an XLA compile of the loop per call, which is why the benchmarks run the loop form, layout
-    'layers', eagerly); 'compiled' is jax.jit of it. `budget` must be None (see check_budget)."""
+    that includes an XLA compile of the loop per call, which is why the benchmarks run formulation 'unrolled'
+    eagerly); 'compiled' is jax.jit of it. `budget` must be None (see check_budget)."""
     check_budget(mode, budget)
-    grads, (params, data) = grad_fn(inputs, variant, device, layout)
+    grads, (params, data) = grad_fn(inputs, variant, device, formulation)
     if mode == "compiled":
         grads = jax.jit(grads)
     elif mode != "eager":
@@ -108,14 +112,16 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layo
     return _warm(lambda: sync(grads(params, data)))
 
 
-def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
+                 formulation: str | None = None) -> Callable[[], Any]:
     """Forward only: 'record' is jax.vjp's forward (keeps the residuals), 'no_grad' an op-by-op call, 'compiled'
     jax.jit of the forward."""
     module = load(inputs.workload)
-    params, data = prepare(inputs, device, default_layout(variant))
+    formulation = formulation_of(inputs.workload, formulation)
+    params, data = prepare(inputs, device, formulation)
 
     def forward(params: dict, data: dict) -> jax.Array:
-        return module.forward(params, data, inputs.static, variant)
+        return module.forward(params, data, inputs.static, variant, formulation)
 
     if mode == "record":
         return _warm(lambda: sync(jax.vjp(forward, params, data)))

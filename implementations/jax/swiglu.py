@@ -32,5 +32,6 @@ def swiglu_mlp(x, w_gate, w_up, w_down, custom: bool = False) -> jax.Array:
     return act(x @ w_gate, x @ w_up) @ w_down
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> jax.Array:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> jax.Array:
     return swiglu_mlp(data["x"], params["w_gate"], params["w_up"], params["w_down"], custom=variant == "custom")

@@ -1,7 +1,7 @@
 """transformer: pre-LayerNorm blocks of causal self-attention and a SwiGLU MLP.
 
-Two formulations of the layer loop, the same math: lax.scan over stacked parameters (prepare's "stacked" layout),
-or a Python loop over per-layer arrays ("layers" layout, and the 'unrolled' variant in any layout). Both are jittable.
+Two formulations of the layer loop, the same math: lax.scan over stacked parameters ("scan", the default), or a
+Python loop over per-layer arrays ("unrolled"; prepare holds the parameters either way). Both are jittable.
 """
 
 import math
@@ -75,7 +75,8 @@ def _split(stacked: dict, k: int) -> list[dict]:
     return [{name: array[i] for name, array in stacked.items()} for i in range(k)]
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> jax.Array:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> jax.Array:
     # Remat wraps groups of remat_group(variant) layers (1 but for remat_every<k>). In the scan form it goes inside
     # the scan body: there XLA keeps the recompute on every backend (tests/test_remat.py).
     heads, k = static["heads"], remat_group(variant)
@@ -84,8 +85,8 @@ def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> j
         raise ValueError(f"{variant} needs a layer count divisible by {k}; this size has {n} layers")
     step = remat(partial(blocks, heads=heads), variant)
     x = data["x"]
-    if isinstance(params["w_qkv"], list) or variant == "unrolled":
-        # A Python loop: per-layer arrays ("layers" layout) are used as they are, a stacked array is indexed.
+    if formulation == "unrolled":
+        # A Python loop: per-layer arrays (prepare's "unrolled" holding) are used as they are.
         layers = [{name: value[i] for name, value in params.items()} for i in range(n)]
         for start in range(0, n, k):
             x = step(x, layers[start:start + k])

@@ -3,7 +3,8 @@
 import torch
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     y = data["x"]
     for _ in range(static["depth"]):
         y = torch.tanh(y * params["scale"] + params["shift"])

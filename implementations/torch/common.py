@@ -19,7 +19,6 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from implementations.workloads import Inputs, spec, validate
 
-LAYOUTS = ("stacked", "layers")
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
 # Variants that run on a CUDA device only: host offload needs a device to offload from.
@@ -50,16 +49,14 @@ def _leaf(array: np.ndarray, device: str) -> torch.Tensor:
     return _tensor(array).to(device).requires_grad_(True)
 
 
-def prepare(inputs: Inputs, device: str = "cpu", layout: str = "layers") -> tuple[dict, dict]:
+def prepare(inputs: Inputs, device: str = "cpu", formulation: str | None = None) -> tuple[dict, dict]:
     """Framework copies of the spec's arrays: (params, data), every array a leaf tensor that requires grad.
 
-    layout "layers" (the default) makes layer-stacked parameters (names in the workload module's LAYER_STACKED) one
-    leaf per layer, the way a PyTorch model holds them; "stacked" keeps one [layers, ...] leaf, which the modules
-    index per layer at the cost of a full-size select_backward per layer.
+    Layer-stacked parameters (names in the workload module's LAYER_STACKED) become one leaf per layer, the way a
+    PyTorch model holds them for its Python loop: the one formulation PyTorch runs, "unrolled".
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; valid choices: {', '.join(LAYOUTS)}")
-    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ()) if layout == "layers" else ()
+    formulation_of(inputs.workload, formulation)
+    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
     params: dict[str, Any] = {}
     for name, array in inputs.params.items():
         if name in stacked:
@@ -113,20 +110,26 @@ def sync(result: Any, device: str = "cpu") -> Any:
     return result
 
 
-def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu") -> tuple[np.ndarray, dict, dict]:
+def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu",
+                   formulation: str | None = None) -> tuple[np.ndarray, dict, dict]:
     """(forward output, gradients w.r.t. params, gradients w.r.t. data), as numpy, in the spec's layout."""
     validate(inputs.workload, variant=variant)
+    formulation = formulation_of(inputs.workload, formulation)
     module = load(inputs.workload)
-    params, data = prepare(inputs, device, layout=default_layout(variant))
-    out = module.forward(params, data, inputs.static, variant)
+    params, data = prepare(inputs, device, formulation)
+    out = module.forward(params, data, inputs.static, variant, formulation)
     grads = torch.autograd.grad((out * cotangent(inputs, device)).sum(), leaves((params, data)))
     grad_params, grad_data = unflatten(list(grads), (params, data))
     return to_numpy(out), to_numpy(grad_params), to_numpy(grad_data)
 
 
-def default_layout(variant: str) -> str:
-    """The parameter layout each variant runs on by default: per-layer leaves, as a PyTorch model holds them."""
-    return "layers"
+def formulation_of(workload: str, formulation: str | None = None) -> str | None:
+    """`formulation`, checked against the workload's (a ValueError lists them), or the default where it has a loop:
+    'unrolled', the Python loop; None where it has none. PyTorch has no scan form: 'scan' is refused."""
+    validate(workload, formulation=formulation)
+    if formulation == "scan":
+        raise ValueError("PyTorch has no scan form: torch.compile traces the Python loop (formulation 'unrolled')")
+    return "unrolled" if spec(workload).formulations else None
 
 
 @contextlib.contextmanager

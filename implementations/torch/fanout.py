@@ -3,7 +3,8 @@
 import torch
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     base = data["x"] * params["scale"] + params["shift"]
     branches = static["branches"]
     out = torch.tanh(base)

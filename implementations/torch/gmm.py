@@ -5,6 +5,7 @@ import torch
 from implementations.torch.adbench import gmm_objective
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     return gmm_objective(params["alphas"], params["means"], params["icf"], data["x"], static["gamma"], static["m"],
                          custom_logsumexp=variant == "custom")

@@ -4,5 +4,6 @@ import torch
 import torch.nn.functional as F
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     return F.gelu(F.linear(data["x"], params["weight"], params["bias"]))

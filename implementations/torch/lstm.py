@@ -1,11 +1,12 @@
-"""lstm: the ADBench diagonal LSTM objective; 'remat_full' recomputes each time step in the backward, 'unrolled'
-runs the time loop in Python (JAX's 'plain' is lax.scan)."""
+"""lstm: the ADBench diagonal LSTM objective; 'remat_full' recomputes each time step in the backward. Formulation
+'unrolled' runs the time loop in Python, 'scan' (JAX's default) as lax.scan."""
 
 import torch
 
 from implementations.torch.adbench import lstm_objective
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     return lstm_objective(params["main_params"], params["extra_params"], data["state"], data["sequence"],
-                          remat_steps=variant == "remat_full", unroll=variant == "unrolled")
+                          remat_steps=variant == "remat_full", unroll=formulation == "unrolled")

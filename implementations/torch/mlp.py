@@ -10,5 +10,6 @@ def mlp_block(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tens
     return F.silu(x @ w1) @ w2
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     return remat(mlp_block, variant)(data["x"], params["w1"], params["w2"])

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from implementations import frameworks
-from implementations.torch.common import cotangent, default_layout, leaves, load, prepare, sync
+from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, sync
 from implementations.workloads import Inputs
 
 GRAD_MODES = ("eager", "compiled")
@@ -22,21 +22,24 @@ ENGINE_FEATURES = frameworks.get("torch").engine_features
 MICRO_BATCHES = 4
 
 
-def loss_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
-    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `layout` (see
-    common.LAYOUTS) defaults to default_layout(variant)."""
+def loss_fn(inputs: Inputs, variant: str, device: str = "cpu",
+            formulation: str | None = None) -> tuple[Callable, tuple]:
+    """(fn, args): fn(params, data) is the scalar loss sum(forward * cotangent) of one step. `formulation` defaults
+    to common.formulation_of's (the Python loop, 'unrolled', where the workload has one)."""
     module = load(inputs.workload)
+    formulation = formulation_of(inputs.workload, formulation)
     seed = cotangent(inputs, device)
 
     def fn(params: dict, data: dict) -> torch.Tensor:
-        return (module.forward(params, data, inputs.static, variant) * seed).sum()
+        return (module.forward(params, data, inputs.static, variant, formulation) * seed).sum()
 
-    return fn, prepare(inputs, device, layout or default_layout(variant))
+    return fn, prepare(inputs, device, formulation)
 
 
-def grad_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | None = None) -> tuple[Callable, tuple]:
+def grad_fn(inputs: Inputs, variant: str, device: str = "cpu",
+            formulation: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) runs forward and backward and returns the loss and the gradients of every input."""
-    loss, args = loss_fn(inputs, variant, device, layout)
+    loss, args = loss_fn(inputs, variant, device, formulation)
 
     def fn(params: dict, data: dict) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         value = loss(params, data)
@@ -45,16 +48,18 @@ def grad_fn(inputs: Inputs, variant: str, device: str = "cpu", layout: str | Non
     return fn, args
 
 
-def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> tuple[Callable, tuple]:
+def forward_fn(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
+               formulation: str | None = None) -> tuple[Callable, tuple]:
     """(fn, args): fn(params, data) is the forward, recording for the backward ('record') or not ('no_grad')."""
     require_mode(mode, ("record", "no_grad"))
     module = load(inputs.workload)
+    formulation = formulation_of(inputs.workload, formulation)
 
     def fn(params: dict, data: dict) -> torch.Tensor:
         with torch.set_grad_enabled(mode == "record"):
-            return module.forward(params, data, inputs.static, variant)
+            return module.forward(params, data, inputs.static, variant, formulation)
 
-    return fn, prepare(inputs, device, default_layout(variant))
+    return fn, prepare(inputs, device, formulation)
 
 
 def require_mode(mode: str, valid: tuple[str, ...]) -> None:
@@ -110,12 +115,12 @@ def _guarded(loss: Callable, budget: float | None) -> Callable:
     return guarded
 
 
-def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layout: str | None = None,
+def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", formulation: str | None = None,
               budget: float | None = None) -> Callable[[], Any]:
     """Forward + backward: 'eager' records the tape on every call; 'compiled' runs torch.compile's graphs, compiled
     (on the warm-up call) under the activation memory `budget` where one is given."""
     check_budget(mode, budget)
-    loss, (params, data) = loss_fn(inputs, variant, device, layout)
+    loss, (params, data) = loss_fn(inputs, variant, device, formulation)
     if mode == "compiled":
         if variant == "remat_names":
             # The named() regions live in Python: under torch.compile the selective-checkpoint policy is consulted
@@ -137,14 +142,16 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", layo
         return _warm(step)
 
 
-def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu") -> Callable[[], Any]:
+def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
+                 formulation: str | None = None) -> Callable[[], Any]:
     """Forward only: 'record' builds the tape (grad enabled), 'no_grad' / 'inference_mode' do not, 'compiled' is
     torch.compile under inference_mode."""
     module = load(inputs.workload)
-    params, data = prepare(inputs, device, default_layout(variant))
+    formulation = formulation_of(inputs.workload, formulation)
+    params, data = prepare(inputs, device, formulation)
 
     def forward() -> torch.Tensor:
-        return module.forward(params, data, inputs.static, variant)
+        return module.forward(params, data, inputs.static, variant, formulation)
 
     if mode == "record":
         return _warm(lambda: sync(forward(), device))

@@ -1,7 +1,6 @@
 """transformer: pre-LayerNorm blocks of causal self-attention and a SwiGLU MLP.
 
-Eager PyTorch runs the layers as a Python loop in every variant and layout; "unrolled" is the same program as
-"plain" here and differs on the JAX side only (lax.scan against a Python loop).
+PyTorch runs the layers as a Python loop, the formulation "unrolled", in every variant; JAX also has "scan".
 """
 
 import math
@@ -48,14 +47,15 @@ def blocks(x: torch.Tensor, layers: list[dict], heads: int) -> torch.Tensor:
     return x
 
 
-def forward(params: dict, data: dict, static: dict, variant: str = "plain") -> torch.Tensor:
+def forward(params: dict, data: dict, static: dict, variant: str = "plain",
+            formulation: str | None = None) -> torch.Tensor:
     # Remat wraps groups of remat_group(variant) layers (1 but for remat_every<k>), as on the JAX side.
     heads, k = static["heads"], remat_group(variant)
     n = len(params["w_qkv"])
     if n % k:
         raise ValueError(f"{variant} needs a layer count divisible by {k}; this size has {n} layers")
     step = remat(partial(blocks, heads=heads), variant)
-    # Per-layer leaves ("layers" layout) are used as they are, a stacked leaf is indexed.
+    # Per-layer leaves are used as they are, a stacked leaf (the spec's own arrays, say) is indexed.
     layers = [{name: value[i] for name, value in params.items()} for i in range(n)]
     x = data["x"]
     for start in range(0, n, k):

@@ -17,17 +17,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks, metrics, pillars
+from implementations import frameworks, metrics, pillars, workloads
 from tape_vs_trace.report import roofline, stats
 
 
 def variant_name(pillar: str, params: dict) -> str:
     """The row's variant: the values of its pillar's axes, joined with "/" in the registry's order ("plain/eager");
-    a pillar the registry does not know joins every parameter beyond the standard ones. A formulation of "plain" (a
-    workload with one form) adds nothing: "eager" for the mlp, "eager/unrolled" for the transformer."""
+    a pillar the registry does not know joins every parameter beyond the standard ones. A workload without a loop
+    names no formulation (workloads.formulation_in): "eager" for the mlp, "eager/unrolled" for the transformer."""
     known = pillars.PILLARS.get(pillar)
     axes = known.axes if known else [k for k in params if k not in pillars.BASE_PARAMS]
-    return "/".join(str(params[k]) for k in axes if k in params and not (k == "formulation" and params[k] == "plain"))
+    return "/".join(str(params[k]) for k in axes
+                    if k in params and not (k == "formulation" and workloads.formulation_in(params[k]) is None))
 
 
 COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",

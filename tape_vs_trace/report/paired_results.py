@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from implementations import metrics
+from implementations import metrics, workloads
 from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv
 
@@ -97,7 +97,8 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
     for r in table.to_dict("records"):
         params = {k: r[k] for k in ("framework", "workload", "size", "mode", "formulation", "point", "budget")}
         # as asv's rows read: point/mode, and the formulation where the workload has several
-        variant = "/".join([r["point"], r["mode"]] + ([r["formulation"]] if r["formulation"] != "plain" else []))
+        loop = workloads.formulation_in(r["formulation"])
+        variant = "/".join([r["point"], r["mode"]] + ([loop] if loop else []))
         common = {c: "" for c in COLUMNS} | {
             "pillar": "remat" if r["group"] == "remat" else "paired", "workload": r["workload"], "size": r["size"],
             "variant": variant, "framework": r["framework"], "params": json.dumps(params, separators=(",", ":")),

@@ -53,7 +53,7 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
         return stats.Comparison(reason="only one framework ran")
     if t["formulation"] != j["formulation"]:
         scan = {t["formulation"], j["formulation"]} == {"scan", "unrolled"}
-        return stats.Comparison(reason="scan against loop" if scan else "different formulations")
+        return stats.Comparison(reason="scan against unrolled" if scan else "different formulations")
     if any(t[k] != j[k] for k in ("size", "mode", "point", "device", "workload")) or t["framework"] == j["framework"]:
         return stats.Comparison(reason="not like rows")
     method = {"saved_bytes": "cost_method", "flops": "cost_method", "peak_bytes": "peak_method"}.get(metric)

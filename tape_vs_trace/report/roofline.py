@@ -17,15 +17,15 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from implementations import metrics
+from implementations import metrics, workloads
 from tape_vs_trace.calibrate import roofline_rate
 from tape_vs_trace.report import stats
 
 METRIC = "time_over_matmul_peak"
 METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
 WORKLOADS = ("mlp", "transformer")
-# The formulations the roofline covers: the Python loop where a workload has one, else its one form.
-FORMULATIONS = ("unrolled", "plain")
+# The formulations the roofline covers: the Python loop where a workload has one, else its one form (None).
+FORMULATIONS = ("unrolled", None)
 
 
 def source(workload: str) -> str:
@@ -49,7 +49,8 @@ def _flops(table: pd.DataFrame) -> dict[tuple, float]:
     for r in rows.itertuples(index=False):
         if r.value > 0:
             p = json.loads(r.params)
-            out[(r.machine, r.file, r.framework, r.workload, r.size, p.get("formulation", "plain"))] = float(r.value)
+            key = (r.machine, r.file, r.framework, r.workload, r.size, workloads.formulation_in(p.get("formulation")))
+            out[key] = float(r.value)
     return out
 
 
@@ -68,7 +69,7 @@ def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Call
         missing = set()
         for row in rows.to_dict("records"):
             p = json.loads(row["params"])
-            formulation = p.get("formulation", "plain")
+            formulation = workloads.formulation_in(p.get("formulation"))
             if formulation not in FORMULATIONS:
                 continue
             rate = roofline_rate(calibration, row["dtype"], row["precision"])

@@ -99,7 +99,7 @@ def test_jax_against_pytorch_only_between_like_rows(built) -> None:
     for r in (torch, rows[("jax", "unrolled", "plain", "compiled")], rows[("jax", "scan", "plain", "compiled")]):
         r.update(time_s=float(r["time_s"]), saved_bytes=float(r["saved_bytes"]))
     scan = paired_section.across(torch, rows[("jax", "scan", "plain", "compiled")])
-    assert not scan.formed and scan.reason == "scan against loop"
+    assert not scan.formed and scan.reason == "scan against unrolled"
     # logs of 17, 18, 19 ms against 9 ms thrice: mean difference 0.69212, JAX's var/n 0.0010312 (PyTorch's 0),
     # Welch dof 2, t = 4.3027, half-width 0.13817: exp(0.69212 -+ 0.13817) = [1.740, 2.294]
     c = paired_section.across(torch, rows[("jax", "unrolled", "plain", "compiled")])
@@ -109,7 +109,7 @@ def test_jax_against_pytorch_only_between_like_rows(built) -> None:
         "different memory methods", "compiled costs are taken by each framework's own method"
     assert paired_section.across(torch, rows[("torch", "unrolled", "plain", "eager")]).reason == "not like rows"
     text = (built[0] / "summary.md").read_text()
-    assert f"| {SIZE} | compiled | unrolled / scan | plain | 9 | 17.98 | — (scan against loop) |" in text
+    assert f"| {SIZE} | compiled | unrolled / scan | plain | 9 | 17.98 | — (scan against unrolled) |" in text
     assert f"| {SIZE} | compiled | unrolled / unrolled | plain | 9 | 17.98 | 2× [1.74–2.29] |" in text
 
 
@@ -406,7 +406,8 @@ def test_across_table_pairs_each_jax_point_with_its_pytorch_counterpart() -> Non
         "| JAX/PyTorch saved for backward |",
         "|---|---|---|---|---:|---:|---:|---:|",
         "| S | compiled | unrolled / unrolled | plain | 10 | 20 | 2× (no interval: one process) | 0.5× (exact) |",
-        "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against loop) | — (scan against loop) |",
+        "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against unrolled) | "
+        "— (scan against unrolled) |",
     ]
     assert paired_section.across_table(table[table.framework == "torch"]) == []
 
