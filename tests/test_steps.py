@@ -108,7 +108,7 @@ def test_torch_forward_step_returns_the_forward(mlp64, mode: str) -> None:
     want = fn(params, data)
     got = torch_steps.forward_step(mlp64, "plain", mode)()
     assert isinstance(got, torch.Tensor) and got.shape == want.shape
-    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-14)
+    assert_close(f"forward_step {mode}", got.detach().numpy(), want.numpy(), 1e-14)
     assert got.requires_grad is (mode == "record")  # only the recording forward builds a tape
 
 
@@ -120,7 +120,7 @@ def test_jax_forward_step_returns_the_forward(mlp64, mode: str) -> None:
     if mode == "record":  # jax.vjp: (output, the backward function)
         got, vjp = got
         assert callable(vjp)
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    assert_close(f"forward_step {mode}", np.asarray(got), want, 1e-12)
     assert isinstance(got, jax.Array)
 
 

@@ -20,13 +20,9 @@ from implementations import metrics
 CONFIDENCE = 0.95
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
 # every change up to this, not only 1 (in the spirit of `asv compare`, which reports a change when it is significant
-# and beyond a factor, 1.1 by default). Measured on cpu-intel-xeon-f6m167-2c, how far the same ratio moved between
-# two `make bench` runs of one commit (|log ratio_A / ratio_B|): paired ratios, alternated call by call in one
-# process, median 0.9-1.8 %, upper quartile 2.2-3.6 %; ratios between processes (JAX/PyTorch, a variant's asv row
-# over its baseline's), median 4-8 %, upper quartile 11-16 %. Ratios whose interval excluded 1 but reached into that
-# band changed sides between runs (JAX's compiled custom swiglu against autodiff: 1.01x [1.00-1.01], then 0.988x;
-# PyTorch's compiled remat_full of the L8 transformer: 1.07x [1.01-1.13], then 0.996x). Exact values (bytes,
-# counts) have no such floor: any difference of them is real.
+# and beyond a factor, 1.1 by default): about the upper quartile of how far the same ratio moved between two runs of
+# one commit, within one process and between processes (docs/history.md). Exact values (bytes, counts) have no
+# such floor: any difference of them is real.
 WITHIN_PROCESS = 0.03
 BETWEEN_PROCESSES = 0.10
 
