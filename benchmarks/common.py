@@ -283,6 +283,22 @@ def count_method(track: str) -> str:
     return "count_" + track.removeprefix("track_")
 
 
+class _StepCosts:
+    """Mixin of the count classes: nothing built for timing; the functions their counts measure are the case's loss
+    (saved bytes) and its forward + backward (peak bytes, flops), in the case's variant and formulation."""
+
+    def build(self, case):
+        return {}
+
+    def saved_fn(self, case):
+        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device, case.formulation)
+
+    def peak_fn(self, case):
+        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device, case.formulation)
+
+    flops_fn = peak_fn
+
+
 class _PeakBytes(_Counted):
     """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
 

@@ -9,6 +9,7 @@ from benchmarks.common import (
     _GradStepTime,
     _PeakBytes,
     _SavedBytes,
+    _StepCosts,
     by_workload,
 )
 from implementations import workloads
@@ -30,21 +31,12 @@ class _CustomStep(_GradStepTime, Benchmark):
 
 
 
-class _CustomMemory(_SavedBytes, _PeakBytes, Benchmark):
+class _CustomMemory(_SavedBytes, _PeakBytes, _StepCosts, Benchmark):
     """Bytes kept for the backward (beyond inputs, parameters and the cotangent) and the peak bytes of one step,
     autodiff ('plain') against the hand-written backward ('custom')."""
 
     axes = [("variant", ["plain", "custom"])]
     rounds = 1
-
-    def build(self, case):
-        return {}
-
-    def saved_fn(self, case):
-        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
-
-    def peak_fn(self, case):
-        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
 
 
 globals().update(by_workload(_CustomStep))

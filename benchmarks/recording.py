@@ -11,6 +11,7 @@ from benchmarks.common import (
     _Flops,
     _GradStepTime,
     _SavedBytes,
+    _StepCosts,
     by_device,
     by_workload,
     formulations,
@@ -79,7 +80,7 @@ def _eager_formulation(case) -> str | None:
     return "unrolled" if workloads.spec(case.workload).formulations else None
 
 
-class _GraphCost(_SavedBytes, _Flops, Benchmark):
+class _GraphCost(_SavedBytes, _Flops, _StepCosts, Benchmark):
     """What one recorded/traced step keeps before it runs: graph size (PyTorch autograd nodes / JAX jaxpr
     equations: different things, no ratio), the bytes saved for the backward beyond inputs and parameters, and the
     matmul flops of one forward + backward (the report divides GradStep's per-process times by them: the roofline)."""
@@ -92,18 +93,8 @@ class _GraphCost(_SavedBytes, _Flops, Benchmark):
             return "PyTorch has no scan form"
         return None
 
-    def build(self, case):
-        return {}
-
-    def saved_fn(self, case):
-        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device, case.formulation)
-
-    def flops_fn(self, case):
-        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device, case.formulation)
-
     def count_graph_size(self) -> int:
-        case = self.case
-        fn, args = case.fw.steps.loss_fn(case.inputs, case.variant, case.device, case.formulation)
+        fn, args = self.saved_fn(self.case)
         return self.case.fw.probe.graph_size(fn, *args)
 
     def track_graph_size(self, *params):

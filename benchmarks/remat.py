@@ -11,7 +11,7 @@ per point it would take several times the suite's time budget.
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _Flops, _PeakBytes, _SavedBytes, by_device, by_workload
+from benchmarks.common import Benchmark, _Flops, _PeakBytes, _SavedBytes, _StepCosts, by_device, by_workload
 from implementations import workloads
 
 VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", "remat_every2", *by_device([], ["remat_offload"])]
@@ -25,23 +25,11 @@ def _policies(names: list[str]):
     return variants
 
 
-class _RematCost(_SavedBytes, _PeakBytes, _Flops, Benchmark):
+class _RematCost(_SavedBytes, _PeakBytes, _Flops, _StepCosts, Benchmark):
     """Peak bytes, saved bytes and matmul flops of one forward + backward per remat policy."""
 
     axes = [("variant", _policies(VARIANTS))]
     rounds = 1
-
-    def build(self, case):
-        return {}
-
-    def saved_fn(self, case):
-        return case.fw.steps.loss_fn(case.inputs, case.variant, case.device)
-
-    def peak_fn(self, case):
-        return case.fw.steps.grad_fn(case.inputs, case.variant, case.device)
-
-    def flops_fn(self, case):
-        return self.peak_fn(case)
 
 
 globals().update(by_workload(_RematCost))
