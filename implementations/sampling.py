@@ -16,6 +16,24 @@ MIN_SAMPLE_SECONDS = 10e-3
 MAX_CALLS = 10_000
 
 
+# Warm-up before any timing: WARMUP_CALLS calls (the first compiles and allocates), and on a GPU calls until
+# WARMUP_SECONDS of work have run too, whichever is longer: a GPU idles at low clocks, and a few calls of a
+# millisecond step would be timed before its clocks rise.
+WARMUP_CALLS = 2
+WARMUP_SECONDS = {"cpu": 0.0, "cuda": 1.0}
+
+
+def warm_up(step: Callable[[], Any], device: str = "cpu") -> int:
+    """Call `step` (which synchronises its device) WARMUP_CALLS times, and on until WARMUP_SECONDS[device type] have
+    passed since the first call; returns the number of calls."""
+    seconds = WARMUP_SECONDS[device.split(":")[0]]
+    start, calls = time.perf_counter(), 0
+    while calls < WARMUP_CALLS or time.perf_counter() - start < seconds:
+        step()
+        calls += 1
+    return calls
+
+
 def calls_for(step: Callable[[], Any]) -> int:
     """How many calls of `step` make a sample of at least MIN_SAMPLE_SECONDS (1 for steps at least that long),
     from one timed call (which also serves as a warm-up)."""

@@ -3,10 +3,11 @@
 Each framework's probe measures, in a fresh process per framework with the benchmarks' settings
 (`implementations.frameworks.load(name, "highest")`: same threads, same matmul precision):
 
-- matmul rate per dtype (float32; bfloat16 too on CUDA): square products, flop/s (`probe.matmul_rate`). The report's
-  roofline (tape_vs_trace/report/roofline.py) uses ONE rate for both frameworks, PyTorch's (`matmul_flops_per_s`,
-  read by `roofline_rate`), so that a JAX/PyTorch ratio of roofline fractions is the ratio of their times; JAX's own
-  rate is recorded beside it for information (`matmul_flops_per_s_jax`).
+- matmul rate per dtype (float32; bfloat16 and float32 at TF32 too on CUDA): square products, flop/s
+  (`probe.matmul_rate`). The report's roofline (tape_vs_trace/report/roofline.py) uses ONE rate for both
+  frameworks, PyTorch's (`matmul_flops_per_s`, read by `roofline_rate`), so that a JAX/PyTorch ratio of roofline
+  fractions is the ratio of their times; JAX's own rate is recorded beside it for information
+  (`matmul_flops_per_s_jax`).
 - copy bandwidth: one large array copied, bytes read + bytes written per second (`probe.copy_rate`); PyTorch's is
   `copy_bytes_per_s`, JAX's is for information.
 - dispatch cost: a loop of tiny adds, seconds per op (`probe.dispatch_cost`): PyTorch eager, JAX op-by-op (no jit).
@@ -37,12 +38,17 @@ def _dtypes(device: str) -> tuple[str, ...]:
 
 
 def measure(framework: str, device: str) -> dict[str, Any]:
-    """This process's measurements by `framework`'s probe (call once per process: one framework per process)."""
+    """This process's measurements by `framework`'s probe (call once per process: one framework per process). On
+    CUDA, float32 is measured at TF32 too ("float32/tf32"), the precision the benchmarks' tf32 rows run at."""
     from implementations import frameworks
 
     probe = frameworks.load(framework, "highest").probe
-    return {"matmul_flops_per_s": {dtype: probe.matmul_rate(dtype, device) for dtype in _dtypes(device)},
-            "copy_bytes_per_s": probe.copy_rate(device), "dispatch_seconds_per_op": probe.dispatch_cost(device)}
+    found = {"matmul_flops_per_s": {dtype: probe.matmul_rate(dtype, device) for dtype in _dtypes(device)},
+             "copy_bytes_per_s": probe.copy_rate(device), "dispatch_seconds_per_op": probe.dispatch_cost(device)}
+    if device == "cuda":
+        probe = frameworks.load(framework, "tf32").probe
+        found["matmul_flops_per_s"]["float32/tf32"] = probe.matmul_rate("float32", device)
+    return found
 
 
 def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -> dict[str, Any]:
@@ -58,7 +64,8 @@ def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -
         "device": device,
         "method": (f"fresh process per framework, frameworks.load(name, 'highest'), each framework's probe; "
                    f"{sampling.CALIBRATION_REPEATS} repeats after a warm-up. matmul: {n}x{n} square product, 2n^3 "
-                   "flops over the best repeat; matmul_flops_per_s is PyTorch's and is the one rate the roofline "
+                   "flops over the best repeat (on CUDA float32 at TF32 too, 'float32/tf32', under the benchmarks' tf32 "
+                   "setting); matmul_flops_per_s is PyTorch's and is the one rate the roofline "
                    "uses for both frameworks, matmul_flops_per_s_jax (jax.jit) is for information. copy: "
                    f"{mib} MiB of float32 (PyTorch copy_, jitted jnp.copy), bytes read + written over the best "
                    "repeat; copy_bytes_per_s is PyTorch's, copy_bytes_per_s_jax is for information. dispatch: median "
@@ -70,9 +77,10 @@ def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -
 
 def roofline_rate(calibration: dict[str, Any], dtype: str, precision: str) -> float | None:
     """The one matmul rate (flop/s) the roofline divides by for (dtype, precision), from a calibration as `combine`
-    writes it: the entry "<dtype>/<precision>" where there is one, else the dtype's; None where it has neither."""
+    writes it: the entry "<dtype>/<precision>", or for full precision the dtype's own; None where there is none. A
+    TF32 row never falls back to the full-precision rate, which would put it several times nearer its peak."""
     rates = calibration.get("matmul_flops_per_s") if isinstance(calibration, dict) else None
-    for key in (f"{dtype}/{precision}", dtype):
+    for key in (f"{dtype}/{precision}", *([dtype] if precision == "highest" else [])):
         rate = rates.get(key) if isinstance(rates, dict) else None
         if isinstance(rate, int | float) and rate > 0:
             return float(rate)

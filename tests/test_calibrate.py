@@ -32,6 +32,41 @@ def test_the_file_takes_pytorchs_rates_for_the_roofline_and_both_dispatch_costs(
     assert calibrate.roofline_rate(cal, "float64", "highest") is None
 
 
+def test_a_tf32_row_takes_the_tf32_rate_and_never_the_full_precision_one() -> None:
+    cal = {"matmul_flops_per_s": {"float32": 5.0}}
+    assert calibrate.roofline_rate(cal, "float32", "highest") == 5.0
+    assert calibrate.roofline_rate(cal, "float32", "tf32") is None  # no rate: no roofline row, not a wrong one
+    cal["matmul_flops_per_s"]["float32/tf32"] = 40.0
+    assert calibrate.roofline_rate(cal, "float32", "tf32") == 40.0
+    assert calibrate.roofline_rate(cal, "float32", "highest") == 5.0
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_cuda_calibration_times_float32_at_tf32_under_the_tf32_setting(monkeypatch, device: str) -> None:
+    from implementations import frameworks
+
+    loaded: list[str] = []
+
+    class Probe:
+        @staticmethod
+        def matmul_rate(dtype: str, dev: str) -> float:
+            return {"highest": 1.0, "tf32": 8.0}[loaded[-1]] * (2.0 if dtype == "bfloat16" else 1.0)
+
+        copy_rate = staticmethod(lambda dev: 3.0)
+        dispatch_cost = staticmethod(lambda dev: 1e-5)
+
+    def load(name: str, precision: str = "highest", float64: bool = False):
+        loaded.append(precision)
+        return type("Loaded", (), {"probe": Probe})()
+
+    monkeypatch.setattr(frameworks, "load", load)
+    rates = calibrate.measure("torch", device)["matmul_flops_per_s"]
+    if device == "cuda":
+        assert rates == {"float32": 1.0, "bfloat16": 2.0, "float32/tf32": 8.0} and loaded == ["highest", "tf32"]
+    else:
+        assert rates == {"float32": 1.0} and loaded == ["highest"]
+
+
 @pytest.mark.slow
 def test_calibrate_on_this_cpu(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"

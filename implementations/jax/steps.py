@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from implementations import frameworks
+from implementations import frameworks, sampling
 from implementations.jax.common import cotangent, formulation_of, load, prepare, sync
 from implementations.workloads import Inputs
 
@@ -86,9 +86,8 @@ def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, 
     return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
 
 
-def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
-    step()
-    step()
+def _warm(step: Callable[[], Any], device: str) -> Callable[[], Any]:
+    sampling.warm_up(step, device)
     return step
 
 
@@ -109,7 +108,7 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", form
         grads = jax.jit(grads)
     elif mode != "eager":
         raise ValueError(f"unknown grad mode {mode!r}; valid choices: {', '.join(GRAD_MODES)}")
-    return _warm(lambda: sync(grads(params, data)))
+    return _warm(lambda: sync(grads(params, data)), device)
 
 
 def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
@@ -124,10 +123,10 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
         return module.forward(params, data, inputs.static, variant, formulation)
 
     if mode == "record":
-        return _warm(lambda: sync(jax.vjp(forward, params, data)))
+        return _warm(lambda: sync(jax.vjp(forward, params, data)), device)
     if mode in ("no_grad", "compiled"):
         run = jax.jit(forward) if mode == "compiled" else forward
-        return _warm(lambda: sync(run(params, data)))
+        return _warm(lambda: sync(run(params, data)), device)
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
 
@@ -150,10 +149,10 @@ def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
                 total = grads if total is None else jax.tree.map(jnp.add, total, grads)
             return sync(total)
 
-        return _warm(accumulate)
+        return _warm(accumulate, device)
     if feature == "no_hooks":
         grad = compile_(jax.value_and_grad(loss))
-        return _warm(lambda: sync(grad(params, data)))
+        return _warm(lambda: sync(grad(params, data)), device)
     if feature == "retain_graph_twice":
         # jax.vjp's residuals stay alive as long as the returned function: calling it twice is the retained graph.
         # Two different cotangents: XLA would merge two identical backward passes into one.
@@ -162,5 +161,5 @@ def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
             return vjp(jnp.ones_like(value)), vjp(jnp.full_like(value, 2))
 
         run = compile_(twice)
-        return _warm(lambda: sync(run(params, data)))
+        return _warm(lambda: sync(run(params, data)), device)
     raise ValueError(f"unknown engine feature {feature!r}; valid choices: {', '.join(ENGINE_FEATURES)}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from implementations import frameworks
+from implementations import frameworks, sampling
 from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, sync
 from implementations.workloads import Inputs
 
@@ -79,9 +79,8 @@ def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, 
     return [chunk_loss(x, c) for x, c in zip(xs, cotangents)]
 
 
-def _warm(step: Callable[[], Any]) -> Callable[[], Any]:
-    step()
-    step()
+def _warm(step: Callable[[], Any], device: str) -> Callable[[], Any]:
+    sampling.warm_up(step, device)
     return step
 
 
@@ -139,7 +138,7 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", form
         return sync((value.detach(), torch.autograd.grad(value, targets)), device)
 
     with _memory_budget(budget):
-        return _warm(step)
+        return _warm(step, device)
 
 
 def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
@@ -154,12 +153,12 @@ def forward_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu",
         return module.forward(params, data, inputs.static, variant, formulation)
 
     if mode == "record":
-        return _warm(lambda: sync(forward(), device))
+        return _warm(lambda: sync(forward(), device), device)
     if mode == "no_grad":
-        return _warm(torch.no_grad()(lambda: sync(forward(), device)))
+        return _warm(torch.no_grad()(lambda: sync(forward(), device)), device)
     if mode in ("inference_mode", "compiled"):
         run = torch.compile(forward, mode=frameworks.torch_compile_mode()) if mode == "compiled" else forward
-        return _warm(torch.inference_mode()(lambda: sync(run(), device)))
+        return _warm(torch.inference_mode()(lambda: sync(run(), device)), device)
     raise ValueError(f"unknown forward mode {mode!r}; valid choices: {', '.join(FORWARD_MODES)}")
 
 
@@ -187,19 +186,19 @@ def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
                 total = grads if total is None else [t + g for t, g in zip(total, grads)]
             return sync(total, device)
 
-        return _warm(accumulate_grad_attr if feature == "accumulate_grad_attr" else accumulate_tree_add)
+        return _warm(accumulate_grad_attr if feature == "accumulate_grad_attr" else accumulate_tree_add, device)
     if feature in ("hooks", "no_hooks"):
         if feature == "hooks":
             for w in weights:
                 w.register_hook(lambda g: g)  # a no-op tensor hook on every parameter: the engine's call cost
-        return _warm(lambda: sync(torch.autograd.grad(loss(params, data), weights), device))
+        return _warm(lambda: sync(torch.autograd.grad(loss(params, data), weights), device), device)
     if feature == "retain_graph_twice":
         def twice():  # two different cotangents, as on the JAX side
             value = loss(params, data)
             first = torch.autograd.grad(value, weights, torch.ones_like(value), retain_graph=True)
             return sync((first, torch.autograd.grad(value, weights, torch.full_like(value, 2))), device)
 
-        return _warm(twice)
+        return _warm(twice, device)
     if feature in ("zero_grad_none", "zero_grad_zeros"):
         def zero_grad():
             for w in weights:
@@ -210,5 +209,5 @@ def engine_step(inputs: Inputs, variant: str, feature: str, mode: str = "eager",
             loss(params, data).backward()
             return sync([w.grad for w in weights], device)
 
-        return _warm(zero_grad)
+        return _warm(zero_grad, device)
     raise ValueError(f"unknown engine feature {feature!r}; valid choices: {', '.join(ENGINE_FEATURES)}")
