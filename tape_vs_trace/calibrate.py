@@ -64,8 +64,8 @@ def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -
         "device": device,
         "method": (f"fresh process per framework, frameworks.load(name, 'highest'), each framework's probe; "
                    f"{sampling.CALIBRATION_REPEATS} repeats after a warm-up. matmul: {n}x{n} square product, 2n^3 "
-                   "flops over the best repeat (on CUDA float32 at TF32 too, 'float32/tf32', under the benchmarks' tf32 "
-                   "setting); matmul_flops_per_s is PyTorch's and is the one rate the roofline "
+                   "flops over the best repeat (on CUDA float32 at TF32 too, 'float32/tf32', under the tf32 setting); "
+                   "matmul_flops_per_s is PyTorch's and is the one rate the roofline "
                    "uses for both frameworks, matmul_flops_per_s_jax (jax.jit) is for information. copy: "
                    f"{mib} MiB of float32 (PyTorch copy_, jitted jnp.copy), bytes read + written over the best "
                    "repeat; copy_bytes_per_s is PyTorch's, copy_bytes_per_s_jax is for information. dispatch: median "
