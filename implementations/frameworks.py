@@ -175,6 +175,22 @@ def xla_command_buffers(xla_flags: str | None = None) -> str:
     return value or "off"
 
 
+# Environment variables that change what a framework process measures: allocator behaviour (preallocation, the
+# allocator, PyTorch's caching allocator), compiler flags, numerics and threads. Recorded with every result.
+SETTING_VARIABLES = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+                     "PYTORCH_CUDA_ALLOC_CONF", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_ENABLE_X64",
+                     "JAX_SOFTMAX_CUSTOM_JVP", "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_CACHE_DIR",
+                     "JAX_COMPILATION_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TVT_TORCH_COMPILE_MODE")
+
+
+def environment_settings() -> dict[str, str]:
+    """Each of SETTING_VARIABLES as a benchmark process sees it: its value, or "unset"; preallocation as
+    isolate_allocators leaves it."""
+    found = {name: os.environ.get(name, "unset") for name in SETTING_VARIABLES}
+    found["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    return found
+
+
 def graph_settings() -> dict[str, str]:
     """The CUDA-graph settings this process runs with: torch.compile's mode and XLA's command buffers."""
     return {"torch_compile_mode": torch_compile_mode(), "xla_command_buffers": xla_command_buffers()}

@@ -227,8 +227,9 @@ def fingerprint(cpuinfo: str | None = None, gpu: dict[str, str] | None = None,
 def details() -> dict[str, Any]:
     """The "tape_vs_trace" entry of a fresh result file: this host's fingerprint (the flat keys kernel, threads,
     driver are kept for readers of older files), the CUDA-graph settings of the run (torch.compile's mode, XLA's
-    command buffers: `implementations.frameworks.graph_settings`) and the host allocator's settings every framework
-    process holds (`implementations.frameworks.host_allocator`), on every device."""
+    command buffers: `implementations.frameworks.graph_settings`), the host allocator's settings every framework
+    process holds (`implementations.frameworks.host_allocator`) and the environment variables that change what a
+    framework measures (`implementations.frameworks.environment_settings`), on every device."""
     fp = fingerprint()
     flat: dict[str, Any] = {"kernel": fp["kernel"], "threads": str(fp["threads"])}
     if "gpu" in fp:
@@ -236,7 +237,7 @@ def details() -> dict[str, Any]:
         if "driver_max_cuda" in fp["gpu"]:
             flat["driver_max_cuda"] = fp["gpu"]["driver_max_cuda"]
     return {**flat, "fingerprint": fp, "graph_settings": frameworks.graph_settings(),
-            "host_allocator": frameworks.host_allocator()}
+            "host_allocator": frameworks.host_allocator(), "environment": frameworks.environment_settings()}
 
 
 def write_asv_machine_file(fields: dict[str, str], path: Path | None = None) -> Path:

@@ -143,3 +143,20 @@ def test_the_record_follows_the_cuda_graph_settings(monkeypatch: pytest.MonkeyPa
     cpu = machine.record(AMD, gpu={})
     assert cpu["torch_compile_mode"] == "reduce-overhead" and "xla_command_buffers" not in cpu
     assert cpu["machine"] == "cpu-amd-epyc-f25m17-2c-torch-reduce-overhead"
+
+
+def test_the_details_record_the_environment_that_changes_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from implementations import frameworks
+
+    for name in frameworks.SETTING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0")
+    env = machine.details()["environment"]
+    assert set(env) == set(frameworks.SETTING_VARIABLES)
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert env["XLA_FLAGS"] == "--xla_gpu_autotune_level=0"
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"  # what isolate_allocators gives every framework process
+    assert env["JAX_SOFTMAX_CUSTOM_JVP"] == env["OMP_NUM_THREADS"] == "unset"
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    assert machine.details()["environment"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
