@@ -4,6 +4,11 @@ asv 0.6.6 writes pages that load jQuery, flot and Bootstrap from CDNs, so on an 
 renders blank. `publish` runs `asv publish` into a scratch folder beside --out, points each CDN `<script>`/`<link>`
 at the copy in `dashboard_assets/` (files from npm packages, with their licences; see its README.md), and only then
 replaces --out, so a failure leaves the previous dashboard in place.
+
+asv draws only the parameter values its benchmarks.json lists, and that file is discovered on one machine: a GPU
+machine's folder merged into the results would render empty series (other sizes, bfloat16, tf32, cuda). So asv reads
+a scratch results folder of links to the real files and a benchmarks.json whose values are the union over every
+machine's result files (`merged_benchmarks`); the real benchmarks.json is never rewritten.
 """
 
 from __future__ import annotations
@@ -49,8 +54,9 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None) 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}-publish-", dir=out.parent) as scratch:
         site = Path(scratch) / "site"
+        view = _results_view(results.resolve(), Path(scratch) / "results")
         # asv's reader drops the "version" key it checked; asv publish wants it back
-        conf.update(version=1, results_dir=str(results.resolve()), html_dir=str(site))
+        conf.update(version=1, results_dir=str(view), html_dir=str(site))
         scratch_config = Path(scratch) / "asv.conf.json"
         scratch_config.write_text(json.dumps(conf, indent=2))
         _run_asv(scratch_config)
@@ -99,6 +105,67 @@ def _check_paths(results: Path, out: Path) -> None:
     # asv's own publish deletes html_dir first; here only an earlier dashboard (asv writes index.json) is replaced
     if out.is_dir() and any(out.iterdir()) and not (out / "index.json").is_file():
         raise PublishError(f"{out} is not empty and holds no asv dashboard; not replacing it")
+
+
+def merged_benchmarks(results: Path) -> dict:
+    """`results`' benchmarks.json with every benchmark's parameter values extended by those its result files hold
+    on any machine: the discovered values first, then new ones in the order they first appear."""
+    from asv import util
+    from asv.results import Results
+
+    path = results / "benchmarks.json"
+    try:
+        benchmarks = util.load_json(str(path), api_version=2)  # asv's Benchmarks.api_version
+    except (util.UserError, ValueError) as exc:
+        raise PublishError(f"cannot read {path}: {str(exc).splitlines()[0]}") from exc
+    differ: dict[str, set[str]] = {}
+    for machine_json in sorted(results.rglob("machine.json")):
+        try:
+            machine = json.loads(machine_json.read_text())["machine"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # asv publish skips this folder and says why
+        for file in sorted(machine_json.parent.glob("*.json")):
+            if file.name in ("machine.json", "benchmarks.json"):
+                continue
+            try:
+                result = Results.load(str(file), machine_name=machine)
+            except (util.UserError, ValueError, OSError):
+                continue  # asv publish warns about the file itself
+            # only results asv draws: benchmarks.json names them, at its version
+            for name in sorted(result.get_result_keys(benchmarks)):
+                if not _extend(benchmarks[name], result.get_result_params(name) or []):
+                    differ.setdefault(machine, set()).add(name)
+    for machine, names in differ.items():
+        shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        print(f"warning: {machine}'s results of {shown} have another number of parameters than benchmarks.json "
+              "lists; asv draws none of them", file=sys.stderr)
+    return {**benchmarks, "version": 2}
+
+
+def _extend(benchmark: dict, params: list[list[str]]) -> bool:
+    """Append to `benchmark`'s parameter values those of `params` it lacks, axis by axis; False where the axes
+    differ in number (result files name no parameters: that is the one sign of another parameter list)."""
+    if len(params) != len(benchmark["param_names"]):
+        return False
+    for axis, values in zip(benchmark["params"], params):
+        axis.extend(value for value in dict.fromkeys(values) if value not in axis)
+    return True
+
+
+def _results_view(results: Path, view: Path) -> Path:
+    """A folder that asv reads as `results`: links to its result files and the merged benchmarks.json."""
+    for file in sorted(results.rglob("*.json")):
+        link = view / file.relative_to(results)
+        if link == view / "benchmarks.json":
+            continue
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(file)
+        except OSError:  # a file system without symbolic links
+            shutil.copy2(file, link)
+    view.mkdir(parents=True, exist_ok=True)
+    (view / "benchmarks.json").write_text(json.dumps(merged_benchmarks(results), indent=4))
+    return view
 
 
 def _run_asv(config: Path) -> None:

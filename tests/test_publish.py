@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
+import math
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,6 +19,8 @@ from tape_vs_trace import cli, publish
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "data" / "asv_fixture"  # a complete asv results folder: benchmarks.json, one machine
+GPU_FIXTURE = ROOT / "tests" / "data" / "gpu_fixture"  # one synthetic GPU machine's folder, no benchmarks.json
+GPU, CPU = "gpu-nvidia-h200", "cpu-amd-epyc-2c"
 ASV_INDEX = Path(asv.__file__).parent / "www" / "index.html"
 REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http://, https://, protocol-relative //
 CSS_URL = re.compile(r"""@import\s+(["'])(.*?)\1|url\(\s*(["']?)(.*?)\3\s*\)""", re.IGNORECASE)
@@ -176,3 +181,98 @@ def test_history_page_marks_where_a_benchmark_version_changes(tmp_path: Path) ->
 
 def test_published_site_has_the_history_page(site: Path) -> None:
     assert (site / "history.html").is_file() and 'href="history.html"' in (site / "index.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU fixture with the GPU fixture's machine folder copied in, as the README's recipe does."""
+    results = tmp_path_factory.mktemp("merged") / "results"
+    shutil.copytree(FIXTURE, results)
+    shutil.copytree(GPU_FIXTURE / GPU, results / GPU)
+    return results
+
+
+@pytest.fixture(scope="module")
+def merged_site(merged: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("publish-merged") / "html"
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--results", str(merged),
+                     "--out", str(out)]) == 0
+    return out
+
+
+def _drawn(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+def _series(site: Path, machine: str) -> dict[str, dict[tuple, float]]:
+    """{benchmark: {(revision, *parameter values): value}} of one machine's graphs, mapped onto the parameter
+    values by the published index.json, as the dashboard's pages map them."""
+    index = json.loads((site / "index.json").read_text())
+    series: dict[str, dict[tuple, float]] = {}
+    for path in (site / "graphs").rglob("*.json"):
+        parts = path.relative_to(site / "graphs").parts
+        # graphs/summary/ and each machine's summary.json are asv's overviews, not a benchmark's series
+        if parts[0] == "summary" or f"machine-{machine}" not in parts or path.stem not in index["benchmarks"]:
+            continue
+        params = index["benchmarks"][path.stem]["params"]
+        combos = list(itertools.product(*params)) if params else [()]
+        for revision, values in json.loads(path.read_text()):
+            for combo, value in zip(combos, values if params else [values]):
+                if _drawn(value):
+                    series.setdefault(path.stem, {})[(revision, *combo)] = value
+    return series
+
+
+def test_gpu_machine_results_are_drawn(merged_site: Path) -> None:
+    """A GPU machine's folder merged into the results renders its points at the GPU's own parameter values
+    (sizes, bfloat16, tf32, cuda), which the CPU-discovered benchmarks.json does not list. The GPU results are
+    tests/data/gpu_fixture: a synthetic fixture, not a measurement."""
+    data = json.loads((GPU_FIXTURE / GPU / "93acfd55-existing-venv.json").read_text())
+    columns = data["result_columns"]
+    drawn = _series(merged_site, GPU)
+    assert set(drawn) == set(data["results"])
+    for name, row in data["results"].items():
+        values, params = row[columns.index("result")], row[columns.index("params")]
+        expected = {combo: v for combo, v in zip(itertools.product(*params), values) if _drawn(v)}
+        assert {combo[1:]: v for combo, v in drawn[name].items()} == expected, name
+    step = json.loads((merged_site / "index.json").read_text())["benchmarks"]["recording.GradStep_mlp.time_step"]
+    axes = dict(zip(step["param_names"], step["params"]))
+    # the discovered values first, then the other machine's in the order they first appear
+    assert axes["size"] == ["'64x256x1024'", "'2048x4096x16384'"]
+    assert (axes["dtype"], axes["precision"]) == (["'float32'", "'bfloat16'"], ["'highest'", "'tf32'"])
+    assert axes["device"] == ["'cpu'", "'cuda'"]
+
+
+def test_cpu_series_unchanged_by_a_merged_gpu_machine(site: Path, merged_site: Path) -> None:
+    alone, beside_gpu = _series(site, CPU), _series(merged_site, CPU)
+    assert alone and beside_gpu == alone
+
+
+def test_publish_leaves_the_results_folder_as_it_was(merged: Path, merged_site: Path) -> None:
+    """The merged parameter values go into a scratch copy of benchmarks.json, never into the results folder."""
+    sources = {**{p.relative_to(FIXTURE): p for p in FIXTURE.rglob("*") if p.is_file()},
+               **{p.relative_to(GPU_FIXTURE): p for p in (GPU_FIXTURE / GPU).rglob("*") if p.is_file()}}
+    now = {p.relative_to(merged): p for p in merged.rglob("*") if p.is_file() or p.is_symlink()}
+    assert set(now) == set(sources)
+    assert all(now[rel].read_bytes() == src.read_bytes() for rel, src in sources.items())
+
+
+def test_different_parameter_axes_keep_the_discovered_ones(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Result files name no parameters: a result with another number of axes than benchmarks.json lists (a
+    benchmark changed on one machine only) leaves the discovered values as they are, with a one-line warning."""
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    shutil.copytree(GPU_FIXTURE / GPU, results / GPU)
+    path = results / GPU / "93acfd55-existing-venv.json"
+    data = json.loads(path.read_text())
+    data["results"]["remat.RematCost_mlp.track_peak_bytes"][1].append(["'extra'"])
+    path.write_text(json.dumps(data))
+    benchmarks = publish.merged_benchmarks(results)
+    discovered = json.loads((FIXTURE / "benchmarks.json").read_text())
+    name = "remat.RematCost_mlp.track_peak_bytes"
+    assert benchmarks[name] == discovered[name]
+    assert benchmarks["recording.GraphCost_mlp.track_saved_bytes"]["params"][2] == ["'64x256x1024'",
+                                                                                 "'2048x4096x16384'"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"warning: {GPU}'s results of {name} have another"), err
