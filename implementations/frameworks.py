@@ -196,6 +196,18 @@ def graph_settings() -> dict[str, str]:
     return {"torch_compile_mode": torch_compile_mode(), "xla_command_buffers": xla_command_buffers()}
 
 
+# Both frameworks' persistent compilation caches under one folder (make bench: .asv/compile-cache), one subfolder
+# each; without it each keeps its default (Inductor's caches on in its own temporary folder, JAX's cache off).
+COMPILE_CACHE_ENV = "TVT_COMPILE_CACHE"
+
+
+def compile_cache_dir(name: str) -> str | None:
+    """The persistent compilation cache folder of framework `name`: TVT_COMPILE_CACHE/<name>, absolute; None when
+    the variable is unset or empty."""
+    root = os.environ.get(COMPILE_CACHE_ENV)
+    return os.path.join(os.path.abspath(root), get(name).name) if root else None
+
+
 @dataclass(frozen=True)
 class Loaded:
     """One framework's modules, imported and configured: `fw.steps`, `fw.probe`, `fw.common`."""
@@ -212,7 +224,7 @@ class Loaded:
 
 def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded:
     """Import `name`'s implementation modules and apply the fairness settings (precision, threads, float64, the host
-    allocator's thresholds).
+    allocator's thresholds, the persistent compilation cache folder of `compile_cache_dir`).
 
     TVT_INJECT_FAILURE=<framework> makes this raise MemoryError, as an out-of-memory would: the failure-isolation
     test uses it to check that a failed benchmark is recorded as failed while the run goes on.
@@ -225,6 +237,6 @@ def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded
     isolate_allocators()
     host_allocator()
     package = importlib.import_module(f"implementations.{name}")
-    package.configure(fw.precisions[precision], threads(), float64=float64)
+    package.configure(fw.precisions[precision], threads(), float64=float64, compile_cache=compile_cache_dir(name))
     modules = {m: importlib.import_module(f"implementations.{name}.{m}") for m in ("common", "steps", "probe")}
     return Loaded(fw, **modules)

@@ -37,7 +37,6 @@ from typing import Any
 
 from implementations import frameworks
 from tape_vs_trace.experiments import Experiment, PairedError, select
-from tape_vs_trace.paired_worker import CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "point", "variant",
@@ -56,7 +55,7 @@ def _run_worker(framework: str, names: list[str], with_costs: bool, scratch: Pat
     if with_costs:
         argv.insert(5, "--costs")
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, CACHE_ENV: str(scratch / "jax-cache")})
+                          env={frameworks.COMPILE_CACHE_ENV: str(scratch / "compile-cache"), **os.environ})
     if done.returncode != 0 or not out.exists():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise PairedError(f"{framework} worker failed (status {done.returncode}): {last}")
@@ -66,8 +65,8 @@ def _run_worker(framework: str, names: list[str], with_costs: bool, scratch: Pat
 def measure(chosen: list[Experiment], rounds: int = ROUNDS, log: Callable[[str], None] = print,
             scratch: Path | None = None, start: int = 0, stop: int | None = None) -> dict:
     """Raw measurements of rounds `start` to `stop` - 1 (to the last of `rounds` without it), one process per
-    framework and round, the frameworks alternating (costs in round 1). `scratch` holds the workers' files and
-    JAX's compilation cache (a temporary folder without it)."""
+    framework and round, the frameworks alternating (costs in round 1). `scratch` holds the workers' files and,
+    without TVT_COMPILE_CACHE, both frameworks' compilation caches (a temporary folder without it)."""
     if scratch is None:
         with tempfile.TemporaryDirectory() as tmp:
             return measure(chosen, rounds, log, Path(tmp), start, stop)

@@ -23,7 +23,6 @@ from tape_vs_trace.experiments import Experiment, Point, experiments
 # what fits the suite's 15 minutes on a 2-core CPU.
 TARGET_SECONDS = 0.5
 MIN_PASSES, MAX_PASSES = 5, 40
-CACHE_ENV = "TVT_PAIRED_JAX_CACHE"  # the runner's scratch folder for JAX's persistent compilation cache
 
 
 def _formulation(experiment: Experiment) -> str | None:
@@ -107,13 +106,9 @@ def worker(framework: str, names: list[str], with_costs: bool, out: Path) -> Non
     """Run the named experiments of `framework` in this process and write their raw measurements to `out`."""
     frameworks.isolate_allocators()
     device = frameworks.detect_device()
+    # Compile time is not measured here: load() points both frameworks at TVT_COMPILE_CACHE, so later rounds load
+    # the first round's compiled steps, on both sides alike.
     fw = frameworks.load(framework, "highest", float64=False)
-    if framework == "jax" and os.environ.get(CACHE_ENV):
-        import jax
-
-        # Compile time is not measured here: later rounds load the first round's executables.
-        jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_ENV])
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     if framework == "torch":
         import torch._dynamo
 

@@ -359,9 +359,10 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
 
     The process's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the PyTorch
     side, so neither framework's time carries it. `cache`: "cold" clears the in-memory caches and turns the
-    persistent cache off; "warm" compiles `step` once into a persistent cache in a fresh temporary directory and
-    clears the in-memory caches, so the timed compile is the one the cache serves (PyTorch: Inductor's FX-graph and
-    AOTAutograd caches, likewise). The caller's cache settings are back on exit.
+    persistent cache off, so the process's configured cache (TVT_COMPILE_CACHE) is never read; "warm" compiles
+    `step` once into a persistent cache in a fresh temporary directory and clears the in-memory caches, so the timed
+    compile is the one the cache serves (PyTorch: Inductor's FX-graph and AOTAutograd caches, likewise). The
+    caller's cache settings are back on exit.
     """
     if cache not in ("cold", "warm"):
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")

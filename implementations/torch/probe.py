@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import statistics
-import tempfile
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -369,17 +368,17 @@ def _warm_up_compiler(device: torch.device) -> None:
 
 
 @contextlib.contextmanager
-def _compile_caches(directory: str | None) -> Iterator[None]:
-    """Inductor's FX-graph and AOTAutograd caches on disk in `directory`, or every compile cache off if None."""
+def _compile_caches(cache: str) -> Iterator[None]:
+    """Inductor's on-disk caches in a fresh, empty folder (Triton's kernel cache too), so no folder configured for
+    the process (TVT_COMPILE_CACHE, Inductor's default) is read; "warm" turns the FX-graph and AOTAutograd caches
+    on there, "cold" turns every compile cache off."""
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
-    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+    from torch._inductor.utils import fresh_cache
 
-    if directory is None:
-        with inductor_config.patch(force_disable_caches=True):
-            yield
-        return
-    with temporary_cache_dir(directory), inductor_config.patch(force_disable_caches=False, fx_graph_cache=True), \
+    # force_disable_caches leaves the C++ and Triton kernel binaries of a configured folder readable: a fresh folder
+    # is what keeps a cold compile cold.
+    with fresh_cache(), inductor_config.patch(force_disable_caches=cache == "cold", fx_graph_cache=True), \
             functorch_config.patch(enable_autograd_cache=True):
         yield
 
@@ -393,10 +392,11 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
     compile within the first call.
 
     Inductor's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the JAX side,
-    so neither framework's time carries it. `cache`: "cold" turns Inductor's on-disk caches off and resets Dynamo's
-    in-memory state; "warm" compiles `step` once with the FX-graph and AOTAutograd caches on in a fresh temporary
-    directory and resets the in-memory state (``torch._dynamo.reset()``), so the timed compile is the one the caches
-    serve (JAX: its persistent compilation cache, likewise). Dynamo is reset again on exit.
+    so neither framework's time carries it. `cache`: "cold" turns Inductor's on-disk caches off, in a fresh empty
+    folder, so the process's configured cache (TVT_COMPILE_CACHE) is never read, and resets Dynamo's in-memory state;
+    "warm" compiles `step` once with the FX-graph and AOTAutograd caches on in a fresh temporary folder and resets
+    the in-memory state (``torch._dynamo.reset()``), so the timed compile is the one the caches serve (JAX: its
+    persistent compilation cache, likewise). Dynamo is reset again on exit, and the configured folder is back.
     """
     # Imported here: loading Inductor takes seconds and only the compile probes need it.
     from torch import _dynamo
@@ -405,12 +405,10 @@ def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     device = _device(args)
     _dynamo.reset()
-    with _compile_caches(None):
+    with _compile_caches("cold"):
         _warm_up_compiler(device)
-    with contextlib.ExitStack() as stack:
-        directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
-        stack.enter_context(_compile_caches(directory))
-        if directory is not None:
+    with _compile_caches(cache):
+        if cache == "warm":
             torch.compile(step, mode=frameworks.torch_compile_mode())(*args)
             _dynamo.reset()
         try:
