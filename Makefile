@@ -55,19 +55,28 @@ ASV_ARGS ?=
 CALIBRATION := $(abspath .asv/calibration.json)
 # The paired runner's first round runs before asv, the others after it (tape_vs_trace/paired.py says why).
 PAIRED_RAW := $(abspath .asv/paired)
+# Both frameworks' persistent compilation caches (Inductor's, JAX's) for asv and the paired runner, one subfolder
+# each; their state before asv runs (entries, "warm" or "cold") goes into every result file via scrub-results.
+COMPILE_CACHE := $(abspath .asv/compile-cache)
+COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --stage first \
+	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		$(VENV)/bin/tape-vs-trace paired --stage first \
 		--raw $(PAIRED_RAW) && rest=rest || { rest=all && rm -f $(PAIRED_RAW)/paired-first-round.json && \
 		echo "warning: the paired runner's first round failed (above); asv runs, then all its rounds"; }; } && \
-	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
+	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
-	TVT_CALIBRATION=$(CALIBRATION) $(VENV)/bin/tape-vs-trace scrub-results results && \
+	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
+		$(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
-	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) $(VENV)/bin/tape-vs-trace paired --stage $$rest \
+	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		$(VENV)/bin/tape-vs-trace paired --stage $$rest \
 		--raw $(PAIRED_RAW) --out results/paired && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \

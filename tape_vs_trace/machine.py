@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
+from tape_vs_trace import compile_caches
 
 # Instruction sets that change which kernels oneDNN, MKL and XLA:CPU pick: a host with avx512 or AMX runs other
 # matmul code than one with avx2 only, under the same model string.
@@ -229,7 +230,8 @@ def details() -> dict[str, Any]:
     driver are kept for readers of older files), the CUDA-graph settings of the run (torch.compile's mode, XLA's
     command buffers: `implementations.frameworks.graph_settings`), the host allocator's settings every framework
     process holds (`implementations.frameworks.host_allocator`) and the environment variables that change what a
-    framework measures (`implementations.frameworks.environment_settings`), on every device."""
+    framework measures (`implementations.frameworks.environment_settings`), on every device; and the state of the
+    compile caches when the run started (`tape_vs_trace.compile_caches.recorded`)."""
     fp = fingerprint()
     flat: dict[str, Any] = {"kernel": fp["kernel"], "threads": str(fp["threads"])}
     if "gpu" in fp:
@@ -237,7 +239,8 @@ def details() -> dict[str, Any]:
         if "driver_max_cuda" in fp["gpu"]:
             flat["driver_max_cuda"] = fp["gpu"]["driver_max_cuda"]
     return {**flat, "fingerprint": fp, "graph_settings": frameworks.graph_settings(),
-            "host_allocator": frameworks.host_allocator(), "environment": frameworks.environment_settings()}
+            "host_allocator": frameworks.host_allocator(), "environment": frameworks.environment_settings(),
+            "compile_caches": compile_caches.recorded()}
 
 
 def write_asv_machine_file(fields: dict[str, str], path: Path | None = None) -> Path:
