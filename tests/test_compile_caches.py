@@ -224,3 +224,26 @@ def test_make_bench_hands_the_folder_to_asv_and_the_paired_runner_and_records_it
     assert commands[written].endswith(f"-m tape_vs_trace.compile_caches {state}")
     assert f"TVT_COMPILE_CACHE={cache} " in commands[written]
     assert f"TVT_COMPILE_CACHE_STATE={state} " in commands[scrub]
+
+
+@pytest.mark.parametrize("configured", [None, "/somewhere/compile-cache"])
+def test_the_paired_workers_get_the_setting_or_a_scratch_folder(configured: str | None, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tape_vs_trace import paired
+    from tape_vs_trace.experiments import PairedError
+
+    seen: list[dict] = []
+
+    def fake_run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        seen.append(kwargs["env"])  # type: ignore[arg-type]
+        return subprocess.CompletedProcess(argv, 1, "", "no worker here")
+
+    if configured is None:
+        monkeypatch.delenv(frameworks.COMPILE_CACHE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(frameworks.COMPILE_CACHE_ENV, configured)
+    monkeypatch.setattr(paired.subprocess, "run", fake_run)
+    with pytest.raises(PairedError, match="no worker here"):
+        paired._run_worker("jax", ["x"], False, tmp_path, 0)
+    # One setting for both frameworks' workers: make bench's folder, else the run's scratch folder.
+    assert seen[0][frameworks.COMPILE_CACHE_ENV] == (configured or str(tmp_path / "compile-cache"))
