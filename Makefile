@@ -91,16 +91,15 @@ report: $(STAMP)
 preview: $(STAMP)
 	$(VENV)/bin/asv preview
 
-# Mutation testing (not in CI; configured in pyproject.toml [tool.mutmut]): mutates the probes, steps, commons,
-# workload specs and the report package under mutants/ (git-ignored) and runs the covering fast tests against each
-# mutant. Run it niced and one group at a time, e.g.
+# Mutation testing (not in CI; configured in pyproject.toml [tool.mutmut]): mutates the measurement code (the probes,
+# the steps, the report's statistics, loading and ratio rule) under mutants/ (git-ignored) and runs the covering fast
+# tests against each mutant. Run it niced and one group at a time, e.g.
 #   nice -n 15 make mutate MUTATE_PATHS='tape_vs_trace/report/stats.py tape_vs_trace/report/hosts.py'
 # (paths become mutmut's mutant-name globs, tape_vs_trace.report.stats.*; a named group is re-tested in full, a run
 # without MUTATE_PATHS resumes where the last one stopped). Then `mutmut results`, `mutmut show NAME`.
-# Cost on the project's shared 2-core machine: the first run traces the 489 selected tests once (5 min), later runs
-# trace only new tests; then report mutants go at about 20 a minute with 2 children, probe, steps and commons
-# mutants far slower (they run torch and JAX tests). The 8,273 mutants in all take hours: see README "Mutation
-# testing" for the groups measured and their scores.
+# Cost on a shared 2-core machine: the first run traces the selected tests once (minutes), later runs trace only
+# new tests; report mutants are fast, probe and steps mutants far slower (they run torch and JAX tests). All of them
+# take hours: see README "Mutation testing" for the sampled score.
 MUTATE_PATHS ?=
 MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tape_vs_trace import host_check, machine
-from tests.test_machine import AMD
+from tests.cpuinfo import AMD
 
 CALIBRATION = {"matmul_flops_per_s": {"float32": 5.0e10}, "matmul_flops_per_s_jax": {"float32": 6.0e10},
                "copy_bytes_per_s": 4.0e9, "dispatch_seconds_per_op": {"torch": 5e-6, "jax": 2e-5}}

@@ -9,25 +9,10 @@ from pathlib import Path
 import pytest
 
 from tape_vs_trace import machine
+from tests.cpuinfo import AMD
 
 ROOT = Path(__file__).resolve().parents[1]
 
-AMD = """processor\t: 0
-vendor_id\t: AuthenticAMD
-cpu family\t: 25
-model\t\t: 17
-model name\t: AMD EPYC
-stepping\t: 1
-cpu MHz\t\t: 2445.406
-cache size\t: 512 KB
-flags\t\t: fpu sse sse2 avx avx2 fma avx512f avx512_bf16 sha_ni
-
-processor\t: 1
-vendor_id\t: AuthenticAMD
-cpu family\t: 25
-model\t\t: 17
-model name\t: AMD EPYC
-"""
 H200 = "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 345 MHz, 9.0"
 BANNER = "| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |"
 
