@@ -3,8 +3,8 @@
 `make mutate` runs all of mutmut's mutants of the measurement code (pyproject.toml's only_mutate: the probes, the
 steps, the report's statistics, loading and ratio rule), which takes hours on a 2-core machine, most of them in the
 probe and steps mutants, whose covering tests run torch and JAX. This script takes a systematic sample instead: the
-mutants of each file in mutmut's order (by function, then by mutation number), every Nth of them from an offset of N
-// 2, so every file and every long function is represented in proportion to its mutants. Sampling mutants this way
+mutants of each file in mutmut's order (by function, then by mutation number), every Nth of them from an offset of
+N // 2, so every file and every long function is represented in proportion to its mutants. Sampling mutants this way
 estimates the full score (Wong and Mathur, "Reducing the cost of mutation testing: an empirical study", JSS 1995,
 found a 10 % sample within a few points of the full mutation score).
 
