@@ -332,6 +332,14 @@ def test_flops_mlp(probe, variant, matmuls):
     assert probe.flops(step, *args) == matmuls * MLP_MATMUL_FLOPS
 
 
+def test_torch_flop_count_prints_nothing(capsys) -> None:
+    # FlopCounterMode prints its table unless told not to: a count taken inside a benchmark process would write it
+    # into asv's output of every count.
+    _, args, step = _torch_case(*MLP, "plain")
+    assert torch_probe.matmul_flops(step, *args) == 6 * MLP_MATMUL_FLOPS
+    assert capsys.readouterr().out == ""
+
+
 # --- outputs and arguments inside containers (dicts, lists, tuples) ------------------------------------------------
 
 

@@ -192,3 +192,21 @@ def test_every_forward_step_syncs_its_device(mode: str, synced: list, mlp32: wor
 def test_every_engine_step_syncs_its_device(feature: str, synced: list, mlp32: workloads.Inputs) -> None:
     torch_steps.engine_step(mlp32, "plain", feature, "eager", "cpu")()
     _every_sync_names(synced, "cpu")
+
+
+def test_jax_engine_step_compiled_jits_and_eager_does_not(mlp64, monkeypatch) -> None:
+    jitted = []
+    real_jit = jax_steps.jax.jit
+    monkeypatch.setattr(jax_steps.jax, "jit", lambda fn, *a, **k: jitted.append(fn) or real_jit(fn, *a, **k))
+    jax_steps.engine_step(mlp64, "plain", "no_hooks", "eager")
+    assert jitted == []
+    jax_steps.engine_step(mlp64, "plain", "no_hooks", "compiled")
+    assert len(jitted) == 1
+
+
+def test_jax_recording_forward_keeps_residuals_but_not_its_arguments(mlp64) -> None:
+    fn, (params, data) = jax_steps.forward_fn(mlp64, "plain", "record")
+    out, kept = fn(params, data)
+    arguments = jax.tree.leaves((params, data))
+    assert kept and not any(r is a for r in kept for a in arguments)
+    assert np.asarray(out).shape == mlp64.cotangent.shape
