@@ -34,11 +34,13 @@ endif
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# `make test` is what CI runs (the 5-minute goal); tests marked slow (over ~5 s each: every compiled variant,
-# failure isolation through asv, the GPU script's faked chunk runs, the shared count subprocesses) run in
-# `make test-all`. The offline set-up test stays in `make test`.
+# `make test` is what CI runs (the 5-minute goal), one pytest worker per core (pytest-xdist), a test file per
+# worker so module fixtures and cached references are built once; tests marked slow (over ~5 s each: every compiled
+# variant, failure isolation through asv, the GPU script's faked chunk runs, the shared count subprocesses) run in
+# `make test-all`, one process, as a timing test there needs the host to itself. The offline set-up test stays in
+# `make test`.
 test: $(STAMP) lint
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n auto --dist loadfile
 
 test-all: $(STAMP) lint
 	$(PY) -m pytest -q
