@@ -183,10 +183,15 @@ SETTING_VARIABLES = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCAT
                      "JAX_COMPILATION_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TVT_TORCH_COMPILE_MODE")
 
 
+# Variables that name a folder: recorded as set or unset, since committed results carry no path of the machine.
+FOLDER_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")
+
+
 def environment_settings() -> dict[str, str]:
     """Each of SETTING_VARIABLES as a benchmark process sees it: its value, or "unset"; preallocation as
-    isolate_allocators leaves it."""
+    isolate_allocators leaves it; a folder variable as "set", never its path."""
     found = {name: os.environ.get(name, "unset") for name in SETTING_VARIABLES}
+    found.update({name: "set" for name in FOLDER_VARIABLES if name in os.environ})
     found["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     return found
 
