@@ -47,20 +47,6 @@ def test_once_runs_the_compiled_step_once_and_synchronises_it():
     assert seen == [5]
 
 
-class _Clock:
-    """time.perf_counter for sampling, advanced by each step call."""
-
-    def __init__(self, step_seconds: float):
-        self.now, self.step_seconds, self.calls = 0.0, step_seconds, 0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def step(self) -> None:
-        self.calls += 1
-        self.now += self.step_seconds
-
-
 @pytest.mark.parametrize(("device", "step_seconds", "calls"), [
     ("cpu", 0.3, 2), ("cuda", 0.3, 4), ("cuda:0", 0.3, 4), ("cuda", 2.0, 2), ("cuda", 1e-3, 1000)])
 def test_warm_up_is_two_calls_and_on_a_gpu_a_second_of_work(monkeypatch, device: str, step_seconds: float,
