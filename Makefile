@@ -49,8 +49,13 @@ test-all: $(STAMP) lint
 # results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve
 # (tape-vs-trace paired, results/paired/: its first round before asv, the others after it), the report in
 # results/report/ and the dashboard in html/.
-# A failed benchmark is recorded as failed and the run goes on; bench then exits with asv's status.
-# ASV_ARGS passes options on (e.g. ASV_ARGS='-b remat' for one pillar).
+# RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round,
+# ROUNDS of them per timed combination, default each benchmark's own rounds) or `asv` (asv run, one process per
+# combination and round: the reference path, full isolation, several times slower).
+# A failed benchmark is recorded as failed and the run goes on; bench then exits with the runner's status.
+# ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar).
+RUNNER ?= worker
+ROUNDS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -72,8 +77,10 @@ bench: $(STAMP)
 		echo "warning: the paired runner's first round failed (above); asv runs, then all its rounds"; }; } && \
 	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
-		$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
-		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr $(ASV_ARGS) || status=$$?; } && \
+		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
+		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr,\
+		$(VENV)/bin/tape-vs-trace run --machine $$machine $(if $(ROUNDS),--rounds $(ROUNDS))) \
+		$(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
@@ -82,7 +89,7 @@ bench: $(STAMP)
 		--raw $(PAIRED_RAW) --out results/paired && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
-	if [ $$status -ne 0 ]; then echo "warning: asv exited with status $$status (failed benchmarks above); results were saved"; fi && \
+	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \
 	exit $$status
 
 # The report alone, from the results already in results/.

@@ -315,6 +315,9 @@ class _PeakBytes(_Counted):
         return self.counted("track_peak_bytes")
 
     track_peak_bytes.unit = unit("track_peak_bytes")
+    # tape-vs-trace run: a CUDA peak is the allocator's high-water mark, so it is taken in a process that measured
+    # nothing before it (on CPU the counts are storage tracking and buffer plans, the same after any history).
+    track_peak_bytes.fresh_process = not SHARED_COUNTS
 
 
 class _SavedBytes(_Counted):

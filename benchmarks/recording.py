@@ -122,6 +122,7 @@ class _CompileSeconds(Benchmark):
     number = 1
     warmup_time = 0
     version = "5"
+    fresh_process = True  # tape-vs-trace run: a cold compile in a process that compiled nothing before it
 
     def build(self, case):
         fn, args = case.fw.steps.grad_fn(case.inputs, case.variant, case.device)

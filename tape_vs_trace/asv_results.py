@@ -97,6 +97,7 @@ def _merge_into(target: Path, data: dict) -> dict:
     if kept and not same_run:
         runs.append({**earlier, "benchmarks_kept": kept})
     data["tape_vs_trace"]["earlier_runs"] = runs
+    data["tape_vs_trace"]["runner_of"] = {**earlier.get("runner_of", {}), **ours.get("runner_of", {})}
     return data
 
 
@@ -124,7 +125,11 @@ def scrub_results(results: Path) -> list[Path]:
         data["python"] = _python_version(str(data.get("python", "")))
         data.setdefault("params", {})["python"] = data["python"]
         if fresh:
-            data["tape_vs_trace"] = {**data.get("tape_vs_trace", {}), **run_details()}
+            ours = data.get("tape_vs_trace", {})
+            # Which runner measured each benchmark: tape-vs-trace run says so in its file; asv run's files say nothing.
+            runner = ours.pop("runner", "asv")
+            data["tape_vs_trace"] = {**ours, **run_details(),
+                                     "runner_of": {name: runner for name in data.get("results", {})}}
         target = path.with_name(f"{path.name.split('-existing-py_', 1)[0]}-{ENV_NAME}.json") if fresh else path
         if fresh and target.exists():
             data = _merge_into(target, data)

@@ -102,6 +102,14 @@ def _paired(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from tape_vs_trace import suite_runner
+
+    done = suite_runner.run(args.results, args.bench, args.rounds, args.machine, timeout=args.worker_timeout)
+    print(f"wrote {done.path}")
+    return 2 if done.failed else 0  # as asv run: failed benchmarks are recorded, and the status says so
+
+
 def _saved_all(args: argparse.Namespace) -> int:
     from tape_vs_trace import saved
 
@@ -177,6 +185,22 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--raw", type=Path, default=None,
                             help="folder that keeps the first round between the stages")),
             errors=("tape_vs_trace.paired:PairedError",)),
+    Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
+                   "results", _run,
+            description="Every asv benchmark (or those -b selects, with asv's regex rule) measured by one worker "
+                        "process per framework and round, combinations interleaved, the order rotated; results are "
+                        "saved through asv's results API after every round. `asv run` stays the reference path "
+                        "(one process per combination).",
+            arguments=(_arg("--results", type=Path, default=Path("results"),
+                            help="asv results folder (default: results)"),
+                       _arg("-b", "--bench", action="append", default=None,
+                            help="regex of the benchmarks to run, as asv run -b (repeatable; default: all)"),
+                       _arg("--rounds", type=int, default=None,
+                            help="processes per timed combination (default: each benchmark's own rounds)"),
+                       _arg("--machine", default=None, help="machine name (default: tape-vs-trace machine's)"),
+                       _arg("--worker-timeout", type=float, default=3600.0,
+                            help="seconds one worker process may take before it is stopped (default 3600)")),
+            errors=("tape_vs_trace.suite_runner:RunError",)),
     Command("saved-all", "the saved-bytes breakdown of every workload the suite costs, as CSV", _saved_all,
             description="PyTorch and JAX, one process each for the whole list, on the loss of every workload whose "
                         "saved bytes the suite reports; writes OUT/<machine>-<commit8>.csv, which the report reads.",

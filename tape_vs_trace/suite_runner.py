@@ -1,0 +1,428 @@
+"""`tape-vs-trace run`: the asv suite measured by worker processes, written as asv results.
+
+`asv run` starts one process per benchmark, parameter combination and round, and writes its result file when the
+run ends. A process costs 2-3 s of imports on a CPU and 15-20 s on a GPU (CUDA context, XLA client, compiles),
+against a measurement of a fraction of that. This runner measures the same benchmarks (asv's classes, parameters,
+setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework and round,
+each process taking every combination's `repeat` samples, interleaved combination by combination, the order rotated
+every round and every pass. So the statistics between processes stay what they are (the report splits each
+combination's samples into its processes), and a round costs two start-ups instead of one per combination.
+
+What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
+compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
+
+Results go through asv's own API (asv.results.Results, the benchmark descriptions of a `benchmarks.json`
+discovered on this device, written to the results folder as `asv run` does), after every round: a run cut short
+loses the round in progress, not the run. Every benchmark's runner is recorded in the result file
+("tape_vs_trace"/"runner_of"). `asv run` stays the reference path, with full isolation.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
+
+RUNNER = "worker"
+WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped and its tasks recorded as failed
+
+
+class RunError(Exception):
+    """Bad input or a step that cannot go on: printed as one line by the CLI."""
+
+
+@dataclass
+class Task:
+    name: str  # asv's benchmark name, module.Class.method
+    index: int  # asv's parameter index
+    framework: str
+    kind: str  # 'time' or 'track'
+    rounds: int
+    repeat: int
+    fresh: bool  # a process of its own
+
+    @property
+    def id(self) -> str:
+        return key(self.name, self.index)
+
+    def plan(self) -> dict[str, Any]:
+        return {"name": self.name, "index": self.index, "repeat": self.repeat, "kind": self.kind}
+
+
+@dataclass
+class Outcome:
+    """What the rounds gave one combination: samples per round, a value, a skip or an error."""
+
+    samples: list[list[float]] = field(default_factory=list)
+    number: int | None = None
+    value: Any = None
+    skip: str | None = None
+    error: str | None = None
+
+
+def discover(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """The suite's benchmarks as asv discovers them (asv_runner's list_benchmarks, in a process of its own so that
+    this one imports no framework), for this process's device (TVT_DEVICE decides)."""
+    code = ("import sys; from asv_runner.discovery import list_benchmarks; "
+            f"list_benchmarks({str(BENCHMARK_DIR)!r}, sys.stdout)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunError(f"benchmark discovery failed: {last}")
+    found = json.loads(done.stdout)
+    log(f"[run] discovered {len(found)} benchmarks")
+    return found
+
+
+def _class_attr(name: str, attr: str, default: Any) -> Any:
+    """An attribute of the benchmark's method, else of its class (asv's lookup order)."""
+    module_name, class_name, method = name.rsplit(".", 2) if name.count(".") >= 2 else (*name.split("."), None)
+    module = importlib.import_module(f"benchmarks.{module_name}")
+    cls = getattr(module, class_name)
+    for source in (getattr(cls, method, None) if method else None, cls):
+        if source is not None and hasattr(source, attr):
+            return getattr(source, attr)
+    return default
+
+
+def select(benchmarks: list[dict[str, Any]], regexes: list[str] | None) -> dict[str, list[int]]:
+    """asv's selection (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`): benchmark -> indices."""
+    from asv.benchmarks import Benchmarks
+
+    chosen = Benchmarks(_config(), benchmarks, regex=regexes or None)
+    selection = {}
+    for name in chosen:
+        indices = chosen.benchmark_selection[name]
+        selection[name] = [0] if indices is None else list(indices)
+    return selection
+
+
+def _config() -> Any:
+    from asv.config import Config
+
+    return Config.load(str(ROOT / "asv.conf.json"))
+
+
+def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rounds: int | None) -> list[Task]:
+    """One task per selected combination. A time benchmark runs `rounds` processes (its own `rounds` without it); a
+    track benchmark's value is a count, taken once."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    by_name = {b["name"]: b for b in benchmarks}
+    found = []
+    for name, indices in selection.items():
+        bench = by_name[name]
+        combos = list(itertools.product(*bench["params"])) if bench["params"] else [()]
+        where = bench["param_names"].index("framework") if "framework" in bench.get("param_names", []) else None
+        fresh = bool(_class_attr(name, "fresh_process", False))
+        for i in indices:
+            framework = combos[i][where].strip("'\"") if where is not None else "torch"
+            timed = bench["type"] == "time"
+            found.append(Task(name, i, framework, "time" if timed else "track",
+                              (rounds or int(bench.get("rounds", 1))) if timed else 1,
+                              int(bench.get("repeat") or 1) if timed else 1, fresh))
+    return found
+
+
+def rotated(items: list, r: int) -> list:
+    """`items` rotated left by `r` (the round): every round starts somewhere else."""
+    if not items:
+        return items
+    r %= len(items)
+    return items[r:] + items[:r]
+
+
+def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
+    """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
+    that share one, its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
+    task."""
+    frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
+    if r % 2:
+        frameworks.reverse()
+    plans = []
+    for framework in frameworks:
+        due = [t for t in all_tasks if t.framework == framework and t.rounds > r]
+        shared = [t for t in due if not t.fresh]
+        names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
+        ordered = [t for n in names for t in rotated([t for t in shared if t.name == n], r)]
+        if ordered:
+            plans.append((framework, ordered))
+        plans += [(framework, [t]) for t in due if t.fresh]
+    return plans
+
+
+def _setup_cache(name: str, scratch: Path, timeout: float) -> tuple[Path | None, str]:
+    """asv's setup_cache of `name`, in a process of its own (asv_runner's), pickled in a folder of scratch."""
+    folder = Path(tempfile.mkdtemp(dir=scratch, prefix="cache-"))
+    code = ("import sys, json; from asv_runner.setup_cache import _setup_cache; "
+            f"_setup_cache(({str(BENCHMARK_DIR)!r}, {name!r}, json.dumps({{}})))")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"setup_cache timed out after {timeout:.0f} s"
+    if done.returncode != 0:
+        return None, done.stderr.strip()
+    return folder / "cache.pickle", ""
+
+
+def run_worker(framework: str, batch: list[Task], cache: Path | None, scratch: Path, label: str,
+               timeout: float = WORKER_TIMEOUT_S) -> tuple[dict[str, Any], str]:
+    """One worker process over `batch`; returns what it wrote and, where it died or timed out, why."""
+    plan_path, out = scratch / f"{label}.plan.json", scratch / f"{label}.out.json"
+    plan_path.write_text(json.dumps({"framework": framework, "cache": str(cache) if cache else None,
+                                     "tasks": [t.plan() for t in batch]}))
+    argv = [sys.executable, "-m", "tape_vs_trace.suite_worker", str(plan_path), str(out)]
+    why = ""
+    try:
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            why = f"worker exited with status {done.returncode}: {last}"
+    except subprocess.TimeoutExpired:
+        why = f"worker timed out after {timeout:.0f} s"
+    try:
+        found = json.loads(out.read_text())
+    except (OSError, ValueError):
+        found = {}
+    return found, why
+
+
+def measure_round(batch: list[Task], framework: str, cache: Path | None, scratch: Path, label: str,
+                  log: Callable[[str], None], timeout: float = WORKER_TIMEOUT_S) -> dict[str, Any]:
+    """`batch` in one worker; where a worker dies, the combination it was on is recorded as failed and the ones it
+    had not reached run in a new worker, so one crash costs one combination."""
+    results: dict[str, Any] = {}
+    left = list(batch)
+    attempt = 0
+    while left:
+        found, why = run_worker(framework, left, cache, scratch, f"{label}-{attempt}", timeout)
+        results.update({k: v for k, v in found.items() if k not in ("current", "graphs", "seconds")})
+        for extra in ("graphs", "seconds"):
+            results.setdefault(extra, {}).update(found.get(extra, {}))
+        if not why:
+            break
+        current = found.get("current")
+        if current:
+            results[current] = {"error": why}
+            log(f"[run] {current}: {why}; going on without it")
+        left = [t for t in left if t.id not in results]
+        if not current:  # died before naming a combination: nothing to skip, nothing more to try
+            for t in left:
+                results[t.id] = {"error": why}
+            log(f"[run] {framework} worker: {why}")
+            break
+        attempt += 1
+    return results
+
+
+def _commit() -> tuple[str, int]:
+    """HEAD and its author date in ms (asv's `get_date`)."""
+    done = subprocess.run(["git", "rev-list", "-n", "1", "--format=%H %at", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True)
+    last = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+    if not last:
+        raise RunError(f"cannot name the commit: git rev-list HEAD failed in {ROOT}")
+    commit, stamp = last[0].split()
+    return commit, int(stamp) * 1000
+
+
+def env_name(python: str) -> str:
+    """The name `asv run -E existing:PYTHON` gives the environment (asv.environment.get_env_name)."""
+    from asv.environment import get_env_name
+
+    return get_env_name("existing", python.replace(os.sep, "_"), {}, {})
+
+
+def to_results(benchmarks: list[dict[str, Any]], outcomes: dict[str, Outcome], chosen: list[Task],
+               machine_params: dict[str, str], python: str, commit: str, date: int, started: datetime.datetime,
+               durations: dict[str, float]) -> Any:
+    """asv Results of every benchmark with a chosen combination: samples of every round, a track's value, NaN for
+    a skip (asv's n/a), None for a failure; combinations not chosen keep NaN, as asv writes them."""
+    from asv.results import Results
+    from asv.runner import BenchmarkResult
+
+    results = Results({**machine_params, "python": python}, {}, commit, date, python, env_name(python), {})
+    by_name = {b["name"]: b for b in benchmarks}
+    for name in dict.fromkeys(t.name for t in chosen):
+        bench = by_name[name]
+        count = len(list(itertools.product(*bench["params"]))) if bench["params"] else 1
+        value: list[Any] = [float("nan")] * count
+        samples: list[Any] = [None] * count
+        number: list[Any] = [None] * count
+        errors = []
+        for t in (t for t in chosen if t.name == name):
+            o = outcomes.get(t.id)
+            if o is None:
+                continue
+            if o.error:
+                value[t.index] = None
+                errors.append(f"For parameters index {t.index}: {o.error}")
+            elif o.skip:
+                continue
+            elif t.kind == "time" and o.samples:
+                value[t.index] = True
+                samples[t.index] = [s for per_round in o.samples for s in per_round]
+                number[t.index] = o.number
+            elif t.kind == "track":
+                value[t.index] = o.value
+        result = BenchmarkResult(result=value, samples=samples, number=number, errcode=1 if errors else 0,
+                                 stderr="\n".join(errors), profile=None)
+        results.add_result(bench, result, started_at=started, duration=durations.get(name),
+                           record_samples=True)
+    return results
+
+
+def save(results: Any, folder: Path, runs: dict[str, Any]) -> Path:
+    """Write the asv result file (asv's save, a fresh file that scrub-results names and merges), with this
+    runner's record, then scrub: returns the scrubbed file."""
+    from asv.results import get_filename
+
+    from tape_vs_trace import asv_results
+
+    results.save(str(folder.parent))
+    path = folder.parent / get_filename(folder.name, results.commit_hash, results.env_name)
+    data = json.loads(path.read_text())
+    data["tape_vs_trace"] = {"runner": RUNNER, "worker_runs": runs}
+    path.write_text(json.dumps(data))
+    scrubbed = asv_results.scrub_results(folder.parent)
+    return next((p for p in scrubbed if p.parent == path.parent), path)
+
+
+def write_benchmarks_json(benchmarks: list[dict[str, Any]], results_dir: Path) -> None:
+    """results/benchmarks.json as `asv run` writes it, from this device's discovery."""
+    from asv import util
+
+    util.write_json(str(results_dir / "benchmarks.json"), {b["name"]: b for b in benchmarks}, 2)
+
+
+def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None = None, machine_name: str | None = None,
+        log: Callable[[str], None] = print, timeout: float = WORKER_TIMEOUT_S) -> Finished:
+    """Measure the selected benchmarks (every one without `regexes`) in worker rounds, saving the asv result file
+    of HEAD for this machine after every round; returns its path and the combinations that failed."""
+    from tape_vs_trace import machine
+
+    if rounds is not None and rounds < 1:
+        raise RunError(f"--rounds must be at least 1, not {rounds}")
+    fields = machine.record()
+    if machine_name and machine_name != fields["machine"]:
+        fields = {**fields, "machine": machine_name}
+    machine.write_asv_machine_file(fields)
+    commit, date = _commit()
+    benchmarks = discover(log)
+    selection = select(benchmarks, regexes)
+    if not selection:
+        raise RunError(f"no benchmark matches {' '.join(regexes or [])!r}")
+    chosen = tasks(benchmarks, selection, rounds)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    write_benchmarks_json(benchmarks, results_dir)
+    folder = results_dir
+    (folder / fields["machine"]).mkdir(exist_ok=True)
+    (folder / fields["machine"] / "machine.json").write_text(json.dumps({**fields, "version": 1}, indent=4))
+    python = sys.executable
+    started = datetime.datetime.now(datetime.UTC)
+    outcomes: dict[str, Outcome] = {}
+    durations: dict[str, float] = {}
+    runs: dict[str, Any] = {"rounds": 0, "processes": 0, "graphs": {}, "wall_s": 0.0, "per_process": []}
+    total_rounds = max(t.rounds for t in chosen)
+    t0 = time.perf_counter()
+    path = folder
+    with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
+        scratch = Path(tmp)
+        caches = _setup_caches(chosen, benchmarks, scratch, outcomes, log)
+        for r in range(total_rounds):
+            plans = round_plans(chosen, r)
+            log(f"[run] round {r + 1}/{total_rounds}: {len(plans)} processes, "
+                f"{sum(len(b) for _, b in plans)} combinations, {time.perf_counter() - t0:.0f} s so far")
+            for i, (framework, batch) in enumerate(plans):
+                batch = [t for t in batch if not (outcomes.get(t.id) and outcomes[t.id].error)]
+                if not batch:
+                    continue
+                cache = caches.get(_cache_key(batch[0], benchmarks))
+                started_batch = time.perf_counter()
+                found = measure_round(batch, framework, cache, scratch, f"r{r}-{i}", log, timeout)
+                runs["processes"] += 1
+                runs["graphs"].update(found.pop("graphs", {}))
+                seconds = found.pop("seconds", {})
+                # asv's "duration" of a benchmark: its combinations' set-up and samples, the start-up shared out.
+                inside = sum(sum(v.values()) for v in seconds.values())
+                startup = max(0.0, time.perf_counter() - started_batch - inside)
+                for t in batch:
+                    spent = sum(seconds.get(t.id, {}).values()) + startup / len(batch)
+                    durations[t.name] = durations.get(t.name, 0.0) + spent
+                    _record(outcomes.setdefault(t.id, Outcome()), found.get(t.id))
+                runs["per_process"].append({"round": r + 1, "framework": framework, "combinations": len(batch),
+                                            "wall_s": round(time.perf_counter() - started_batch, 2),
+                                            "outside_combinations_s": round(startup, 2)})
+            runs["rounds"] = r + 1
+            runs["wall_s"] = round(time.perf_counter() - t0, 1)
+            results = to_results(benchmarks, outcomes, chosen, fields, python, commit, date, started, durations)
+            path = save(results, folder / fields["machine"], runs)
+            log(f"[run] round {r + 1}/{total_rounds} saved to {path}")
+    failed = sorted(t.id for t in chosen if outcomes.get(t.id) and outcomes[t.id].error)
+    if failed:
+        log(f"[run] {len(failed)} combinations failed: {', '.join(failed[:10])}{' ...' if len(failed) > 10 else ''}")
+        log(f"[run] the first failure: {outcomes[failed[0]].error.splitlines()[-1]}")
+    log(f"[run] {runs['processes']} worker processes, {runs['wall_s']:.0f} s")
+    return Finished(path, failed)
+
+
+@dataclass(frozen=True)
+class Finished:
+    path: Path
+    failed: list[str]
+
+
+def _cache_key(task: Task, benchmarks: list[dict[str, Any]]) -> str | None:
+    return next((b.get("setup_cache_key") for b in benchmarks if b["name"] == task.name), None)
+
+
+def _setup_caches(chosen: list[Task], benchmarks: list[dict[str, Any]], scratch: Path, outcomes: dict[str, Outcome],
+                  log: Callable[[str], None]) -> dict[str, Path]:
+    """Every setup_cache the chosen tasks need, once each; a failed one fails its benchmarks' combinations (as asv
+    records them)."""
+    caches: dict[str, Path] = {}
+    by_name = {b["name"]: b for b in benchmarks}
+    for task in chosen:
+        cache_key = by_name[task.name].get("setup_cache_key")
+        if cache_key is None or cache_key in caches:
+            continue
+        log(f"[run] setup_cache {cache_key} (through {task.name})")
+        path, why = _setup_cache(task.name, scratch, float(by_name[task.name].get("setup_cache_timeout", 1200)))
+        if path is None:
+            last = (why.splitlines() or ["no output"])[-1]
+            for t in chosen:
+                if by_name[t.name].get("setup_cache_key") == cache_key:
+                    outcomes.setdefault(t.id, Outcome()).error = f"setup_cache failed: {last}"
+            log(f"[run] setup_cache {cache_key} failed: {last}")
+            caches[cache_key] = None  # type: ignore[assignment]
+        else:
+            caches[cache_key] = path
+    return caches
+
+
+def _record(outcome: Outcome, found: dict[str, Any] | None) -> None:
+    """One round's finding of a combination added to its outcome."""
+    if found is None:
+        outcome.error = outcome.error or "not reached by its worker"
+    elif "error" in found:
+        outcome.error = found["error"]
+    elif "skip" in found:
+        outcome.skip = found["skip"]
+    elif "samples" in found:
+        outcome.samples.append(list(found["samples"]))
+        outcome.number = found["number"]
+    else:
+        outcome.value = found["value"]

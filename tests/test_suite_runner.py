@@ -1,0 +1,207 @@
+"""tape-vs-trace run: which process measures each combination in each round (rotation, alternation, fresh
+processes), one crash costing one combination, and the asv result file written after every round, which asv's own
+API and the report read, with the runner recorded. Worker processes are faked here, but for the suite's discovery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace import machine, suite_runner
+from tape_vs_trace.report import load
+from tape_vs_trace.suite_runner import Outcome, Task
+
+
+def _task(name: str, index: int, framework: str = "torch", rounds: int = 3, repeat: int = 5, kind: str = "time",
+          fresh: bool = False) -> Task:
+    return Task(name, index, framework, kind, rounds, repeat, fresh)
+
+
+@pytest.fixture(scope="module")
+def suite() -> tuple[list[dict], list[Task]]:
+    benchmarks = suite_runner.discover(log=lambda _: None)
+    return benchmarks, suite_runner.tasks(benchmarks, suite_runner.select(benchmarks, None), None)
+
+
+# --- the plan ------------------------------------------------------------------------------------------------------
+
+
+def test_each_round_rotates_the_benchmarks_and_their_combinations() -> None:
+    chosen = [_task("m.A.time_step", i) for i in range(3)] + [_task("m.B.time_step", i) for i in range(2)]
+    orders = [[t.id for t in suite_runner.round_plans(chosen, r)[0][1]] for r in range(3)]
+    assert orders[0] == ["m.A.time_step-0", "m.A.time_step-1", "m.A.time_step-2", "m.B.time_step-0",
+                         "m.B.time_step-1"]
+    assert orders[1] == ["m.B.time_step-1", "m.B.time_step-0", "m.A.time_step-1", "m.A.time_step-2",
+                         "m.A.time_step-0"]
+    assert orders[2] == ["m.A.time_step-2", "m.A.time_step-0", "m.A.time_step-1", "m.B.time_step-0",
+                         "m.B.time_step-1"]
+    assert all(sorted(o) == sorted(orders[0]) for o in orders)  # every combination in every round, once
+
+
+def test_frameworks_alternate_and_fresh_combinations_get_a_process_each() -> None:
+    chosen = [_task("m.A.time_step", 0, "torch"), _task("m.A.time_step", 1, "jax"),
+              _task("m.C.time_compile_seconds", 0, "torch", fresh=True),
+              _task("m.C.time_compile_seconds", 1, "torch", fresh=True)]
+    first = suite_runner.round_plans(chosen, 0)
+    assert [(f, [t.id for t in b]) for f, b in first] == [
+        ("torch", ["m.A.time_step-0"]), ("torch", ["m.C.time_compile_seconds-0"]),
+        ("torch", ["m.C.time_compile_seconds-1"]), ("jax", ["m.A.time_step-1"])]
+    assert [f for f, _ in suite_runner.round_plans(chosen, 1)][0] == "jax"
+
+
+def test_a_combination_runs_in_as_many_rounds_as_it_asks_and_counts_once() -> None:
+    chosen = [_task("m.A.time_step", 0, rounds=5), _task("m.B.time_step", 0, rounds=3),
+              _task("m.C.track_bytes", 0, rounds=1, kind="track")]
+    per_round = [{t.id for _, b in suite_runner.round_plans(chosen, r) for t in b} for r in range(5)]
+    assert per_round[0] == {"m.A.time_step-0", "m.B.time_step-0", "m.C.track_bytes-0"}
+    assert per_round[2] == {"m.A.time_step-0", "m.B.time_step-0"}
+    assert per_round[3] == per_round[4] == {"m.A.time_step-0"}
+
+
+def test_the_suite_plan_covers_every_combination_with_its_own_framework(suite) -> None:
+    benchmarks, chosen = suite
+    import itertools
+
+    expected = {f"{b['name']}-{i}" for b in benchmarks
+                for i in range(len(list(itertools.product(*b["params"]))) if b["params"] else 1)}
+    assert {t.id for t in chosen} == expected
+    by_name = {b["name"]: b for b in benchmarks}
+    for t in chosen:
+        params = list(itertools.product(*by_name[t.name]["params"]))[t.index]
+        assert f"'{t.framework}'" in params, t.id
+    compile_tasks = [t for t in chosen if t.name.endswith("time_compile_seconds")]
+    assert compile_tasks and all(t.fresh for t in compile_tasks)  # a cold compile in a process of its own
+    assert all(t.rounds == 1 for t in chosen if t.kind == "track")
+    steps = [t for t in chosen if t.name == "recording.GradStep_transformer.time_step"]
+    assert steps and all(t.rounds == 3 and t.repeat == 5 and not t.fresh for t in steps)
+
+
+def test_rounds_overrides_the_timed_benchmarks_only(suite) -> None:
+    benchmarks, _ = suite
+    chosen = suite_runner.tasks(benchmarks, suite_runner.select(benchmarks, None), 7)
+    assert {t.rounds for t in chosen if t.kind == "time"} == {7}
+    assert {t.rounds for t in chosen if t.kind == "track"} == {1}
+
+
+def test_selection_follows_asvs_regex_rule(suite) -> None:
+    benchmarks, _ = suite
+    selection = suite_runner.select(benchmarks, [r"GradStep_mlp\.time_step\('jax'.*'compiled'"])
+    assert list(selection) == ["recording.GradStep_mlp.time_step"]
+    [chosen] = suite_runner.tasks(benchmarks, selection, None)
+    assert chosen.framework == "jax"
+
+
+# --- a crashing worker ---------------------------------------------------------------------------------------------
+
+
+def test_a_crash_fails_the_combination_in_progress_and_the_rest_run_in_a_new_worker(monkeypatch,
+                                                                                    tmp_path: Path) -> None:
+    batch = [_task("m.A.time_step", i) for i in range(4)]
+    calls: list[list[str]] = []
+
+    def fake(framework, left, cache, scratch, label, timeout):
+        calls.append([t.id for t in left])
+        if len(calls) == 1:  # dies in the third combination, after the first two were saved
+            return ({"m.A.time_step-0": {"samples": [1.0], "number": 1},
+                     "m.A.time_step-1": {"samples": [1.0], "number": 1},
+                     "current": "m.A.time_step-2", "graphs": {}}, "worker exited with status -11: Segmentation fault")
+        return {t.id: {"samples": [2.0], "number": 1} for t in left} | {"current": None, "graphs": {}}, ""
+
+    monkeypatch.setattr(suite_runner, "run_worker", fake)
+    lines: list[str] = []
+    found = suite_runner.measure_round(batch, "torch", None, tmp_path, "r0", lines.append)
+    assert calls == [[t.id for t in batch], ["m.A.time_step-3"]]
+    assert "status -11" in found["m.A.time_step-2"]["error"]
+    assert found["m.A.time_step-3"] == {"samples": [2.0], "number": 1}
+    assert any("m.A.time_step-2" in line for line in lines)
+
+
+def test_a_worker_that_dies_before_any_combination_fails_its_batch_once(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(suite_runner, "run_worker", lambda *a: ({}, "worker exited with status 1: ImportError"))
+    found = suite_runner.measure_round([_task("m.A.time_step", 0), _task("m.A.time_step", 1)], "jax", None,
+                                       tmp_path, "r0", lambda _: None)
+    assert found["m.A.time_step-0"]["error"].endswith("ImportError")
+    assert found["m.A.time_step-1"]["error"].endswith("ImportError")
+
+
+# --- the result file -----------------------------------------------------------------------------------------------
+
+
+class Stop(Exception):
+    pass
+
+
+def _fake_rounds(monkeypatch, stop_after: int | None = None) -> list[int]:
+    seen: list[int] = []
+
+    def fake(batch, framework, cache, scratch, label, log, timeout):
+        r = int(label[1:].split("-")[0])
+        if stop_after is not None and r >= stop_after:
+            raise Stop
+        seen.append(r)
+        return {t.id: ({"samples": [0.01 * (r + 1)] * t.repeat, "number": 1} if t.kind == "time"
+                       else {"value": 4096}) for t in batch} | {"graphs": {}}
+
+    monkeypatch.setattr(suite_runner, "measure_round", fake)
+    monkeypatch.setattr(suite_runner, "_setup_caches", lambda *a: {})
+    monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
+    return seen
+
+
+REGEX = [r"GradStep_mlp\.time_step", r"RematCost_mlp\.track_saved_bytes"]
+
+
+def test_the_result_file_is_saved_after_every_round_and_asv_reads_it(monkeypatch, tmp_path: Path) -> None:
+    from asv.results import Results
+
+    _fake_rounds(monkeypatch, stop_after=1)
+    with pytest.raises(Stop):
+        suite_runner.run(tmp_path, REGEX, rounds=3, log=lambda _: None)
+    [path] = [p for p in tmp_path.glob("*/*.json") if p.name != "machine.json"]
+    assert path.name.endswith("-existing-venv.json")  # scrubbed: no interpreter path in the name
+    result = Results.load(str(path))
+    samples = result.get_result_samples("recording.GradStep_mlp.time_step",
+                                        result.get_result_params("recording.GradStep_mlp.time_step"))
+    assert all(s == [0.01] * 5 for s in samples)  # round 1 only: the round cut short lost nothing saved before it
+    assert result.get_result_value("remat.RematCost_mlp.track_saved_bytes",
+                                   result.get_result_params("remat.RematCost_mlp.track_saved_bytes"))[0] == 4096
+
+
+def test_every_round_adds_its_samples_and_the_report_splits_them_into_processes(monkeypatch, tmp_path: Path) -> None:
+    seen = _fake_rounds(monkeypatch)
+    suite_runner.run(tmp_path, REGEX, rounds=3, log=lambda _: None)
+    assert sorted(set(seen)) == [0, 1, 2]
+    [path] = [p for p in tmp_path.glob("*/*.json") if p.name != "machine.json"]
+    data = json.loads(path.read_text())
+    samples = data["results"]["recording.GradStep_mlp.time_step"][data["result_columns"].index("samples")]
+    assert all(s == [0.01] * 5 + [0.02] * 5 + [0.03] * 5 for s in samples)
+    table = load.load_results(tmp_path, lambda _: None).table
+    steps = table[table.benchmark == "recording.GradStep_mlp.time_step"]
+    assert len(steps) == 4 and set(steps.processes) == {3}
+
+
+def test_the_result_file_records_the_runner_of_every_benchmark(monkeypatch, tmp_path: Path) -> None:
+    _fake_rounds(monkeypatch)
+    suite_runner.run(tmp_path, REGEX, rounds=2, log=lambda _: None)
+    [path] = [p for p in tmp_path.glob("*/*.json") if p.name != "machine.json"]
+    record = json.loads(path.read_text())["tape_vs_trace"]
+    assert record["runner_of"] == {"recording.GradStep_mlp.time_step": "worker",
+                                   "remat.RematCost_mlp.track_saved_bytes": "worker"}
+    assert record["worker_runs"]["rounds"] == 2
+    assert "runner" not in record
+
+
+def test_outcomes_become_asvs_values_nan_for_a_skip_none_for_a_failure() -> None:
+    bench = {"name": "m.A.time_step", "params": [["'torch'", "'jax'"], ["'a'", "'b'"]], "version": "1",
+             "param_names": ["framework", "x"]}
+    chosen = [_task("m.A.time_step", i, "torch" if i < 2 else "jax") for i in range(4)]
+    outcomes = {"m.A.time_step-0": Outcome(samples=[[1.0, 3.0], [2.0]], number=1),
+                "m.A.time_step-1": Outcome(skip="not a size"), "m.A.time_step-2": Outcome(error="boom")}
+    results = suite_runner.to_results([bench], outcomes, chosen, {"machine": "m"}, "3.11", "a" * 40, 0, None, {})
+    values = results.get_result_value("m.A.time_step", bench["params"])
+    assert values[0] == 2.0  # the median of every round's samples
+    assert values[1] != values[1] and values[3] != values[3]  # NaN: skipped, or never reached
+    assert values[2] is None
+    assert results.get_result_samples("m.A.time_step", bench["params"])[0] == [1.0, 3.0, 2.0]

@@ -1,0 +1,208 @@
+"""The worker of tape-vs-trace run: samples interleaved combination by combination with the order rotated every pass,
+each combination's `repeat` samples, skips and failures recorded as asv records them, the output rewritten after
+every benchmark, and TorchDynamo's recompile guard. The benchmarks are fakes with asv_runner's interface; one slow
+test runs the real suite's compiled PyTorch combinations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace import suite_worker
+from tape_vs_trace.suite_worker import Worker
+
+
+class FakeBench:
+    """asv_runner's Benchmark as the worker uses it: set_cache, do_setup (True: skipped), do_run, do_teardown."""
+
+    setup_cache_key = None
+
+    def __init__(self, name: str, log: list[str], skip: bool = False, fail_setup: bool = False,
+                 fail_run_at: int | None = None, value: float | None = None, on_setup=None):
+        self.name = name
+        self.log = log
+        self.skip = skip
+        self.fail_setup = fail_setup
+        self.fail_run_at = fail_run_at
+        self.value = value
+        self.on_setup = on_setup
+        self.runs = 0
+        self.torn_down = False
+
+    def set_cache(self, cache):
+        self.cache = cache
+
+    def do_setup(self):
+        if self.on_setup:
+            self.on_setup()
+        if self.fail_setup:
+            raise RuntimeError("no such input")
+        return self.skip
+
+    def do_run(self):
+        self.runs += 1
+        self.log.append(self.name)
+        if self.fail_run_at is not None and self.runs >= self.fail_run_at:
+            raise ValueError("step failed")
+        if self.value is not None:
+            return self.value
+        return {"samples": [0.001 * self.runs], "number": 1}
+
+    def do_teardown(self):
+        self.torn_down = True
+
+
+def _plan(tasks: list[tuple[str, int, int, str]]) -> dict:
+    return {"framework": "torch", "cache": None,
+            "tasks": [{"name": n, "index": i, "repeat": r, "kind": k} for n, i, r, k in tasks]}
+
+
+def test_samples_are_interleaved_with_the_order_rotated_every_pass(tmp_path: Path) -> None:
+    log: list[str] = []
+    benches = {f"a.B.time_step-{i}": FakeBench(f"a.B.time_step-{i}", log) for i in range(3)}
+    worker = Worker(_plan([("a.B.time_step", i, 4, "time") for i in range(3)]), tmp_path / "out.json",
+                    benches.__getitem__)
+    worker.run()
+    names = [n.rsplit("-", 1)[1] for n in log]
+    assert names == ["0", "1", "2", "1", "2", "0", "2", "0", "1", "0", "1", "2"]
+    found = json.loads((tmp_path / "out.json").read_text())
+    for i in range(3):
+        assert found[f"a.B.time_step-{i}"] == {"samples": [0.001, 0.002, 0.003, 0.004], "number": 1}
+    assert all(b.torn_down for b in benches.values())
+
+
+def test_each_combination_gets_its_own_repeat(tmp_path: Path) -> None:
+    log: list[str] = []
+    benches = {"a.B.time_step-0": FakeBench("a.B.time_step-0", log), "a.B.time_step-1": FakeBench("x", log)}
+    worker = Worker(_plan([("a.B.time_step", 0, 2, "time"), ("a.B.time_step", 1, 5, "time")]),
+                    tmp_path / "out.json", benches.__getitem__)
+    worker.run()
+    found = json.loads((tmp_path / "out.json").read_text())
+    assert len(found["a.B.time_step-0"]["samples"]) == 2
+    assert len(found["a.B.time_step-1"]["samples"]) == 5
+
+
+def test_skips_failures_and_track_values_are_recorded(tmp_path: Path) -> None:
+    log: list[str] = []
+    benches = {
+        "a.B.time_step-0": FakeBench("t0", log, skip=True),
+        "a.B.time_step-1": FakeBench("t1", log, fail_setup=True),
+        "a.B.time_step-2": FakeBench("t2", log, fail_run_at=2),
+        "a.B.time_step-3": FakeBench("t3", log),
+        "a.C.track_bytes-0": FakeBench("c0", log, value=1024),
+    }
+    worker = Worker(_plan([("a.B.time_step", i, 3, "time") for i in range(4)] + [("a.C.track_bytes", 0, 1, "track")]),
+                    tmp_path / "out.json", benches.__getitem__)
+    worker.run()
+    found = json.loads((tmp_path / "out.json").read_text())
+    assert "skip" in found["a.B.time_step-0"]
+    assert "no such input" in found["a.B.time_step-1"]["error"]
+    assert "step failed" in found["a.B.time_step-2"]["error"]  # a failure after samples voids the combination
+    assert len(found["a.B.time_step-3"]["samples"]) == 3  # the others go on
+    assert found["a.C.track_bytes-0"] == {"value": 1024}
+    assert found["current"] is None
+
+
+def test_the_output_is_written_after_every_benchmark_and_names_the_one_in_progress(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    seen: list[dict] = []
+    log: list[str] = []
+
+    def look():
+        seen.append(json.loads(out.read_text()))
+
+    benches = {"a.B.time_step-0": FakeBench("b", log), "a.C.time_step-0": FakeBench("c", log, on_setup=look)}
+    Worker(_plan([("a.B.time_step", 0, 2, "time"), ("a.C.time_step", 0, 2, "time")]), out,
+           benches.__getitem__).run()
+    # While the second benchmark sets up, the file holds the first one's samples and names the second.
+    first = seen[0]
+    assert first["current"] == "a.C.time_step-0"
+    assert len(first["a.B.time_step-0"]["samples"]) == 2
+    assert "a.C.time_step-0" not in first
+
+
+def test_the_setup_cache_reaches_the_benchmarks_that_have_one(tmp_path: Path) -> None:
+    import pickle
+
+    cache = tmp_path / "cache.pickle"
+    cache.write_bytes(pickle.dumps({"k": 1}))
+    log: list[str] = []
+    keyed, plain = FakeBench("k", log, value=1), FakeBench("p", log, value=2)
+    keyed.setup_cache_key = "common:1"
+    benches = {"a.K.track_x-0": keyed, "a.P.track_x-0": plain}
+    plan = {**_plan([("a.K.track_x", 0, 1, "track"), ("a.P.track_x", 0, 1, "track")]), "cache": str(cache)}
+    Worker(plan, tmp_path / "out.json", benches.__getitem__).run()
+    assert keyed.cache == {"k": 1} and plain.cache is None
+
+
+# --- TorchDynamo's recompile guard ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dynamo_config():
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    saved = (config.recompile_limit, config.accumulated_recompile_limit, config.fail_on_recompile_limit_hit)
+    torch._dynamo.reset()
+    yield config
+    config.recompile_limit, config.accumulated_recompile_limit, config.fail_on_recompile_limit_hit = saved
+    torch._dynamo.reset()
+
+
+def _compile_shapes(n: int) -> int:
+    """Graphs compiled for one code object called at n shapes (static shapes: one graph per shape)."""
+    import torch
+
+    def step(x):
+        return (x * 2).sum()
+
+    compiled = torch.compile(step, backend="eager", dynamic=False)
+    before = suite_worker.compiled_graphs()
+    for size in range(1, n + 1):
+        compiled(torch.ones(size))
+    return suite_worker.compiled_graphs() - before
+
+
+def test_without_the_guard_the_ninth_version_silently_runs_eager(dynamo_config) -> None:
+    assert _compile_shapes(10) == dynamo_config.recompile_limit == 8
+
+
+def test_with_the_guard_every_version_compiles_its_own_graph(dynamo_config) -> None:
+    suite_worker.guard_recompiles()
+    assert _compile_shapes(10) == 10
+
+
+def test_with_the_guard_a_reached_limit_is_an_error_not_an_eager_fallback(dynamo_config) -> None:
+    suite_worker.guard_recompiles()
+    dynamo_config.recompile_limit = 2
+    with pytest.raises(Exception, match="(?i)recompile"):
+        _compile_shapes(3)
+
+
+@pytest.mark.slow
+def test_every_compiled_torch_combination_of_the_suite_runs_its_own_graph(tmp_path: Path) -> None:
+    """The real worker over every compiled PyTorch gradient step of the custom-backward pillar and the mlp (one loss
+    code object each, compiled again per combination): each one's setup compiled at least one graph."""
+    import subprocess
+
+    from tape_vs_trace import suite_runner
+
+    benchmarks = suite_runner.discover(log=lambda _: None)
+    selection = suite_runner.select(benchmarks, [r"(CustomStep_\w+|GradStep_mlp)\.time_step\('torch'.*'compiled'"])
+    chosen = suite_runner.tasks(benchmarks, selection, rounds=1)
+    assert len(chosen) >= 3
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"framework": "torch", "cache": None, "tasks": [t.plan() for t in chosen]}))
+    out = tmp_path / "out.json"
+    subprocess.run([sys.executable, "-m", "tape_vs_trace.suite_worker", str(plan), str(out)], check=True,
+                   cwd=suite_worker.ROOT, timeout=900)
+    found = json.loads(out.read_text())
+    for task in chosen:
+        if "skip" in found[task.id]:
+            continue
+        assert "samples" in found[task.id], found[task.id]
+        assert found["graphs"].get(task.id, 0) >= 1, task.id
