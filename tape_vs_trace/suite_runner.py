@@ -178,11 +178,11 @@ def _setup_cache(name: str, scratch: Path, timeout: float) -> tuple[Path | None,
     return folder / "cache.pickle", ""
 
 
-def run_worker(framework: str, batch: list[Task], cache: Path | None, scratch: Path, label: str,
+def run_worker(framework: str, batch: list[Task], caches: dict[str, Path], scratch: Path, label: str,
                timeout: float = WORKER_TIMEOUT_S) -> tuple[dict[str, Any], str]:
     """One worker process over `batch`; returns what it wrote and, where it died or timed out, why."""
     plan_path, out = scratch / f"{label}.plan.json", scratch / f"{label}.out.json"
-    plan_path.write_text(json.dumps({"framework": framework, "cache": str(cache) if cache else None,
+    plan_path.write_text(json.dumps({"framework": framework, "caches": {k: str(v) for k, v in caches.items()},
                                      "tasks": [t.plan() for t in batch]}))
     argv = [sys.executable, "-m", "tape_vs_trace.suite_worker", str(plan_path), str(out)]
     why = ""
@@ -200,7 +200,7 @@ def run_worker(framework: str, batch: list[Task], cache: Path | None, scratch: P
     return found, why
 
 
-def measure_round(batch: list[Task], framework: str, cache: Path | None, scratch: Path, label: str,
+def measure_round(batch: list[Task], framework: str, caches: dict[str, Path], scratch: Path, label: str,
                   log: Callable[[str], None], timeout: float = WORKER_TIMEOUT_S) -> dict[str, Any]:
     """`batch` in one worker; where a worker dies, the combination it was on is recorded as failed and the ones it
     had not reached run in a new worker, so one crash costs one combination."""
@@ -208,7 +208,7 @@ def measure_round(batch: list[Task], framework: str, cache: Path | None, scratch
     left = list(batch)
     attempt = 0
     while left:
-        found, why = run_worker(framework, left, cache, scratch, f"{label}-{attempt}", timeout)
+        found, why = run_worker(framework, left, caches, scratch, f"{label}-{attempt}", timeout)
         results.update({k: v for k, v in found.items() if k not in ("current", "graphs", "seconds")})
         for extra in ("graphs", "seconds"):
             results.setdefault(extra, {}).update(found.get(extra, {}))
@@ -350,9 +350,8 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                 batch = [t for t in batch if not (outcomes.get(t.id) and outcomes[t.id].error)]
                 if not batch:
                     continue
-                cache = caches.get(_cache_key(batch[0], benchmarks))
                 started_batch = time.perf_counter()
-                found = measure_round(batch, framework, cache, scratch, f"r{r}-{i}", log, timeout)
+                found = measure_round(batch, framework, caches, scratch, f"r{r}-{i}", log, timeout)
                 runs["processes"] += 1
                 runs["graphs"].update(found.pop("graphs", {}))
                 seconds = found.pop("seconds", {})
@@ -385,19 +384,16 @@ class Finished:
     failed: list[str]
 
 
-def _cache_key(task: Task, benchmarks: list[dict[str, Any]]) -> str | None:
-    return next((b.get("setup_cache_key") for b in benchmarks if b["name"] == task.name), None)
-
-
 def _setup_caches(chosen: list[Task], benchmarks: list[dict[str, Any]], scratch: Path, outcomes: dict[str, Outcome],
                   log: Callable[[str], None]) -> dict[str, Path]:
     """Every setup_cache the chosen tasks need, once each; a failed one fails its benchmarks' combinations (as asv
     records them)."""
     caches: dict[str, Path] = {}
+    failed: set[str] = set()
     by_name = {b["name"]: b for b in benchmarks}
     for task in chosen:
         cache_key = by_name[task.name].get("setup_cache_key")
-        if cache_key is None or cache_key in caches:
+        if cache_key is None or cache_key in caches or cache_key in failed:
             continue
         log(f"[run] setup_cache {cache_key} (through {task.name})")
         path, why = _setup_cache(task.name, scratch, float(by_name[task.name].get("setup_cache_timeout", 1200)))
@@ -407,7 +403,7 @@ def _setup_caches(chosen: list[Task], benchmarks: list[dict[str, Any]], scratch:
                 if by_name[t.name].get("setup_cache_key") == cache_key:
                     outcomes.setdefault(t.id, Outcome()).error = f"setup_cache failed: {last}"
             log(f"[run] setup_cache {cache_key} failed: {last}")
-            caches[cache_key] = None  # type: ignore[assignment]
+            failed.add(cache_key)
         else:
             caches[cache_key] = path
     return caches

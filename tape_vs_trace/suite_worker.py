@@ -8,8 +8,8 @@ pass, until each has `repeat` samples. Track methods (counts) return their value
 
     python -m tape_vs_trace.suite_worker PLAN OUT
 
-PLAN (JSON): {"framework", "round", "cache" (a pickled setup_cache or null), "tasks": [{"name", "index", "repeat",
-"kind"}]}. OUT (JSON, rewritten after every benchmark, a temporary file first): {"<name>-<index>": {"samples",
+PLAN (JSON): {"framework", "caches" ({setup_cache_key: pickled setup_cache}), "tasks": [{"name", "index",
+"repeat", "kind"}]}. OUT (JSON, rewritten after every benchmark, a temporary file first): {"<name>-<index>": {"samples",
 "number"} | {"value"} | {"skip"} | {"error"}, ...}, "graphs": per compiled PyTorch combination, the graphs
 TorchDynamo compiled while setting it up, and "seconds": per combination, the wall time of its set-up and of its
 samples (what a plan of a run's cost is made from). A task the process is working on when it dies is named in OUT's
@@ -71,10 +71,10 @@ class Worker:
         self.plan = plan
         self.out = out
         self.found: dict[str, Any] = {"graphs": {}, "seconds": {}}
-        self.cache = None
-        if plan.get("cache"):
-            with open(plan["cache"], "rb") as fh:
-                self.cache = pickle.load(fh)
+        self.caches: dict[str, Any] = {}
+        for cache_key, path in (plan.get("caches") or {}).items():
+            with open(path, "rb") as fh:
+                self.caches[cache_key] = pickle.load(fh)
         if get_benchmark is None:
             from asv_runner.discovery import get_benchmark_from_name
 
@@ -103,7 +103,9 @@ class Worker:
         start = time.perf_counter()
         try:
             bench = self.get_benchmark(k)
-            bench.set_cache(self.cache if bench.setup_cache_key is not None else None)
+            if bench.setup_cache_key is not None and bench.setup_cache_key not in self.caches:
+                raise RuntimeError(f"no setup_cache {bench.setup_cache_key} was given to this worker")
+            bench.set_cache(self.caches.get(bench.setup_cache_key))
             if bench.do_setup():
                 self.found[k] = {"skip": "skipped in setup"}
                 return None

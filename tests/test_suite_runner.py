@@ -101,7 +101,7 @@ def test_a_crash_fails_the_combination_in_progress_and_the_rest_run_in_a_new_wor
     batch = [_task("m.A.time_step", i) for i in range(4)]
     calls: list[list[str]] = []
 
-    def fake(framework, left, cache, scratch, label, timeout):
+    def fake(framework, left, caches, scratch, label, timeout):
         calls.append([t.id for t in left])
         if len(calls) == 1:  # dies in the third combination, after the first two were saved
             return ({"m.A.time_step-0": {"samples": [1.0], "number": 1},
@@ -111,7 +111,7 @@ def test_a_crash_fails_the_combination_in_progress_and_the_rest_run_in_a_new_wor
 
     monkeypatch.setattr(suite_runner, "run_worker", fake)
     lines: list[str] = []
-    found = suite_runner.measure_round(batch, "torch", None, tmp_path, "r0", lines.append)
+    found = suite_runner.measure_round(batch, "torch", {}, tmp_path, "r0", lines.append)
     assert calls == [[t.id for t in batch], ["m.A.time_step-3"]]
     assert "status -11" in found["m.A.time_step-2"]["error"]
     assert found["m.A.time_step-3"] == {"samples": [2.0], "number": 1}
@@ -120,7 +120,7 @@ def test_a_crash_fails_the_combination_in_progress_and_the_rest_run_in_a_new_wor
 
 def test_a_worker_that_dies_before_any_combination_fails_its_batch_once(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(suite_runner, "run_worker", lambda *a: ({}, "worker exited with status 1: ImportError"))
-    found = suite_runner.measure_round([_task("m.A.time_step", 0), _task("m.A.time_step", 1)], "jax", None,
+    found = suite_runner.measure_round([_task("m.A.time_step", 0), _task("m.A.time_step", 1)], "jax", {},
                                        tmp_path, "r0", lambda _: None)
     assert found["m.A.time_step-0"]["error"].endswith("ImportError")
     assert found["m.A.time_step-1"]["error"].endswith("ImportError")
@@ -136,7 +136,7 @@ class Stop(Exception):
 def _fake_rounds(monkeypatch, stop_after: int | None = None) -> list[int]:
     seen: list[int] = []
 
-    def fake(batch, framework, cache, scratch, label, log, timeout):
+    def fake(batch, framework, caches, scratch, label, log, timeout):
         r = int(label[1:].split("-")[0])
         if stop_after is not None and r >= stop_after:
             raise Stop
@@ -205,3 +205,19 @@ def test_outcomes_become_asvs_values_nan_for_a_skip_none_for_a_failure() -> None
     assert values[1] != values[1] and values[3] != values[3]  # NaN: skipped, or never reached
     assert values[2] is None
     assert results.get_result_samples("m.A.time_step", bench["params"])[0] == [1.0, 3.0, 2.0]
+
+
+@pytest.mark.slow
+def test_a_real_run_of_timed_and_counted_benchmarks_saves_every_value(monkeypatch, tmp_path: Path) -> None:
+    """The chain's gradient steps (timed, both modes) and its graph costs (counts from the shared setup_cache) in
+    real worker processes, two rounds: no combination fails, and the file holds samples of both rounds."""
+    monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
+    done = suite_runner.run(tmp_path, [r"GradStep_chain\.", r"GraphCost_chain\.track_saved_bytes"], rounds=2,
+                            log=lambda _: None)
+    assert done.failed == []
+    data = json.loads(done.path.read_text())
+    columns = data["result_columns"]
+    steps = data["results"]["recording.GradStep_chain.time_step"]
+    assert all(isinstance(s, list) and len(s) == 10 for s in steps[columns.index("samples")])
+    saved = data["results"]["recording.GraphCost_chain.track_saved_bytes"][0]
+    assert all(isinstance(v, (int, float)) and v > 0 for v in saved)

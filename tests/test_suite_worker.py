@@ -56,7 +56,7 @@ class FakeBench:
 
 
 def _plan(tasks: list[tuple[str, int, int, str]]) -> dict:
-    return {"framework": "torch", "cache": None,
+    return {"framework": "torch", "caches": {},
             "tasks": [{"name": n, "index": i, "repeat": r, "kind": k} for n, i, r, k in tasks]}
 
 
@@ -133,9 +133,16 @@ def test_the_setup_cache_reaches_the_benchmarks_that_have_one(tmp_path: Path) ->
     keyed, plain = FakeBench("k", log, value=1), FakeBench("p", log, value=2)
     keyed.setup_cache_key = "common:1"
     benches = {"a.K.track_x-0": keyed, "a.P.track_x-0": plain}
-    plan = {**_plan([("a.K.track_x", 0, 1, "track"), ("a.P.track_x", 0, 1, "track")]), "cache": str(cache)}
+    other = FakeBench("o", log, value=3)
+    other.setup_cache_key = "common:2"  # a key the plan has no cache for
+    benches = {"a.K.track_x-0": keyed, "a.P.track_x-0": plain, "a.O.track_x-0": other}
+    plan = {**_plan([("a.P.track_x", 0, 1, "track"), ("a.K.track_x", 0, 1, "track"), ("a.O.track_x", 0, 1, "track")]),
+            "caches": {"common:1": str(cache)}}
     Worker(plan, tmp_path / "out.json", benches.__getitem__).run()
+    # Each benchmark gets its own key's cache, whatever comes first in the plan; none without a key.
     assert keyed.cache == {"k": 1} and plain.cache is None
+    found = json.loads((tmp_path / "out.json").read_text())
+    assert "no setup_cache common:2" in found["a.O.track_x-0"]["error"]
 
 
 # --- TorchDynamo's recompile guard ---------------------------------------------------------------------------------
@@ -196,7 +203,7 @@ def test_every_compiled_torch_combination_of_the_suite_runs_its_own_graph(tmp_pa
     chosen = suite_runner.tasks(benchmarks, selection, rounds=1)
     assert len(chosen) >= 3
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"framework": "torch", "cache": None, "tasks": [t.plan() for t in chosen]}))
+    plan.write_text(json.dumps({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}))
     out = tmp_path / "out.json"
     subprocess.run([sys.executable, "-m", "tape_vs_trace.suite_worker", str(plan), str(out)], check=True,
                    cwd=suite_worker.ROOT, timeout=900)
