@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# The GPU suite in one command, for a CUDA machine: set up, calibrate, run the benchmarks at the GPU sizes in
-# chunks, check allocator peaks against their analytic bounds, and leave the asv results and a log in OUTDIR.
+# The GPU suite in one command, for a CUDA machine: set up, calibrate, time a pre-flight of what a process costs
+# here, plan the chunks from it, run the benchmarks at the GPU sizes chunk by chunk, check allocator peaks against
+# their analytic bounds, and leave the results, the plan and a log in OUTDIR.
 #
 #   scripts/gpu_bench.sh OUTDIR [quick|full]      (default: quick; TVT_OFFLINE=1 without network)
 #
-# quick: the most cited benchmarks (scripts/gpu_chunks.py: eager float32 gradient steps of mlp and transformer, the
-#        remat peaks of mlp and LSTM, the custom-backward swiglu, transformer inference, the eager steps in TF32 and
-#        bfloat16), timings in 2 processes per combination (asv -a rounds=2), within TVT_BUDGET_S (default 420 s:
-#        7 minutes, set-up included). A chunk starts only while its estimate (gpu_chunks.py, from per-process times
-#        seen on an H200) fits in what is left, and its timeout never reaches past the budget.
+# quick: the most cited benchmarks (scripts/gpu_chunks.py QUICK: the gradient steps of mlp and transformer, eager
+#        and compiled, in float32, TF32 and bfloat16; the remat peaks per policy; the custom-backward swiglu;
+#        transformer inference), timings in 2 rounds, within TVT_BUDGET_S (default 420 s: 7 minutes, set-up
+#        included). A chunk starts only while its estimate fits in what is left, and its timeout never reaches past
+#        the budget.
 # full:  every benchmark, one chunk per class, most cited first, then the transformer's remat trade-off curve
 #        (`tape-vs-trace paired`, every policy and memory budget of both frameworks at L12, written to OUTDIR/paired;
-#        TVT_CURVE=0 leaves it out, TVT_CURVE=1 keeps it with TVT_GPU_BENCHMARKS); no budget (see the README for its wall time).
+#        TVT_CURVE=0 leaves it out, TVT_CURVE=1 keeps it with TVT_GPU_BENCHMARKS); no budget.
 #
-# Each chunk is one `asv run -b REGEX` under its own `timeout`. asv saves a run's results only when it ends, so a
-# chunk that times out loses its own results and nothing else: after EVERY chunk the results are scrubbed and
-# copied to OUTDIR. Set-up: `make setup DEVICE=cuda`, or scripts/setup_offline.sh with TVT_OFFLINE=1.
+# The plan: the pre-flight (python -m tape_vs_trace.preflight, at most TVT_PREFLIGHT_S, default 60 s) times each
+# framework's start-up, inputs, builds, compiles and steps into OUTDIR/preflight.json (also .asv/preflight.json, which
+# `make bench` reads for its estimate); scripts/gpu_chunks.py estimates every chunk from it (what it did not time
+# from stated defaults, marked assumed) and prints the plan. TVT_COSTS=FILE plans from a cost file instead,
+# TVT_PREFLIGHT=0 from the defaults.
+# Each chunk is one `tape-vs-trace run -b REGEX --rounds 2` (one worker process per framework and round) under its
+# own `timeout`; it saves its results after every round, so a chunk cut short loses the round in progress. After
+# EVERY chunk the results are scrubbed and copied to OUTDIR. TVT_RUNNER=asv runs each chunk as `asv run -b REGEX`
+# instead, the reference path (one process per combination and round, saved only when the run ends, so a chunk
+# cut short loses all its results), planned with the same costs.
+# Set-up: `make setup DEVICE=cuda`, or scripts/setup_offline.sh with TVT_OFFLINE=1.
 # TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s). TVT_SETUP=0, TVT_CALIBRATE=0 and
 # TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's), TVT_CLI
-# the tape-vs-trace command of the remat curve (default: the interpreter's tape_vs_trace.cli), TVT_PAIRED_TIMEOUT_S
-# the curve's own timeout (default 3600 s).
+# the tape-vs-trace command (default: the interpreter's tape_vs_trace.cli), TVT_PAIRED_TIMEOUT_S the remat curve's
+# own timeout (default 3600 s).
 set -euo pipefail
 out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
 profile=${2:-quick}
@@ -32,6 +41,11 @@ case "$profile" in
     quick) budget=${TVT_BUDGET_S:-420} ;;
     full) budget=${TVT_BUDGET_S:-0} ;;  # 0: no budget
     *) echo "error: unknown profile '$profile'; valid choices: quick, full"; exit 1 ;;
+esac
+runner=${TVT_RUNNER:-worker}
+case "$runner" in
+    worker|asv) ;;
+    *) echo "error: unknown TVT_RUNNER '$runner'; valid choices: worker, asv"; exit 1 ;;
 esac
 nvidia-smi || { echo "error: no NVIDIA GPU found (nvidia-smi failed)"; exit 1; }
 py=${TVT_PYTHON:-.venv/bin/python}
@@ -50,7 +64,7 @@ fi
 export TVT_DEVICE=cuda
 python_abs=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")  # the venv's own path, not its symlink's target
 machine=$("$py" -m tape_vs_trace.cli machine)  # fails on a bad TVT_TORCH_COMPILE_MODE
-echo "machine: $machine, profile: $profile, budget: ${budget}s (0: none)"
+echo "machine: $machine, profile: $profile, runner: $runner, budget: ${budget}s (0: none)"
 "$py" -c 'from implementations import frameworks as f
 print("CUDA graphs:", ", ".join(f"{k} {v}" for k, v in f.graph_settings().items()))'
 export TVT_CALIBRATION=$PWD/.asv/calibration.json
@@ -68,31 +82,57 @@ copy_out() {  # scrub (merging into the saved file) and copy what is saved so fa
     fi
 }
 
+costs=()
+if [ -n "${TVT_COSTS:-}" ]; then
+    costs=(--costs "$TVT_COSTS")
+elif [ "${TVT_PREFLIGHT:-1}" = 1 ]; then
+    preflight_s=${TVT_PREFLIGHT_S:-60}
+    if timeout $(( preflight_s + 15 )) "$py" -m tape_vs_trace.preflight --out "$out/preflight.json" \
+        --budget-s "$preflight_s"; then
+        costs=(--costs "$out/preflight.json")
+        mkdir -p .asv && cp "$out/preflight.json" .asv/preflight.json
+    else
+        echo "warning: the pre-flight failed: the plan uses the stated defaults"
+    fi
+fi
+
 if [ -n "${TVT_GPU_BENCHMARKS:-}" ]; then
     chunks=$(for regex in $TVT_GPU_BENCHMARKS; do
         printf '%s\t%s\t%s\t%s\t%s\n' "$regex" "${TVT_CHUNK_TIMEOUT_S:-600}" 0 0 "$regex"; done)
 else
-    chunks=$("$py" scripts/gpu_chunks.py "$profile")
+    # the plan goes to the log (stderr), the chunks to stdout
+    chunks=$("$py" scripts/gpu_chunks.py plan "$profile" "${costs[@]}" --runner "$runner" --budget "$budget" \
+        --spent $(( $(date +%s) - start )))
 fi
 status=0
 not_run=()
 while IFS=$'\t' read -r -u 3 name timeout_s estimate_s rounds regex; do
     if [ "$budget" -gt 0 ]; then
         left=$(( start + budget - $(date +%s) ))
-        # A chunk cut short loses all its results: start it only if its estimate fits.
+        # A chunk is started only if its estimate fits: one cut short loses a round (under asv, all its results).
         if [ "$left" -lt 20 ] || [ "$left" -lt "$estimate_s" ]; then not_run+=("$name"); continue; fi
         [ "$timeout_s" -le "$left" ] || timeout_s=$left
     fi
-    attr=()
-    [ "$rounds" -eq 0 ] || attr=(-a "rounds=$rounds")
+    if [ "$runner" = asv ]; then
+        attr=()
+        [ "$rounds" -eq 0 ] || attr=(-a "rounds=$rounds")
+        cmd=("$asv" run --set-commit-hash "$(git rev-parse HEAD)" -b "$regex" -E "existing:$python_abs"
+             --machine "$machine" --launch-method spawn --record-samples --show-stderr "${attr[@]}")
+        lost="its results are lost (asv saves when a run ends)"
+    else
+        attr=()
+        [ "$rounds" -eq 0 ] || attr=(--rounds "$rounds")
+        cmd=("${tvt[@]}" run -b "$regex" "${attr[@]}" --machine "$machine" --results results
+             --worker-timeout "$timeout_s")
+        lost="the round in progress is lost (tape-vs-trace run saves after every round)"
+    fi
     echo "== chunk $name (timeout ${timeout_s}s, estimate ${estimate_s}s${attr[*]:+, ${attr[*]}}): -b '$regex'"
     rc=0
-    timeout "$timeout_s" "$asv" run --set-commit-hash "$(git rev-parse HEAD)" -b "$regex" -E "existing:$python_abs" \
-        --machine "$machine" --launch-method spawn --record-samples --show-stderr "${attr[@]}" || rc=$?
+    timeout "$timeout_s" "${cmd[@]}" || rc=$?
     if [ "$rc" -eq 124 ]; then
-        echo "chunk $name timed out after ${timeout_s}s: its results are lost (asv saves when a run ends)"
+        echo "chunk $name timed out after ${timeout_s}s: $lost"
     elif [ "$rc" -ne 0 ]; then
-        echo "chunk $name: asv exit status $rc (failed benchmarks are recorded as failed)"
+        echo "chunk $name: $runner runner exit status $rc (failed benchmarks are recorded as failed)"
     fi
     [ "$rc" -eq 0 ] || status=$rc
     copy_out

@@ -1,6 +1,6 @@
-"""The GPU paths, as far as a CPU allows: the peak check's bounds, the GPU script's chunks, budget and copies (with
-a fake asv and a fake nvidia-smi), the CUDA benchmark grid, and the offline set-up on a venv of a venv. What needs
-CUDA itself is skipped without it, never faked."""
+"""The GPU paths, as far as a CPU allows: the peak check's bounds, the GPU script's chunks, their plan, budget and
+copies (with a fake tape-vs-trace, asv and nvidia-smi), the CUDA benchmark grid, and the offline set-up on a venv of
+a venv. What needs CUDA itself is skipped without it, never faked."""
 
 from __future__ import annotations
 
@@ -92,13 +92,19 @@ def test_gpucheck_bad_framework_is_one_line() -> None:
 
 
 @pytest.fixture(scope="module")
-def cuda_grid() -> list[str]:
-    """asv's benchmark names on a CUDA machine: discovery in a process where TVT_DEVICE=cuda."""
-    code = ("import json, sys; sys.path.insert(0, 'scripts'); import gpu_chunks; "
-            "print(json.dumps(gpu_chunks.discover()))")
+def cuda_combos() -> list:
+    """Every benchmark x parameter combination of a CUDA machine: discovery in a process where TVT_DEVICE=cuda."""
+    code = ("import sys; sys.path.insert(0, 'scripts'); import gpu_chunks; "
+            "print(gpu_chunks.to_json(gpu_chunks.combinations()))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "TVT_DEVICE": "cuda", "PYTHONPATH": str(ROOT)})
-    return json.loads(done.stdout)
+    return chunks.from_json(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def cuda_grid(cuda_combos: list) -> list[str]:
+    """asv's benchmark names on a CUDA machine."""
+    return [c.name for c in cuda_combos]
 
 
 def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
@@ -112,79 +118,228 @@ def test_the_cuda_grid_is_discovered(cuda_grid: list[str]) -> None:
     assert any("lstm" in name.lower() for name in cuda_grid) and not any("c1024" in name for name in cuda_grid)
 
 
-def test_quick_chunks_select_what_they_promise(cuda_grid: list[str]) -> None:
-    picked = {c.name: sorted(set(chunks.select(c, cuda_grid))) for c in chunks.QUICK}
+def test_combinations_carry_what_the_runners_do_with_them(cuda_combos: list) -> None:
+    by_name = {c.name: c for c in cuda_combos}
+    peak = next(c for c in cuda_combos if c.name.startswith("remat.RematCost_mlp.track_peak_bytes('jax'"))
+    assert (peak.kind, peak.fresh, peak.workload) == ("track", True, "mlp")  # a CUDA peak: a process of its own
+    step = by_name["recording.GradStep_mlp.time_step('torch', 'mlp', '2048x4096x16384', 'eager', 'float32', "
+                   "'highest', 'cuda')"]
+    assert (step.kind, step.fresh, step.rounds, step.repeat, step.mode) == ("time", False, 5, 5, "eager")
+    # the classes' own skips, without a framework: PyTorch has no scan form, tf32 applies to float32 only
+    assert by_name[step.name.replace("'eager', ", "'compiled', ")].skipped is False
+    assert all(c.skipped for c in cuda_combos if "GradStep_transformer" in c.name and "('torch'" in c.name
+               and "'scan'" in c.name)
+    assert all(c.skipped for c in cuda_combos if "'bfloat16', 'tf32'" in c.name)
+    assert all(c.fresh for c in cuda_combos if ".time_compile_seconds(" in c.name)
+
+
+def _live(chunk, combos) -> list[str]:
+    return sorted(c.name for c in chunks.select(chunk, combos) if not c.skipped)
+
+
+def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
+    picked = {c.name: _live(c, cuda_combos) for c in chunks.QUICK}
     assert all(picked.values()), {k: len(v) for k, v in picked.items()}
-    for workload, formulation in (("mlp", ""), ("transformer", "'unrolled', ")):
-        steps = picked[f"gradstep-{workload}-eager"]
-        assert [n.split("(")[1].split(",")[0] for n in steps] == ["'jax'", "'torch'"]
-        assert all(f"GradStep_{workload}." in n and f"'eager', {formulation}'float32', 'highest'" in n
-                   for n in steps)
-    precisions = picked["gradstep-eager-precisions"]
-    assert len(precisions) == 8 and not any("'float32', 'highest'" in n or "'scan'" in n for n in precisions)
-    assert {n.split("'eager', ")[1].split(", 'cuda'")[0] for n in precisions} == {
-        "'float32', 'tf32'", "'bfloat16', 'highest'",
-        "'unrolled', 'float32', 'tf32'", "'unrolled', 'bfloat16', 'highest'"}
-    remat = picked["remat-costs"]
+    assert [c.name for c in chunks.QUICK][:2] == ["gradstep-eager", "gradstep-compiled"]  # the most cited first
+    for mode, count in (("eager", 4), ("compiled", 5)):
+        steps = picked[f"gradstep-{mode}"]
+        assert len(steps) == count and all(f"'{mode}', " in n and "'float32', 'highest'" in n for n in steps)
+        assert {n.split("(")[0] for n in steps} == {"recording.GradStep_mlp.time_step",
+                                                    "recording.GradStep_transformer.time_step"}
+        precisions = picked[f"gradstep-{mode}-precisions"]
+        assert len(precisions) == 2 * count and not any("'float32', 'highest'" in n for n in precisions)
+        assert {n.split(f"'{mode}', ")[1].split(", 'cuda'")[0].removeprefix("'unrolled', ").removeprefix("'scan', ")
+                for n in precisions} == {"'float32', 'tf32'", "'bfloat16', 'highest'"}
+    assert [n for n in picked["gradstep-compiled"] if "'scan'" in n] == [
+        "recording.GradStep_transformer.time_step('jax', 'transformer', 'L12-B8-S1024-D1024', 'compiled', 'scan', "
+        "'float32', 'highest', 'cuda')"]
+    remat = picked["remat-peaks"]
     assert {n.split("(")[0] for n in remat} == {"remat.RematCost_mlp.track_peak_bytes",
                                                 "remat.RematCost_lstm.track_peak_bytes"}
-    assert all("swiglu" in n and "'eager', 'float32', 'highest'" in n for n in picked["custom-swiglu"])
-    assert not any("'compiled'" in n for names in picked.values() for n in names)
+    assert {n.split(", ")[3] for n in remat} == {"'plain'", "'remat_full'", "'remat_dots'"}  # every policy they have
+    assert len(picked["custom-swiglu"]) == 4 and all("'eager', 'float32', 'highest'" in n
+                                                     for n in picked["custom-swiglu"])
+    assert {n.split("(")[0] for n in picked["inference-transformer"]} == {
+        "inference.ForwardMemory_transformer.track_peak_bytes"}
+    assert all(c.rounds == 2 for c in chunks.QUICK)
 
 
-def test_quick_chunks_count_their_rounds_and_fit_the_budget_in_order(cuda_grid: list[str]) -> None:
-    mlp = chunks.QUICK[0]
-    # 2 frameworks x 2 rounds of a timed step, plus asv's discovery.
-    assert len(chunks.select(mlp, cuda_grid)) == 4
-    assert chunks.estimate(mlp, cuda_grid) == chunks.DISCOVERY_S + 4 * chunks.PROCESS_S["time"]
-    # The three most cited chunks fit the quick budget after set-up at the planned costs; all six do not.
-    spent = chunks.QUICK_RESERVE_S + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[:3])
-    assert spent <= chunks.QUICK_BUDGET_S < spent + sum(chunks.estimate(c, cuda_grid) for c in chunks.QUICK[3:])
-    assert all(chunks.estimate(c, cuda_grid) <= c.timeout_s for c in chunks.QUICK)
+def _cost_file(tmp_path: Path, frameworks: dict, discovery: float = 2.0) -> Path:
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"device": "cuda", "frameworks": frameworks, "discovery": {"seconds": discovery}}))
+    return path
 
 
-def test_full_profile_runs_every_benchmark_once(cuda_grid: list[str]) -> None:
-    full = chunks.full(cuda_grid)
-    covered = [n for c in full for n in chunks.select(c, cuda_grid)]
+def _combo(framework: str, kind: str, **fields) -> object:
+    method = "time_step" if kind == "time" else "track_peak_bytes"
+    defaults = {"rounds": 5, "repeat": 5 if kind == "time" else 1, "fresh": kind == "track", "workload": "mlp",
+                "size": "s", "mode": "eager" if kind == "time" else "", "method": method}
+    return chunks.Combo(name=f"bench.{method}('{framework}', {fields.get('mode', '')!r})", framework=framework,
+                        kind=kind, **{**defaults, **fields})
+
+
+def test_the_plan_arithmetic_from_a_fake_cost_file(tmp_path: Path) -> None:
+    costs = chunks.Costs.load(_cost_file(tmp_path, {
+        "torch": {"startup": {"seconds": 6}, "inputs": {"mlp": {"seconds": 1}}, "eager_build": {"mlp": {"seconds": 2}},
+                  "eager_step": {"mlp": {"seconds": 0.004}}},
+        "jax": {"startup": {"seconds": 5}, "inputs": {"mlp": {"seconds": 2}}, "eager_build": {"mlp": {"seconds": 3}},
+                "eager_step": {"mlp": {"seconds": 0.02}},
+                "compile": {"mlp": {"not_timed": "timed out after 30 s", "over_s": 31.0}}}}))
+    combos = [_combo("torch", "time"), _combo("torch", "track"), _combo("jax", "time"), _combo("jax", "track")]
+    chunk = chunks.Chunk("all", "bench", rounds=2)
+    # A 4 ms step is timed 3 calls a sample (10 ms at least), a 20 ms one 1 call: build + sizing call + 5 samples.
+    torch_steps = 6 + 1 + 2 + 0.004 + 5 * 3 * 0.004
+    jax_steps = 5 + 2 + 3 + 0.02 + 5 * 1 * 0.02
+    # A peak is a process of its own, its build the probe's: PyTorch's eager step, JAX's compile (not timed: no
+    # less than the 31 s it ran).
+    torch_peak, jax_peak = 6 + 1 + 2, 5 + 2 + 31.0
+    worker = chunks.estimate(chunk, combos, costs, "worker")
+    expected = 2 + (torch_steps + torch_peak + jax_steps + jax_peak + chunks.SAVE_S) + (
+        torch_steps + jax_steps + chunks.SAVE_S)  # counts once, in round 1
+    assert worker.seconds == pytest.approx(expected)
+    assert (worker.processes, worker.rounds, worker.combinations) == (6, 2, 4)
+    assert worker.assumed == {"jax compile mlp (not timed: timed out after 30 s)"}
+    # asv run: a process per combination and round, counts included, nothing saved between rounds
+    asv = chunks.estimate(chunk, combos, costs, "asv")
+    assert asv.seconds == pytest.approx(2 + 2 * (torch_steps + torch_peak + jax_steps + jax_peak))
+    assert asv.processes == 8
+    # without the chunk's rounds, each benchmark's own
+    assert chunks.estimate(chunks.Chunk("own", "bench"), combos, costs, "worker").rounds == 5
+    # a skipped combination costs nothing in a shared process
+    skipped = chunks.estimate(chunk, [*combos, _combo("torch", "time", skipped=True, mode="compiled")], costs)
+    assert skipped.seconds == pytest.approx(worker.seconds) and skipped.combinations == 4
+
+
+def test_a_cost_missing_from_the_file_is_its_default_marked_assumed(tmp_path: Path) -> None:
+    costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": {"startup": {"seconds": 6}}}))
+    assumed: set[str] = set()
+    assert costs.get("startup", "torch", assumed=assumed) == 6 and not assumed
+    assert costs.get("compile", "torch", "transformer", assumed) == chunks.DEFAULTS["compile"][("torch", "transformer")]
+    assert costs.get("compile", "torch", "gmm", assumed) == chunks.DEFAULTS["compile"][("torch", "*")]
+    assert costs.get("eager_step", "jax", "", assumed) == chunks.DEFAULTS["eager_step"][("*", "")]
+    assert assumed == {"torch compile transformer", "torch compile gmm", "jax eager_step"}
+    assert chunks.Costs().describe().startswith("estimated from the stated defaults")
+
+
+def test_the_plan_runs_the_cited_set_first_and_names_what_does_not_fit(tmp_path: Path, cuda_combos: list) -> None:
+    # Everything costs a second but PyTorch's compile of the transformer, which outlasts the budget.
+    fw = {"startup": {"seconds": 1}, **{phase: {w: {"seconds": 1} for w in ("mlp", "transformer", "swiglu", "lstm")}
+                                        for phase in ("inputs", "eager_build", "compile")},
+          **{phase: {w: {"seconds": 0.01} for w in ("mlp", "transformer", "swiglu", "lstm")}
+             for phase in ("eager_step", "compiled_step")}}
+    torch = json.loads(json.dumps(fw))
+    torch["compile"]["transformer"] = {"seconds": 400}
+    costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": torch, "jax": fw}, discovery=1))
+    planned = chunks.plan(list(chunks.QUICK), cuda_combos, costs, "worker", budget_s=420, spent_s=100)
+    assert [p.chunk for p in planned] == list(chunks.QUICK)  # the order stays the profile's
+    left_out = [p.chunk.name for p in planned if p.cumulative_s is None]
+    assert left_out == ["gradstep-compiled", "gradstep-compiled-precisions"]
+    fitting = [p for p in planned if p.cumulative_s is not None]
+    assert fitting[0].cumulative_s == pytest.approx(100 + fitting[0].estimate.seconds)
+    assert all(a.cumulative_s < b.cumulative_s <= 420 for a, b in zip(fitting, fitting[1:], strict=False))
+    text = "\n".join(chunks.format_plan("plan", planned, costs, 420, 100, "(set-up and pre-flight)"))
+    assert "not run (over the budget): gradstep-compiled, gradstep-compiled-precisions" in text
+    assert text.count("does not fit") == 2 and "costs measured by the pre-flight" in text
+    # compiled for the most part: PyTorch's transformer compile in each of 2 rounds
+    assert planned[1].estimate.seconds > 2 * 400
+
+
+def test_the_estimate_says_estimated_without_a_cost_file() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_chunks.py"), "estimate", "--summary",
+                           "--runner", "asv"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TVT_DEVICE": "cuda"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("estimated from the stated defaults: the full suite under asv run takes about ")
+    assert done.stdout.count("\n") == 1 and "scripts/gpu_bench.sh OUTDIR quick" in done.stdout
+    quick = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_chunks.py"), "estimate", "--profile",
+                            "quick"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "TVT_DEVICE": "cuda"})
+    assert "assumed: every cost" in quick.stdout and "(set-up and pre-flight, assumed)" in quick.stdout
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "error: cannot read cost file {path}: No such file or directory"),
+    ("{", "error: cost file {path} is not JSON: "),
+    ("[1, 2]", "error: cost file {path} has no 'frameworks' object"),
+    ('{"frameworks": {"torch": {"startup": {"seconds": -1}}}}', "error: cost file {path}: frameworks.torch.startup is"),
+    ('{"frameworks": {"jax": {"compile": {"mlp": 3}}}}', "error: cost file {path}: frameworks.jax.compile is"),
+])
+def test_a_bad_cost_file_is_one_line(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "costs.json"
+    if content is not None:
+        path.write_text(content)
+    for command in (["estimate"], ["plan", "quick"]):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_chunks.py"), *command, "--costs",
+                               str(path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.startswith(message.format(path=path)) and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_full_profile_runs_every_benchmark_once(cuda_combos: list, cuda_grid: list[str]) -> None:
+    full = chunks.profile("full", cuda_combos)
+    covered = [c.name for chunk in full for c in chunks.select(chunk, cuda_combos)]
     assert sorted(covered) == sorted(cuda_grid)
-    assert full[0].name.startswith("harness") and all(c.timeout_s >= chunks.FULL_MIN_TIMEOUT_S for c in full)
+    assert full[0].name.startswith("harness") and all(c.rounds == 0 for c in full)
     with pytest.raises(ValueError, match="valid choices"):
-        chunks.profile("medium", cuda_grid)
+        chunks.profile("medium", cuda_combos)
 
 
+# The fakes save results as asv does (one file per machine, commit and environment), which scrub-results renames.
+_SAVE = r"""
+def save(folder, key):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "machine.json").write_text("{}")
+    path = folder / "abcdef12-existing-py_fake_python.json"
+    data = json.loads(path.read_text()) if path.exists() else {
+        "commit_hash": "abcdef12" * 5, "env_name": "existing-py_fake_python", "python": "3.12", "params": {},
+        "result_columns": ["result", "params", "version"], "results": {}, "durations": {}, "version": 2}
+    data["results"][key] = [[1.0], [["'torch'"]], "1"]
+    path.write_text(json.dumps(data))
+"""
 FAKE_ASV = r"""#!/usr/bin/env python3
-# A stand-in for asv run: records what OUTDIR held when it started, then saves one result for its -b regex.
+# A stand-in for asv run: records what OUTDIR held when it started, then saves one result for its -b regex when it
+# ends (FAKE_HANG's regex hangs first).
 import json, os, pathlib, sys, time
+""" + _SAVE + r"""
 args = sys.argv[1:]
 regex, machine = args[args.index("-b") + 1], args[args.index("--machine") + 1]
 out = pathlib.Path(os.environ["FAKE_OUT"])
-seen = sorted(p.name for p in out.glob("*/*.json"))
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"regex": regex, "outdir": seen,
+    log.write(json.dumps({"runner": "asv", "regex": regex, "outdir": sorted(p.name for p in out.glob("*/*.json")),
                           "attributes": [args[i + 1] for i, a in enumerate(args) if a == "-a"]}) + "\n")
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
 if regex == os.environ.get("FAKE_HANG"):
     time.sleep(60)
-folder = pathlib.Path("results") / machine
-folder.mkdir(parents=True, exist_ok=True)
-(folder / "machine.json").write_text("{}")
-path = folder / "abcdef12-existing-py_fake_python.json"
-data = json.loads(path.read_text()) if path.exists() else {
-    "commit_hash": "abcdef12" * 5, "env_name": "existing-py_fake_python", "python": "3.12", "params": {},
-    "result_columns": ["result", "params", "version"], "results": {}, "durations": {}, "version": 2}
-data["results"][f"bench.{regex}"] = [[1.0], [["'torch'"]], "1"]
-path.write_text(json.dumps(data))
+save(pathlib.Path("results") / machine, f"bench.{regex}")
 """
 FAKE_TVT = r"""#!/usr/bin/env python3
-# A stand-in for tape-vs-trace paired: logs its arguments (after the fake asv's lines), writes a CSV to --out.
+# A stand-in for tape-vs-trace. `run`: records what OUTDIR held when it started and its arguments, then saves a
+# result after every round (--rounds, else FAKE_ROUNDS) for its -b regex; FAKE_HANG's regex hangs in its second
+# round. `paired`: logs its arguments (after the chunks' lines), writes a CSV to --out.
 import json, os, pathlib, sys, time
+""" + _SAVE + r"""
 args = sys.argv[1:]
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"tape-vs-trace": args}) + "\n")
-time.sleep(float(os.environ.get("FAKE_PAIRED_SLEEP", "0")))
-out = pathlib.Path(args[args.index("--out") + 1])
-out.mkdir(parents=True, exist_ok=True)
-(out / "gpu-nvidia-h200-abcdef12.csv").write_text("experiment,point\nremat,plain\n")
+out = pathlib.Path(os.environ["FAKE_OUT"])
+
+def log(entry):
+    with open(os.environ["FAKE_LOG"], "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+if args[0] == "paired":
+    log({"tape-vs-trace": args})
+    time.sleep(float(os.environ.get("FAKE_PAIRED_SLEEP", "0")))
+    folder = pathlib.Path(args[args.index("--out") + 1])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gpu-nvidia-h200-abcdef12.csv").write_text("experiment,point\nremat,plain\n")
+    sys.exit(0)
+regex, machine = args[args.index("-b") + 1], args[args.index("--machine") + 1]
+rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else int(os.environ.get("FAKE_ROUNDS", "1"))
+log({"runner": "worker", "regex": regex, "outdir": sorted(p.name for p in out.glob("*/*.json")), "args": args})
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+for r in range(rounds):
+    if r and regex == os.environ.get("FAKE_HANG"):
+        time.sleep(60)
+    save(pathlib.Path(args[args.index("--results") + 1]) / machine, f"bench.{regex}.round{r + 1}")
 """
 FAKE_SMI = """#!/bin/sh
 case "$1" in --query-gpu*) echo "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 345 MHz, 9.0";;
@@ -193,7 +348,8 @@ case "$1" in --query-gpu*) echo "NVIDIA H200, 143771 MiB, 580.65.06, 1980 MHz, 3
 
 
 def _gpu_script_copy(tmp_path: Path) -> tuple[Path, dict]:
-    """The scripts in a git repository of their own (results land there, not here), fake asv and nvidia-smi."""
+    """The scripts in a git repository of their own (results land there, not here), fake asv, tape-vs-trace and
+    nvidia-smi; no pre-flight (the tests that want one set TVT_COSTS or TVT_PREFLIGHT)."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "scripts", repo / "scripts")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -208,7 +364,7 @@ def _gpu_script_copy(tmp_path: Path) -> tuple[Path, dict]:
     out = tmp_path / "out"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT),
            "TVT_PYTHON": sys.executable, "TVT_ASV": str(bin_dir / "asv"), "TVT_CLI": str(bin_dir / "tape-vs-trace"),
-           "TVT_SETUP": "0", "TVT_CALIBRATE": "0",
+           "TVT_SETUP": "0", "TVT_CALIBRATE": "0", "TVT_PREFLIGHT": "0",
            "TVT_PEAKCHECK": "0", "FAKE_OUT": str(out), "FAKE_LOG": str(tmp_path / "asv.log")}
     return repo, env
 
@@ -218,20 +374,34 @@ def _run_gpu_script(repo: Path, env: dict, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, env=env, timeout=120)
 
 
+def _calls(tmp_path: Path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+
+
 @pytest.mark.slow
-def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", ["worker", "asv"])
+def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_path: Path, runner: str) -> None:
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_GPU_BENCHMARKS="alpha beta gamma", TVT_CHUNK_TIMEOUT_S="3", FAKE_HANG="beta")
+    env.update(TVT_GPU_BENCHMARKS="alpha beta gamma", TVT_CHUNK_TIMEOUT_S="3", FAKE_HANG="beta", FAKE_ROUNDS="2",
+               TVT_RUNNER=runner)
     run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 124, run.stdout[-2000:]
-    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
-    assert [c["regex"] for c in calls] == ["alpha", "beta", "gamma"]
+    calls = _calls(tmp_path)
+    assert [c["regex"] for c in calls] == ["alpha", "beta", "gamma"] and {c["runner"] for c in calls} == {runner}
     scrubbed = "abcdef12-existing-venv.json"
     assert calls[0]["outdir"] == [] and calls[1]["outdir"] == calls[2]["outdir"] == [scrubbed, "machine.json"]
     saved = json.loads((tmp_path / "out" / "gpu-nvidia-h200" / scrubbed).read_text())
-    assert sorted(saved["results"]) == ["bench.alpha", "bench.gamma"]  # beta was killed: only it is lost
     log = (tmp_path / "out" / "log.txt").read_text()
-    assert "chunk beta timed out after 3s" in log and "machine: gpu-nvidia-h200, profile: full" in log
+    if runner == "worker":  # beta was killed in its second round: only that round is lost
+        assert sorted(saved["results"]) == ["bench.alpha.round1", "bench.alpha.round2", "bench.beta.round1",
+                                            "bench.gamma.round1", "bench.gamma.round2"]
+        assert "chunk beta timed out after 3s: the round in progress is lost" in log
+        assert calls[0]["args"] == ["run", "-b", "alpha", "--machine", "gpu-nvidia-h200", "--results", "results",
+                                    "--worker-timeout", "3"]
+    else:  # asv saves when a run ends: beta is lost
+        assert sorted(saved["results"]) == ["bench.alpha", "bench.gamma"]
+        assert "chunk beta timed out after 3s: its results are lost" in log
+    assert f"machine: gpu-nvidia-h200, profile: full, runner: {runner}" in log
     assert "CUDA graphs: torch_compile_mode default, xla_command_buffers on (XLA default)" in log
     assert saved["tape_vs_trace"]["graph_settings"]["torch_compile_mode"] == "default"
 
@@ -245,7 +415,7 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     run = _run_gpu_script(repo, env, "quick")
     assert time.monotonic() - start < 24 + 5
     assert run.returncode == 0, run.stdout[-2000:]
-    started = [json.loads(line)["regex"] for line in (tmp_path / "asv.log").read_text().splitlines()]
+    started = [c["regex"] for c in _calls(tmp_path)]
     assert started[0] == "one" and len(started) < 3
     assert f"time budget reached: not run: {' '.join(['one', 'two', 'three'][len(started):])}" in run.stdout
     # The CUDA-graph pairing reaches the log and the machine name the results are saved under.
@@ -254,29 +424,52 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_gpu_quick_profile_runs_its_chunks_by_estimate_and_no_curve(tmp_path: Path) -> None:
+def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
-    # 100 s: only the chunks estimated under what is left start (inference-transformer, 50 s); the others would be
-    # killed by the budget and lose their results, so they are not started at all.
-    env.update(TVT_BUDGET_S="100")
+    # The defaults, but PyTorch's compiles outlast the 7 minutes: the compiled chunks are left out, the rest run.
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"frameworks": {"torch": {"compile": {w: {"seconds": 400} for w in
+                                                                       ("mlp", "transformer")}}}}))
+    env.update(TVT_COSTS=str(costs))
     run = _run_gpu_script(repo, env, "quick")
     assert run.returncode == 0, run.stdout[-2000:]
-    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
-    assert [c["regex"] for c in calls] == [chunks.QUICK[4].regex]
-    assert calls[0]["attributes"] == []  # a track_ chunk keeps its benchmarks' own rounds
-    assert "time budget reached: not run: gradstep-mlp-eager gradstep-transformer-eager remat-costs " \
-           "custom-swiglu gradstep-eager-precisions" in run.stdout
-    assert "remat-curve" not in run.stdout
+    calls = _calls(tmp_path)
+    expected = [c for c in chunks.QUICK if "compiled" not in c.name]
+    assert [c["regex"] for c in calls] == [c.regex for c in expected]
+    assert all(c["args"][3:5] == ["--rounds", "2"] for c in calls)
+    assert "plan of the quick profile under tape-vs-trace run" in run.stdout
+    assert f"costs measured by the pre-flight ({costs}" in run.stdout
+    # The plan adds up the estimates; the script then starts each chunk whose estimate fits in what is actually
+    # left (these fakes take no time), so chunks the plan could not fit after the others still run here.
+    rows = {line.split()[0]: line for line in run.stdout.splitlines() if line.startswith("  gradstep-")}
+    assert rows["gradstep-compiled"].endswith("does not fit") and rows["gradstep-eager"].split()[-1].isdigit()
+    assert "time budget reached: not run: gradstep-compiled gradstep-compiled-precisions" in run.stdout
+    assert "not planned: remat step time per policy" in run.stdout and "remat-curve" not in run.stdout
 
 
 @pytest.mark.slow
-def test_gpu_quick_profile_times_in_two_rounds(tmp_path: Path) -> None:
+def test_gpu_script_plans_from_its_pre_flight(tmp_path: Path) -> None:
+    # On this CPU machine TVT_DEVICE=cuda fails every framework's start-up at once: the file says so, the plan uses
+    # the defaults for what it did not time, and the run goes on.
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_BUDGET_S="160")
+    env.update(TVT_PREFLIGHT="1", TVT_PREFLIGHT_S="20", TVT_BUDGET_S="150")
     run = _run_gpu_script(repo, env, "quick")
-    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
-    assert calls[0] == {"regex": chunks.QUICK[0].regex, "outdir": [], "attributes": ["rounds=2"]}
-    assert "estimate 110s, -a rounds=2" in run.stdout
+    assert run.returncode == 0, run.stdout[-2000:]
+    costs = json.loads((tmp_path / "out" / "preflight.json").read_text())
+    assert costs["device"] == "cuda" and costs["wall_s"] < 20
+    assert (repo / ".asv" / "preflight.json").read_text() == (tmp_path / "out" / "preflight.json").read_text()
+    assert f"costs measured by the pre-flight ({tmp_path / 'out' / 'preflight.json'}" in run.stdout
+
+
+@pytest.mark.slow
+def test_gpu_script_refuses_a_bad_runner_or_cost_file_in_one_line(tmp_path: Path) -> None:
+    repo, env = _gpu_script_copy(tmp_path)
+    run = _run_gpu_script(repo, {**env, "TVT_RUNNER": "slurm"}, "quick")
+    assert run.returncode == 1 and run.stdout.strip() == "error: unknown TVT_RUNNER 'slurm'; valid choices: worker, asv"
+    run = _run_gpu_script(repo, {**env, "TVT_COSTS": str(tmp_path / "missing.json")}, "quick")
+    assert run.returncode == 1 and "Traceback" not in run.stdout
+    assert run.stdout.strip().splitlines()[-1].startswith("error: cannot read cost file")
+    assert not (tmp_path / "asv.log").exists()
 
 
 @pytest.mark.slow
@@ -285,7 +478,7 @@ def test_gpu_full_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) 
     env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1")
     run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 0, run.stdout[-2000:]
-    calls = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    calls = _calls(tmp_path)
     assert calls[0]["regex"] == "alpha"
     assert calls[-1] == {"tape-vs-trace": ["paired", "--only", "remat L12-B8-S1024-D1024", "--rounds", "2", "--out",
                                            str(tmp_path / "out" / "paired")]}
@@ -295,7 +488,7 @@ def test_gpu_full_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_gpu_remat_curve_has_its_own_timeout(tmp_path: Path) -> None:
-    # A curve that overruns is killed, the run says so and fails; the asv chunks' results are kept.
+    # A curve that overruns is killed, the run says so and fails; the chunks' results are kept.
     repo, env = _gpu_script_copy(tmp_path)
     env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1", TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
     run = _run_gpu_script(repo, env, "full")
