@@ -177,14 +177,16 @@ _F32 = r"'float32', 'highest'"
 _PRECISIONS = r"('float32', 'tf32'|'bfloat16', 'highest')"
 # The quick profile, the most cited benchmarks, in priority order: gpu_bench.sh starts a chunk only while its
 # estimate fits in what is left of the budget, so the last ones are the first to go (a later, smaller one may still
-# fit). Timings run in 2 rounds, the fewest that give a between-process interval. The remat step time per policy is
-# not here: it is the remat curve of `tape-vs-trace paired`, the full profile's (NOT_PLANNED).
+# fit). Timings run in 2 rounds, the fewest that give a between-process interval. A chunk that selects nothing on
+# this grid (the remat curve's step times, on a suite without remat.RematCurve_*) is left out and named.
 QUICK: tuple[Chunk, ...] = (
     Chunk("gradstep-eager", rf"recording\.GradStep_(mlp|transformer)\.time_step\(.*'eager', ('unrolled', )?{_F32}",
           2),
     Chunk("gradstep-compiled",
           rf"recording\.GradStep_(mlp|transformer)\.time_step\(.*'compiled', ('unrolled', |'scan', )?{_F32}", 2),
     Chunk("remat-peaks", r"remat\.RematCost_\w+\.track_peak_bytes\(", 2),
+    Chunk("remat-curve-policies",
+          r"remat\.RematCurve_\w+\.time_step\(.*'L12-B8-S1024-D1024', 'eager', ('unrolled', )?'(plain|remat_\w+)'", 2),
     Chunk("custom-swiglu", rf"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', {_F32}", 2),
     Chunk("inference-transformer", r"inference\.\w+_transformer\.", 2),
     Chunk("gradstep-eager-precisions",
@@ -193,7 +195,6 @@ QUICK: tuple[Chunk, ...] = (
           rf"recording\.GradStep_(mlp|transformer)\.time_step\(.*'compiled', ('unrolled', |'scan', )?{_PRECISIONS}",
           2),
 )
-NOT_PLANNED = ("remat step time per policy: the remat curve of `tape-vs-trace paired`, in the full profile",)
 
 # The full profile: one chunk per benchmark class, these first (most cited), then every other class discovered.
 FULL_FIRST = ("harness.", "recording.GradStep_mlp", "recording.GradStep_transformer",
@@ -324,17 +325,21 @@ def profile(name: str, combos: list[Combo]) -> list[Chunk]:
 class Planned:
     chunk: Chunk
     estimate: Estimate
-    cumulative_s: float | None  # None: it does not fit in the budget (not run)
+    cumulative_s: float | None  # None: not run (it does not fit in the budget, or selects nothing)
+
+    @property
+    def empty(self) -> bool:
+        return not self.estimate.combinations
 
 
 def plan(chunks: list[Chunk], combos: list[Combo], costs: Costs, runner: str, budget_s: float = 0,
          spent_s: float = 0.0) -> list[Planned]:
     """Each chunk with its estimate and, in order, the time at which it would end: a chunk that would end past
-    `budget_s` (0: no budget) is left out and the next ones are tried."""
+    `budget_s` (0: no budget) is left out and the next ones are tried; so is one that selects nothing."""
     found, at = [], spent_s
     for chunk in chunks:
         est = estimate(chunk, combos, costs, runner)
-        fits = not budget_s or at + est.seconds <= budget_s
+        fits = est.combinations > 0 and (not budget_s or at + est.seconds <= budget_s)
         if fits:
             at += est.seconds
         found.append(Planned(chunk, est, at if fits else None))
@@ -354,13 +359,14 @@ def format_plan(title: str, planned: list[Planned], costs: Costs, budget_s: floa
     if spent_s:
         lines.append(f"  {spent_label:40} {'':>12} {'':>6} {spent_s:10.0f} {spent_s:12.0f}")
     for p in planned:
-        cumulative = f"{math.ceil(p.cumulative_s):12}" if p.cumulative_s is not None else f"{'-':>12}  does not fit"
+        cumulative = f"{math.ceil(p.cumulative_s):12}" if p.cumulative_s is not None else \
+            f"{'-':>12}  {'selects nothing on this grid' if p.empty else 'does not fit'}"
         lines.append(f"  {p.chunk.name:40} {p.estimate.combinations:12} {p.estimate.rounds:6} "
                      f"{math.ceil(p.estimate.seconds):10} {cumulative}")
-    left_out = [p.chunk.name for p in planned if p.cumulative_s is None]
+    left_out = [p.chunk.name for p in planned if p.cumulative_s is None and not p.empty]
     if budget_s:
-        end = max((p.cumulative_s for p in fitting), default=spent_s)
-        lines.append(f"  fits: {len(fitting)} of {len(planned)} chunks, ending at about {end:.0f} s of {budget_s:.0f}"
+        end = math.ceil(max((p.cumulative_s for p in fitting), default=spent_s))
+        lines.append(f"  fits: {len(fitting)} of {len(planned)} chunks, ending at about {end} s of {budget_s:.0f}"
                      + (f"; not run (over the budget): {', '.join(left_out)}" if left_out else ""))
     assumed = sorted(set().union(*(p.estimate.assumed for p in planned)))
     if costs.measured is None:
@@ -419,9 +425,7 @@ def main(argv: list[str]) -> int:
         for line in format_plan(f"plan of the {args.profile} profile under {runner_name}", planned, costs, budget,
                                 args.spent, "(set-up and pre-flight)"):
             print(line, file=sys.stderr)
-        for line in NOT_PLANNED if args.profile == "quick" else ():
-            print(f"  not planned: {line}", file=sys.stderr)
-        for p in planned:
+        for p in (p for p in planned if not p.empty):  # `tape-vs-trace run` refuses a regex that selects nothing
             print(f"{p.chunk.name}\t{timeout_s(p.estimate.seconds)}\t{math.ceil(p.estimate.seconds)}\t"
                   f"{p.chunk.rounds}\t{p.chunk.regex}")
         return 0

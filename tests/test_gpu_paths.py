@@ -139,7 +139,13 @@ def _live(chunk, combos) -> list[str]:
 
 def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
     picked = {c.name: _live(c, cuda_combos) for c in chunks.QUICK}
+    curve = picked.pop("remat-curve-policies")
     assert all(picked.values()), {k: len(v) for k, v in picked.items()}
+    # the curve's step time per policy, where the suite has it as a benchmark: eager, the first GPU depth, no budgets
+    has_curve = any(".RematCurve_" in c.name for c in cuda_combos)
+    assert bool(curve) == has_curve
+    assert all("'L12-B8-S1024-D1024', 'eager'" in n and "budget" not in n for n in curve)
+    assert {n.split("(")[1].split(",")[0] for n in curve} == ({"'torch'", "'jax'"} if has_curve else set())
     assert [c.name for c in chunks.QUICK][:2] == ["gradstep-eager", "gradstep-compiled"]  # the most cited first
     for mode, count in (("eager", 4), ("compiled", 5)):
         steps = picked[f"gradstep-{mode}"]
@@ -232,7 +238,7 @@ def test_the_plan_runs_the_cited_set_first_and_names_what_does_not_fit(tmp_path:
     costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": torch, "jax": fw}, discovery=1))
     planned = chunks.plan(list(chunks.QUICK), cuda_combos, costs, "worker", budget_s=420, spent_s=100)
     assert [p.chunk for p in planned] == list(chunks.QUICK)  # the order stays the profile's
-    left_out = [p.chunk.name for p in planned if p.cumulative_s is None]
+    left_out = [p.chunk.name for p in planned if p.cumulative_s is None and not p.empty]
     assert left_out == ["gradstep-compiled", "gradstep-compiled-precisions"]
     fitting = [p for p in planned if p.cumulative_s is not None]
     assert fitting[0].cumulative_s == pytest.approx(100 + fitting[0].estimate.seconds)
@@ -240,6 +246,7 @@ def test_the_plan_runs_the_cited_set_first_and_names_what_does_not_fit(tmp_path:
     text = "\n".join(chunks.format_plan("plan", planned, costs, 420, 100, "(set-up and pre-flight)"))
     assert "not run (over the budget): gradstep-compiled, gradstep-compiled-precisions" in text
     assert text.count("does not fit") == 2 and "costs measured by the pre-flight" in text
+    assert all(p.cumulative_s is None and "selects nothing on this grid" in text for p in planned if p.empty)
     # compiled for the most part: PyTorch's transformer compile in each of 2 rounds
     assert planned[1].estimate.seconds > 2 * 400
 
@@ -424,7 +431,8 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tmp_path: Path) -> None:
+def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tmp_path: Path,
+                                                                              cuda_combos: list) -> None:
     repo, env = _gpu_script_copy(tmp_path)
     # The defaults, but PyTorch's compiles outlast the 7 minutes: the compiled chunks are left out, the rest run.
     costs = tmp_path / "costs.json"
@@ -434,7 +442,7 @@ def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tm
     run = _run_gpu_script(repo, env, "quick")
     assert run.returncode == 0, run.stdout[-2000:]
     calls = _calls(tmp_path)
-    expected = [c for c in chunks.QUICK if "compiled" not in c.name]
+    expected = [c for c in chunks.QUICK if "compiled" not in c.name and chunks.select(c, cuda_combos)]
     assert [c["regex"] for c in calls] == [c.regex for c in expected]
     assert all(c["args"][3:5] == ["--rounds", "2"] for c in calls)
     assert "plan of the quick profile under tape-vs-trace run" in run.stdout
@@ -444,7 +452,7 @@ def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tm
     rows = {line.split()[0]: line for line in run.stdout.splitlines() if line.startswith("  gradstep-")}
     assert rows["gradstep-compiled"].endswith("does not fit") and rows["gradstep-eager"].split()[-1].isdigit()
     assert "time budget reached: not run: gradstep-compiled gradstep-compiled-precisions" in run.stdout
-    assert "not planned: remat step time per policy" in run.stdout and "remat-curve" not in run.stdout
+    assert "== remat-curve " not in run.stdout  # the paired curve is the full profile's
 
 
 @pytest.mark.slow
