@@ -432,10 +432,10 @@ def main(argv: list[str]) -> int:
     if args.summary:
         planned = plan(profile("full", combos), combos, costs, args.runner)
         total = sum(p.estimate.seconds for p in planned)
-        kind = "estimated from measured costs" if costs.measured else "estimated from the stated defaults"
-        print(f"{kind}: the full suite under {runner_name} takes {_duration(total)} on this GPU "
-              f"({sum(p.estimate.processes for p in planned)} processes); scripts/gpu_bench.sh OUTDIR quick "
-              f"runs the most cited benchmarks in {QUICK_BUDGET_S // 60} minutes")
+        basis = f"this machine's pre-flight ({costs.source})" if costs.measured else "the stated defaults (an H200's)"
+        print(f"estimated from {basis}: the full suite under {runner_name} takes {_duration(total)} "
+              f"({sum(p.estimate.processes for p in planned)} processes); for {QUICK_BUDGET_S // 60} minutes of the "
+              "most cited benchmarks: scripts/gpu_bench.sh OUTDIR quick")
         return 0
     for name in args.profile or ("quick", "full"):
         budget = QUICK_BUDGET_S if name == "quick" else 0

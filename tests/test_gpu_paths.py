@@ -256,12 +256,23 @@ def test_the_estimate_says_estimated_without_a_cost_file() -> None:
                            "--runner", "asv"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "TVT_DEVICE": "cuda"})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("estimated from the stated defaults: the full suite under asv run takes about ")
+    assert done.stdout.startswith("estimated from the stated defaults (an H200's): the full suite under asv run "
+                                  "takes about ")
     assert done.stdout.count("\n") == 1 and "scripts/gpu_bench.sh OUTDIR quick" in done.stdout
     quick = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_chunks.py"), "estimate", "--profile",
                             "quick"], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "TVT_DEVICE": "cuda"})
     assert "assumed: every cost" in quick.stdout and "(set-up and pre-flight, assumed)" in quick.stdout
+
+
+def test_the_estimate_says_measured_with_a_cost_file(tmp_path: Path) -> None:
+    path = _cost_file(tmp_path, {"torch": {"startup": {"seconds": 6}}})
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_chunks.py"), "estimate", "--summary",
+                           "--costs", str(path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TVT_DEVICE": "cuda"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"estimated from this machine's pre-flight ({path}): the full suite under "
+                                  "tape-vs-trace run takes about ")
 
 
 @pytest.mark.parametrize(("content", "message"), [
