@@ -69,6 +69,8 @@ COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
+	@if [ "$(DEVICE)" = cuda ]; then $(PY) scripts/gpu_chunks.py estimate --summary --runner $(RUNNER) \
+		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
