@@ -6,8 +6,8 @@
 #   scripts/gpu_bench.sh OUTDIR [quick|full]      (default: quick; TVT_OFFLINE=1 without network)
 #
 # quick: the most cited benchmarks (scripts/gpu_chunks.py QUICK: the gradient steps of mlp and transformer, eager
-#        and compiled, in float32, TF32 and bfloat16; the remat peaks per policy; the custom-backward swiglu;
-#        transformer inference), timings in 2 rounds, within TVT_BUDGET_S (default 420 s: 7 minutes, set-up
+#        and compiled, in float32, TF32 and bfloat16; the remat peaks and step times per policy; the custom-backward
+#        swiglu; transformer inference), timings in 2 rounds, within TVT_BUDGET_S (default 420 s: 7 minutes, set-up
 #        included). A chunk starts only while its estimate fits in what is left, and its timeout never reaches past
 #        the budget.
 # full:  every benchmark, one chunk per class, most cited first, then the transformer's remat trade-off curve
