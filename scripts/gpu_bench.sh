@@ -107,6 +107,7 @@ fi
 status=0
 not_run=()
 while IFS=$'\t' read -r -u 3 name timeout_s estimate_s rounds regex; do
+    [ -n "$name" ] || continue  # no chunk at all: the here-string is one empty line
     if [ "$budget" -gt 0 ]; then
         left=$(( start + budget - $(date +%s) ))
         # A chunk is started only if its estimate fits: one cut short loses a round (under asv, all its results).
