@@ -46,9 +46,8 @@ test-all: $(STAMP) lint
 	$(PY) -m pytest -q
 
 # The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
-# results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve
-# (tape-vs-trace paired, results/paired/: its first round before asv, the others after it), the report in
-# results/report/ and the dashboard in html/.
+# results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve divided from
+# those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round,
 # ROUNDS of them per timed combination, default each benchmark's own rounds) or `asv` (asv run, one process per
 # combination and round: the reference path, full isolation, several times slower).
@@ -60,10 +59,8 @@ ROUNDS ?=
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
 CALIBRATION := $(abspath .asv/calibration.json)
-# The paired runner's first round runs before asv, the others after it (tape_vs_trace/paired.py says why).
-PAIRED_RAW := $(abspath .asv/paired)
-# Both frameworks' persistent compilation caches (Inductor's, JAX's) for asv and the paired runner, one subfolder
-# each; their state before asv runs (entries, "warm" or "cold") goes into every result file via scrub-results.
+# Both frameworks' persistent compilation caches (Inductor's, JAX's) for the runner and the paired costs, one
+# subfolder each; their state before the run (entries, "warm" or "cold") goes into every result file.
 COMPILE_CACHE := $(abspath .asv/compile-cache)
 COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
 bench: $(STAMP)
@@ -73,12 +70,9 @@ bench: $(STAMP)
 		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
-		$(VENV)/bin/tape-vs-trace paired --stage first \
-		--raw $(PAIRED_RAW) && rest=rest || { rest=all && rm -f $(PAIRED_RAW)/paired-first-round.json && \
-		echo "warning: the paired runner's first round failed (above); asv runs, then all its rounds"; }; } && \
 	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr,\
 		$(VENV)/bin/tape-vs-trace run --machine $$machine $(if $(ROUNDS),--rounds $(ROUNDS))) \
@@ -86,9 +80,9 @@ bench: $(STAMP)
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
-	TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
-		$(VENV)/bin/tape-vs-trace paired --stage $$rest \
-		--raw $(PAIRED_RAW) --out results/paired && \
+	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
+		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \

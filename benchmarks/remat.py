@@ -4,15 +4,26 @@ The recompute must be real in both frameworks: flops go up and saved/peak bytes 
 The JAX LSTM puts jax.checkpoint inside lax.scan.
 
 The transformer's trade-off curve (every policy, torch.compile's memory budgets and the layers-per-checkpoint
-granularity at two depths, both modes, JAX as lax.scan and as a loop, step times paired inside each process) is
-measured by `tape-vs-trace paired` (tape_vs_trace/paired.py), which `make bench` runs after asv: as one asv process
-per point it would take several times the suite's time budget.
+granularity at two depths, both modes, JAX as lax.scan and as a loop) is RematCurve_*: one step time per point.
+`tape-vs-trace paired` divides its points pass by pass from tape-vs-trace run's samples and adds their costs.
 """
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _Flops, _PeakBytes, _SavedBytes, _StepCosts, by_device, by_workload
+from benchmarks.common import (
+    DEVICE,
+    Benchmark,
+    _Flops,
+    _GradStepTime,
+    _PeakBytes,
+    _SavedBytes,
+    _StepCosts,
+    by_device,
+    by_workload,
+    formulations,
+)
 from implementations import workloads
+from tape_vs_trace import experiments
 
 VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", "remat_every2", *by_device([], ["remat_offload"])]
 
@@ -32,4 +43,31 @@ class _RematCost(_SavedBytes, _PeakBytes, _Flops, _StepCosts, Benchmark):
     rounds = 1
 
 
+# (framework, size, mode, formulation, point) of every point of the curve -> its torch.compile budget (or None)
+_CURVE = {(e.framework, e.size, p.mode, e.formulation, experiments.point_id(p)): p.budget
+          for e in experiments.experiments(DEVICE) if e.group == "remat" for p in e.points}
+
+
+class _RematCurve(_GradStepTime, Benchmark):
+    """The trade-off curve's step time: every point (a checkpoint policy, or one of torch.compile's activation
+    memory budgets) of every remat experiment of tape_vs_trace.experiments, both frameworks, both modes, JAX also
+    as lax.scan. tape-vs-trace run's worker times a framework's points in turn, pass by pass, in one process per
+    round, which is what `tape-vs-trace paired` divides (asv run gives each point its own process: no pairing)."""
+
+    axes = [("mode", ["eager", "compiled"]), ("formulation", formulations), ("point", experiments.point_ids(DEVICE))]
+    repeat = 10  # passes per process: a paired ratio is the median over them
+
+    def skip(self, case):
+        if (case.framework, case.size, case.mode, case.formulation, case.point) not in _CURVE:
+            return "not a point of the remat curve (tape_vs_trace.experiments)"
+        return None
+
+    def build(self, case):
+        budget = _CURVE[(case.framework, case.size, case.mode, case.formulation, case.point)]
+        variant = "plain" if budget is not None else case.point
+        return {"step": case.fw.steps.grad_step(case.inputs, variant, case.mode, case.device, case.formulation,
+                                                budget=budget)}
+
+
 globals().update(by_workload(_RematCost))
+globals().update(by_workload(_RematCurve))

@@ -124,7 +124,7 @@ PILLARS: dict[str, Pillar] = {
         ),
         Pillar(
             "remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
-            "jax.checkpoint and its policies", ("RematCost",), ("variant",),
+            "jax.checkpoint and its policies", ("RematCost", "RematCurve"), ("variant",),
             Figure("changes", "remat: memory saved per policy",
                    (Panel("track_peak_bytes", "plain", _POLICIES, "peak memory change against plain"),
                     Panel("track_saved_bytes", "plain", _POLICIES, "saved bytes change against plain"))),
@@ -162,7 +162,10 @@ PILLARS: dict[str, Pillar] = {
 
 # The grids outside asv that read the workload specs too: the saved-bytes breakdown (tape_vs_trace.saved), the
 # paired runner's experiments (tape_vs_trace.paired) and the peak sanity check (tape_vs_trace.gpucheck).
-SIDE_GRIDS = ("saved", "paired.remat", "paired.inference", "paired.engine", "paired.custom", "gpucheck")
+# Families whose asv rows only the paired section of the report reads (as tape-vs-trace paired's divisions of them):
+# one step time per point of the remat curve, which the dashboard draws and no pillar table repeats.
+PAIRED_FAMILIES = ("RematCurve",)
+SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "gpucheck")
 FAMILIES: tuple[str, ...] = (*(f for p in PILLARS.values() for f in p.families), *SIDE_GRIDS)
 
 

@@ -184,10 +184,10 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             dtypes=_MATMUL_DTYPES,
             grid=grid({
                 ("GradStep", "GraphCost", "CompileSeconds", "RematCost"): on("64x256x1024", cuda="2048x4096x16384"),
-                ("EngineStep", "paired.inference", "paired.engine", "gpucheck"): on("64x256x1024",
-                                                                                     cuda="512x1024x4096"),
+                ("EngineStep", "paired.engine", "gpucheck"): on("64x256x1024", cuda="512x1024x4096"),
                 # an overhead-bound size and a compute-bound one
                 ("Forward",): on("tiny", "64x256x1024", cuda=("64x256x1024", "2048x4096x16384")),
+                ("paired.inference",): on("64x256x1024", cuda="2048x4096x16384"),  # one of Forward's sizes
                 ("ForwardMemory",): on("512x1024x4096", cuda="2048x4096x16384"),
                 ("saved",): on("64x256x1024"),
             }),
@@ -244,7 +244,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 # a cold torch.compile of the transformer takes half a minute per process on a 2-core CPU
                 ("CompileSeconds",): on(cuda="L12-B8-S1024-D1024"),
                 # the remat curve: every policy at the first depth, the granularity at twice the depth
-                ("paired.remat",): on("L4-B4-S64-D128", "L8-B4-S64-D128",
+                ("RematCurve",): on("L4-B4-S64-D128", "L8-B4-S64-D128",
                                       cuda=("L12-B8-S1024-D1024", "L24-B8-S1024-D1024")),
                 ("saved",): on("L4-B4-S64-D128"),
             }),

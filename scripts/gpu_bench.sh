@@ -10,9 +10,10 @@
 #        swiglu; transformer inference), timings in 2 rounds, within TVT_BUDGET_S (default 420 s: 7 minutes, set-up
 #        included). A chunk starts only while its estimate fits in what is left, and its timeout never reaches past
 #        the budget.
-# full:  every benchmark, one chunk per class, most cited first, then the transformer's remat trade-off curve
-#        (`tape-vs-trace paired`, every policy and memory budget of both frameworks at L12, written to OUTDIR/paired;
-#        TVT_CURVE=0 leaves it out, TVT_CURVE=1 keeps it with TVT_GPU_BENCHMARKS); no budget.
+# full:  every benchmark, one chunk per class, most cited first (the remat curve's points are remat.RematCurve_*);
+#        no budget.
+# After the chunks (worker runner), `tape-vs-trace paired` divides their samples into the paired comparisons and
+# the remat curve, with its points' costs, written to OUTDIR/paired (TVT_CURVE=0 leaves it out).
 #
 # The plan: the pre-flight (python -m tape_vs_trace.preflight, at most TVT_PREFLIGHT_S, default 60 s) times each
 # framework's start-up, inputs, builds, compiles and steps into OUTDIR/preflight.json (also .asv/preflight.json, which
@@ -140,25 +141,27 @@ while IFS=$'\t' read -r -u 3 name timeout_s estimate_s rounds regex; do
     echo "== chunk $name done at $(( $(date +%s) - start ))s; results copied to $out"
 done 3<<< "$chunks"
 
-# The full profile's remat curve: not an asv benchmark (tape_vs_trace.paired alternates each framework's points call
-# by call in one process), so it runs after the chunks, under its own timeout. It writes its CSV when it ends,
-# straight to OUTDIR/paired: a run cut short loses only the curve. On the H200 a torch.compile of the L12
-# transformer per memory budget makes it minutes long, which is why the quick profile leaves it out.
-curve_default=1
-[ -z "${TVT_GPU_BENCHMARKS:-}" ] || curve_default=0  # chunks named by hand: the curve only if TVT_CURVE=1
-if [ "$profile" = full ] && [ "${TVT_CURVE:-$curve_default}" = 1 ]; then
-    curve="remat L12-B8-S1024-D1024"  # the small GPU depth; the L24 curve is left to make bench
+# The paired comparisons and the remat curve: tape-vs-trace paired divides the samples the chunks saved (the curve's
+# points are the remat.RematCurve_* chunks), pass by pass, and takes the remat points' costs, under its own timeout;
+# an experiment whose points did not all run here is left out and named. asv run's samples are not paired.
+if [ "$runner" = worker ] && [ "${TVT_CURVE:-1}" = 1 ]; then
     timeout_s=${TVT_PAIRED_TIMEOUT_S:-3600}
-    echo "== remat-curve (timeout ${timeout_s}s): tape-vs-trace paired --only '$curve' --rounds 2"
-    rc=0
-    timeout "$timeout_s" "${tvt[@]}" paired --only "$curve" --rounds 2 --out "$out/paired" || rc=$?
-    if [ "$rc" -eq 124 ]; then
-        echo "remat-curve timed out after ${timeout_s}s: the curve is lost (paired writes its CSV when it ends)"
-    elif [ "$rc" -ne 0 ]; then
-        echo "remat-curve: tape-vs-trace paired exit status $rc"
+    left=3600  # no budget: always room
+    if [ "$budget" -gt 0 ]; then left=$(( start + budget - $(date +%s) )); [ "$timeout_s" -le "$left" ] || timeout_s=$left; fi
+    if [ "$left" -ge 20 ]; then
+        echo "== paired (timeout ${timeout_s}s): tape-vs-trace paired --results results"
+        rc=0
+        timeout "$timeout_s" "${tvt[@]}" paired --results results --out "$out/paired" || rc=$?
+        if [ "$rc" -eq 124 ]; then
+            echo "paired timed out after ${timeout_s}s: no paired CSV (the chunks' results are kept)"
+        elif [ "$rc" -ne 0 ]; then
+            echo "paired: tape-vs-trace paired exit status $rc"
+        fi
+        [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || status=$rc  # 1: nothing to pair in what ran, said above
+        echo "== paired done at $(( $(date +%s) - start ))s; CSV in $out/paired"
+    else
+        echo "paired skipped: ${timeout_s}s left of the budget"
     fi
-    [ "$rc" -eq 0 ] || status=$rc
-    echo "== remat-curve done at $(( $(date +%s) - start ))s; CSV in $out/paired"
 fi
 [ "${#not_run[@]}" -eq 0 ] || echo "time budget reached: not run: ${not_run[*]}"
 

@@ -93,12 +93,7 @@ def _saved(args: argparse.Namespace) -> int:
 def _paired(args: argparse.Namespace) -> int:
     from tape_vs_trace import paired
 
-    path = paired.run(args.out, args.rounds, args.only, args.stage, args.raw)
-    if args.stage == "first":
-        print(f"kept round 1 of {args.rounds} in {path}: `tape-vs-trace paired --stage rest --raw {args.raw}` takes "
-              "the rest")
-    else:
-        print(f"wrote {path}")
+    print(f"wrote {paired.run(args.out, args.results, args.only)}")
     return 0
 
 
@@ -171,19 +166,15 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--format", choices=("text", "csv"), default="text")),
             errors=("tape_vs_trace.saved:SavedError",)),
     Command("paired", "paired comparisons inside one framework and the remat trade-off curve", _paired,
-            description="Every experiment of tape_vs_trace.paired: each framework's points built in one process and "
-                        "timed call by call, alternating, in ROUNDS processes per framework; writes "
+            description="Every experiment of tape_vs_trace.experiments: each point's samples from tape-vs-trace "
+                        "run's results of HEAD on this machine, divided by the baseline's pass by pass within each "
+                        "worker process, with the remat points' costs (a process per framework); writes "
                         "OUT/<machine>-<commit8>.csv, which the report reads.",
             arguments=(_arg("--out", type=Path, default=Path("results/paired"),
                             help="folder of the CSV (default: results/paired)"),
-                       _arg("--rounds", type=int, default=3, help="processes per framework (default 3, at least 2)"),
-                       _arg("--only", default=None, help="run only the experiments whose name contains this text"),
-                       _arg("--stage", choices=("all", "first", "rest"), default="all",
-                            help="all: every round now (default); first: round 1 only, kept in --raw; rest: the "
-                                 "other rounds, then the CSV with round 1 from --raw (make bench runs 'first' before "
-                                 "asv and 'rest' after it, so the processes of a point lie minutes apart)"),
-                       _arg("--raw", type=Path, default=None,
-                            help="folder that keeps the first round between the stages")),
+                       _arg("--results", type=Path, default=Path("results"),
+                            help="asv results folder written by tape-vs-trace run (default: results)"),
+                       _arg("--only", default=None, help="only the experiments whose name contains this text")),
             errors=("tape_vs_trace.paired:PairedError",)),
     Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
                    "results", _run,

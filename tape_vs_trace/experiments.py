@@ -1,7 +1,8 @@
-"""The experiments of `tape-vs-trace paired`: what each worker process measures, point by point, for this device.
+"""The experiments of `tape-vs-trace paired`: which asv combinations each comparison divides, point by point, for
+this device (`asv_combination`); tape-vs-trace run measures them.
 
 Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workloads.py):
-'paired.remat' (the trade-off curve: every policy at the first size, the granularity at the second),
+'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
 'paired.inference', 'paired.engine' and 'paired.custom' (two variants of one framework, paired call by call).
 """
 
@@ -17,6 +18,35 @@ BUDGETS = (0.5, 0.25, 0.1, 0.0)
 # The transformer's remat policies, ordered from saving everything to saving least (implementations/jax/common.py
 # has the table of what each saves on both sides). 'remat_every<k>' checkpoints groups of k layers.
 POLICIES = ("plain", "remat_dots", "remat_names", "remat_every2", "remat_full")
+
+
+def point_id(point: Point) -> str:
+    """The point's value on the remat curve's `point` axis (remat.RematCurve_*): its policy, or `budget_<b>`."""
+    return point.variant if point.budget is None else f"budget_{point.budget:g}"
+
+
+def point_ids(device: str) -> list[str]:
+    """Every value of the curve's `point` axis on this device, in the curve's order."""
+    return list(dict.fromkeys(point_id(p) for e in experiments(device) if e.group == "remat" for p in e.points))
+
+
+def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[str, dict[str, str]]:
+    """The asv benchmark and parameters that time `point` of `experiment`: the paired comparisons are asv
+    combinations, measured by tape-vs-trace run, whose worker takes every combination of a benchmark in turn, pass
+    by pass, in one process per framework and round."""
+    e = experiment
+    head = {"framework": e.framework, "workload": e.workload, "size": e.size}
+    tail = {"dtype": "float32", "precision": "highest", "device": device}
+    if e.group == "remat":
+        return (f"remat.RematCurve_{e.workload}.time_step",
+                {**head, "mode": point.mode, "formulation": e.formulation, "point": point_id(point), **tail})
+    if point.kind == "forward":
+        return f"inference.Forward_{e.workload}.time_forward", {**head, "mode": point.mode, **tail}
+    if point.kind == "engine":
+        return (f"engine.EngineStep_{e.workload}.time_step",
+                {**head, "feature": point.feature, "mode": point.mode, **tail})
+    return f"custom_backward.CustomStep_{e.workload}.time_step", {**head, "variant": point.variant,
+                                                                     "mode": point.mode, **tail}
 
 
 class PairedError(Exception):
@@ -105,7 +135,7 @@ def _within_torch(workload: str, size: str) -> list[Experiment]:
 def experiments(device: str) -> list[Experiment]:
     """Every experiment of this device, both frameworks, from the specs' grid."""
     cuda = device == "cuda"
-    found = [e for w, sizes in workloads.runs("paired.remat", device).items() for e in _remat_curve(w, sizes, cuda)]
+    found = [e for w, sizes in workloads.runs("RematCurve", device).items() for e in _remat_curve(w, sizes, cuda)]
     found += [_pair("torch", w, size, "forward", Point("no_grad", "forward", mode="no_grad"),
                     Point("inference_mode", "forward", mode="inference_mode"), "inference_mode against no_grad")
               for w, sizes in workloads.runs("paired.inference", device).items() for size in sizes]

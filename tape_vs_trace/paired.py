@@ -1,22 +1,20 @@
-"""`tape-vs-trace paired`: comparisons inside one framework, measured call by call in the same process, repeated in
+"""`tape-vs-trace paired`: comparisons inside one framework, paired pass by pass in the same process, repeated in
 several processes; and the rematerialization trade-off curve, every policy and memory budget of both frameworks.
 
-asv gives each parameter combination its own process, so two variants of one framework (remat against plain,
-inference_mode against no_grad, hooks against none, custom against autodiff backward) are compared across
-processes, where the same step differs by tens of percent on a shared machine. Here one process builds every point
-of an experiment and alternates them call by call (the order rotated every pass); noise that hits both points of a
-pass cancels in their ratio. Each framework runs in its own processes (`python -m tape_vs_trace.paired_worker`),
-`rounds` of them, interleaved with the other framework's; the value of a point is the geometric mean of the
-per-process medians, and its 95 % interval, like that of the paired ratio, comes from the spread between processes
-(tape_vs_trace.report.stats).
+Two variants of one framework (remat against plain, inference_mode against no_grad, hooks against none, custom
+against autodiff backward) compared across processes differ by tens of percent on a shared machine from the noise
+alone. Every point of an experiment is an asv combination (experiments.asv_combination), and tape-vs-trace run's
+worker sets up every combination of a benchmark in one process and takes one sample of each in turn, pass by pass
+(the order rotated every pass and round): noise that hits both points of a pass cancels in their ratio. This module
+reads those samples from the asv result file, splits them into their processes (asv's `repeat` per process), and
+gives each point its time (the geometric mean of the per-process medians) and its paired ratio to the experiment's
+baseline (per process the median of the per-pass log ratios), each with its 95 % interval from the spread between
+processes (tape_vs_trace.report.stats). The rounds of the run lie minutes apart, so an absolute time's interval
+covers the host's drift over the run.
 
-The remat experiments also take each point's costs, in the first round: bytes kept for the backward, matmul flops
-(recomputation included) and peak bytes where the framework's memory method can see the step (see `costs`).
-
-`make bench` takes the first round before the asv suite and the others after it (`--stage first`, then
-`--stage rest`, the first round kept in a folder between them): the processes of one point then lie minutes apart,
-like asv's interleaved rounds, and the interval of an absolute time covers the host's drift over the run (rounds
-taken together at the end of a run gave intervals that a rerun missed: docs/history.md).
+The remat experiments also take each point's costs, in a process per framework (tape_vs_trace.paired_worker):
+bytes kept for the backward, matmul flops (recomputation included) and peak bytes where the framework's memory
+method can see the step.
 
 Output: OUT/<machine>-<commit8>.csv, one row per point (FIELDS), read by the report.
 """
@@ -24,109 +22,130 @@ Output: OUT/<machine>-<commit8>.csv, one row per point (FIELDS), read by the rep
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
-from tape_vs_trace.experiments import Experiment, PairedError, select
+from tape_vs_trace.experiments import Experiment, PairedError, asv_combination, select
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "point", "variant",
           "budget", "baseline", "time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high",
           "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes", "cost_method",
           "peak_method", "device", "commit", "machine")
-ROUNDS = 3
-STAGES = ("all", "first", "rest")  # every round now; the first round only, kept in --raw; the others, then the CSV
-FIRST_ROUND = "paired-first-round.json"  # the first round's raw measurements and what they were taken of, in --raw
 
-# --- the runner: rounds of worker processes, then the statistics --------------------------------------------------
+# --- the measurements: tape-vs-trace run's samples, and the remat points' costs -----------------------------------
 
-def _run_worker(framework: str, names: list[str], with_costs: bool, scratch: Path, index: int) -> dict[str, Any]:
-    out = scratch / f"{framework}-{index}.json"
+def _run_costs(framework: str, names: list[str], scratch: Path) -> dict[str, Any]:
+    """The remat points' costs of `framework`'s experiments `names`, in a process of its own (paired_worker)."""
+    out = scratch / f"{framework}-costs.json"
     argv = [sys.executable, "-m", "tape_vs_trace.paired_worker", framework, str(out), *names]
-    if with_costs:
-        argv.insert(5, "--costs")
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
                           env={frameworks.COMPILE_CACHE_ENV: str(scratch / "compile-cache"), **os.environ})
     if done.returncode != 0 or not out.exists():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise PairedError(f"{framework} worker failed (status {done.returncode}): {last}")
+        raise PairedError(f"{framework} cost worker failed (status {done.returncode}): {last}")
     return json.loads(out.read_text())
 
 
-def measure(chosen: list[Experiment], rounds: int = ROUNDS, log: Callable[[str], None] = print,
-            scratch: Path | None = None, start: int = 0, stop: int | None = None) -> dict:
-    """Raw measurements of rounds `start` to `stop` - 1 (to the last of `rounds` without it), one process per
-    framework and round, the frameworks alternating (costs in round 1). `scratch` holds the workers' files and,
-    without TVT_COMPILE_CACHE, both frameworks' compilation caches (a temporary folder without it)."""
-    if scratch is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            return measure(chosen, rounds, log, Path(tmp), start, stop)
+def result_file(results: Path, machine_name: str, commit: str) -> tuple[dict, dict]:
+    """The asv result file of `commit` on `machine_name` (scrubbed) and benchmarks.json, or a one-line error."""
+    path = results / machine_name / f"{commit[:8]}-existing-venv.json"
+    try:
+        return json.loads(path.read_text()), json.loads((results / "benchmarks.json").read_text())
+    except FileNotFoundError as exc:
+        raise PairedError(f"no results to pair: {exc.filename} is missing (run `tape-vs-trace run` first)") from None
+    except (OSError, ValueError) as exc:
+        raise PairedError(f"cannot read the results in {results} ({type(exc).__name__}: {exc})") from None
+
+
+def _samples(data: dict, meta: dict, name: str, params: dict[str, str]) -> list | None:
+    """The recorded samples of one combination of benchmark `name`, or None where it has none."""
+    combos = list(itertools.product(*meta["params"]))
+    wanted = tuple(repr(str(params[n])) for n in meta["param_names"])
+    if wanted not in combos:
+        return None
+    entry = data.get("results", {}).get(name)
+    column = data.get("result_columns", []).index("samples") if "samples" in data.get("result_columns", []) else None
+    if not entry or column is None or column >= len(entry) or not isinstance(entry[column], list):
+        return None
+    found = entry[column][combos.index(wanted)]
+    return found if isinstance(found, list) and found else None
+
+
+def available(chosen: list[Experiment], data: dict, benchmarks: dict, device: str,
+              log: Callable[[str], None] = print) -> list[Experiment]:
+    """The experiments whose every point has samples in the results; each one left out is named with the first
+    reason (a failed combination, or a run that selected part of the suite)."""
+    kept = []
+    for e in chosen:
+        try:
+            processes([e], data, benchmarks, device)
+        except PairedError as exc:
+            log(f"[paired] left out: {exc}")
+            continue
+        kept.append(e)
+    if not kept:
+        raise PairedError(f"none of the {len(chosen)} experiments has samples for every point in the results")
+    return kept
+
+
+def processes(chosen: list[Experiment], data: dict, benchmarks: dict, device: str) -> dict[str, list[dict]]:
+    """Per framework, per worker process, per experiment, the per-pass seconds of every point ({"times": [...]}):
+    each point's samples (asv_combination) split into its processes by the benchmark's `repeat`. Pass j of two
+    points of one benchmark was taken in one sweep of tape-vs-trace run's worker, which is what makes a ratio of
+    them paired; results of another runner (asv run: a process per combination) are refused."""
+    runs: dict[str, list[dict]] = {}
+    runner_of = data.get("tape_vs_trace", {}).get("runner_of", {})
+    for e in chosen:
+        per_point = []
+        for point in e.points:
+            name, params = asv_combination(e, point, device)
+            meta = benchmarks.get(name)
+            if meta is None:
+                raise PairedError(f"{e.name}: benchmarks.json has no {name}")
+            if runner_of.get(name) != "worker":
+                raise PairedError(f"{e.name}: {name} was measured by {runner_of.get(name, 'another runner')}, not "
+                                  "tape-vs-trace run, so its points were not timed in turn in one process")
+            samples = _samples(data, meta, name, params)
+            if samples is None:
+                raise PairedError(f"{e.name}: point {point.label!r} has no samples in the results (failed or not "
+                                  f"run: {name} {params})")
+            repeat = meta.get("repeat")
+            if not isinstance(repeat, int) or repeat < 1 or len(samples) % repeat:
+                raise PairedError(f"{e.name}: {len(samples)} samples of {name} do not split into processes of "
+                                  f"{repeat}")
+            per_point.append([samples[i:i + repeat] for i in range(0, len(samples), repeat)])
+        counts = {len(p) for p in per_point}
+        if len(counts) != 1:
+            raise PairedError(f"{e.name}: its points ran in different numbers of processes ({sorted(counts)})")
+        framework_runs = runs.setdefault(e.framework, [])
+        for i in range(counts.pop()):
+            if i == len(framework_runs):
+                framework_runs.append({})
+            framework_runs[i][e.name] = {"times": [p[i] for p in per_point]}
+    return runs
+
+
+def add_costs(chosen: list[Experiment], runs: dict[str, list[dict]], scratch: Path,
+              log: Callable[[str], None] = print) -> None:
+    """Each remat experiment's costs (saved bytes, flops, peak), one process per framework, into its first
+    process's entry (where rows() reads them)."""
     by_framework: dict[str, list[str]] = {}
     for e in chosen:
-        by_framework.setdefault(e.framework, []).append(e.name)
-    runs: dict[str, list[dict]] = {f: [] for f in by_framework}
-    started = time.perf_counter()
-    for r in range(start, rounds if stop is None else stop):
-        order = list(by_framework) if r % 2 == 0 else list(reversed(by_framework))
-        for framework in order:
-            log(f"[paired] round {r + 1}/{rounds}: {framework} ({len(by_framework[framework])} experiments), "
-                f"{time.perf_counter() - started:.0f} s so far")
-            runs[framework].append(_run_worker(framework, by_framework[framework], r == 0, scratch, r))
-    return runs
-
-
-def _what(chosen: list[Experiment], device: str, commit: str, machine_name: str, rounds: int) -> dict[str, Any]:
-    """What a first round kept in --raw was taken of: the rest must be taken of the same."""
-    return {"commit": commit, "device": device, "machine": machine_name, "rounds": rounds,
-            "experiments": [e.name for e in chosen]}
-
-
-def keep_first(raw: Path, what: dict[str, Any], runs: dict) -> Path:
-    """Write the first round to RAW/FIRST_ROUND (a temporary file first); returns its path."""
-    path = raw / FIRST_ROUND
-    tmp = path.with_suffix(".json.tmp")
-    try:
-        tmp.write_text(json.dumps({"what": what, "runs": runs}))
-        tmp.replace(path)
-    except OSError as exc:
-        raise PairedError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
-
-
-def load_first(raw: Path, what: dict[str, Any], names: list[str]) -> dict:
-    """The first round kept in RAW by `--stage first`, if it was taken of `what` (commit, device, machine, rounds,
-    experiments), with one process of each framework in `names`; anything else is an error naming the difference."""
-    path = raw / FIRST_ROUND
-    again = "run `tape-vs-trace paired --stage first` again"
-    try:
-        kept = json.loads(path.read_text())
-        found, runs = kept["what"], kept["runs"]
-    except FileNotFoundError:
-        raise PairedError(f"no first round in {raw}: run `tape-vs-trace paired --stage first` before --stage rest") \
-            from None
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise PairedError(f"cannot read the first round {path} ({type(exc).__name__}: {exc}); {again}") from None
-    for key, value in what.items():
-        if found.get(key) != value:
-            raise PairedError(f"the first round in {raw} was taken with {key} {_shown(found.get(key))}, this run "
-                              f"has {_shown(value)}; {again}")
-    if not isinstance(runs, dict) or sorted(runs) != sorted(names) or \
-            any(not isinstance(v, list) or len(v) != 1 for v in runs.values()):
-        raise PairedError(f"the first round {path} does not hold one process per framework; {again}")
-    return runs
-
-
-def _shown(value: Any) -> str:
-    return f"{len(value)} experiments" if isinstance(value, list) else repr(value)
+        if e.group == "remat":
+            by_framework.setdefault(e.framework, []).append(e.name)
+    for framework, names in by_framework.items():
+        log(f"[paired] costs of {len(names)} {framework} remat experiments")
+        for name, found in _run_costs(framework, names, scratch).items():
+            runs[framework][0][name]["costs"] = found["costs"]
 
 
 def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine_name: str) -> list[dict]:
@@ -185,48 +204,21 @@ def write(table: list[dict], out: Path, machine_name: str, commit: str) -> Path:
     return path
 
 
-def run(out: Path, rounds: int = ROUNDS, only: str | None = None, stage: str = "all",
-        raw: Path | None = None) -> Path:
-    """Measure the experiments (those whose name contains `only`) and write the CSV; returns its path.
-
-    stage 'all' takes every round now. 'first' takes round 1 and keeps it in `raw` (returns that file's path);
-    'rest' takes the other rounds, adds round 1 from `raw` (same commit, device, machine, rounds and experiments) and
-    writes the CSV."""
+def run(out: Path, results: Path = Path("results"), only: str | None = None) -> Path:
+    """The rows of the experiments (those whose name contains `only`) from tape-vs-trace run's results of HEAD on
+    this machine, with the remat points' costs, written as the CSV; returns its path. An experiment without samples
+    for every point is left out and named; none at all is an error."""
     from tape_vs_trace import machine
 
-    if rounds < 2:
-        raise PairedError(f"--rounds must be at least 2 (an interval needs two processes), not {rounds}")
-    if stage not in STAGES:
-        raise PairedError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
-    if stage != "all" and raw is None:
-        raise PairedError(f"--stage {stage} needs --raw, the folder that keeps the first round")
     device = frameworks.detect_device()
     chosen = select(device, only)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if not commit:
         raise PairedError(f"cannot name the commit: git rev-parse HEAD failed in {ROOT}")
     machine_name = machine.record()["machine"]
-    what = _what(chosen, device, commit, machine_name, rounds)
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-
-    if stage == "all":
-        runs = measure(chosen, rounds, log)
-    else:
-        assert raw is not None
-        if stage == "rest":
-            runs = load_first(raw, what, sorted({e.framework for e in chosen}))
-        try:
-            raw.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PairedError(f"cannot create {raw}: {exc.strerror or exc}") from None
-        scratch = raw / "scratch"  # the workers' files and JAX's compilation cache: ours to clear
-        if stage == "first":
-            shutil.rmtree(scratch, ignore_errors=True)
-            scratch.mkdir()
-            return keep_first(raw, what, measure(chosen, rounds, log, scratch, stop=1))
-        scratch.mkdir(exist_ok=True)
-        for framework, more in measure(chosen, rounds, log, scratch, start=1).items():
-            runs[framework] = runs[framework] + more
+    data, benchmarks = result_file(results, machine_name, commit)
+    chosen = available(chosen, data, benchmarks, device)
+    runs = processes(chosen, data, benchmarks, device)
+    with tempfile.TemporaryDirectory() as tmp:
+        add_costs(chosen, runs, Path(tmp))
     return write(rows(chosen, runs, device, commit, machine_name), out, machine_name, commit)

@@ -1,8 +1,8 @@
-"""The worker of `tape-vs-trace paired`: one framework, one process. It builds every point of the named experiments,
-alternates them call by call (the order rotated every pass) and writes the raw per-call times, and in the first
-round each remat point's costs, as JSON for the runner (tape_vs_trace.paired).
+"""The cost worker of `tape-vs-trace paired`: one framework, one process. It takes each point's costs of the named
+remat experiments (saved bytes, matmul flops, peak bytes) and writes them as JSON for tape_vs_trace.paired; the
+points' times come from tape-vs-trace run.
 
-    python -m tape_vs_trace.paired_worker FRAMEWORK OUT [--costs] EXPERIMENT...
+    python -m tape_vs_trace.paired_worker FRAMEWORK OUT EXPERIMENT...
 """
 
 from __future__ import annotations
@@ -11,18 +11,12 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from implementations import frameworks, sampling, workloads
+from implementations import frameworks, workloads
 from tape_vs_trace.experiments import Experiment, Point, experiments
-
-# Each experiment's points are cycled until about this long has passed, at least MIN_PASSES times, per process:
-# what fits the suite's 15 minutes on a 2-core CPU.
-TARGET_SECONDS = 0.5
-MIN_PASSES, MAX_PASSES = 5, 40
 
 
 def _formulation(experiment: Experiment) -> str | None:
@@ -39,24 +33,6 @@ def build(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
     if point.kind == "engine":
         return fw.steps.engine_step(inputs, point.variant, point.feature, point.mode, device)
     raise ValueError(f"unknown point kind {point.kind!r}")
-
-
-def interleave(steps: list[Callable[[], Any]], calls: list[int]) -> list[list[float]]:
-    """Per-call seconds of every step in every pass; each pass runs every step once, in an order rotated by one
-    per pass, until TARGET_SECONDS have passed (at least MIN_PASSES passes)."""
-    times: list[list[float]] = [[] for _ in steps]
-    start = time.perf_counter()
-    passes = 0
-    while passes < MIN_PASSES or (time.perf_counter() - start < TARGET_SECONDS and passes < MAX_PASSES):
-        order = list(range(len(steps)))
-        shift = passes % len(steps)
-        for i in order[shift:] + order[:shift]:
-            t0 = time.perf_counter()
-            for _ in range(calls[i]):
-                steps[i]()
-            times[i].append((time.perf_counter() - t0) / calls[i])
-        passes += 1
-    return times
 
 
 def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Inputs, device: str) -> dict[str, Any]:
@@ -87,6 +63,8 @@ def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
         else:
             result = fw.probe.peak_bytes(grads, *args)
         peak, peak_method = result.bytes, result.method
+        if device == "cuda":  # an allocator's high-water mark carries this process's earlier points
+            peak_method += "; not a fresh state: taken after other points in the same process"
     return {"saved_bytes": saved, "flops": flops, "cost_method": method, "peak_bytes": peak,
             "peak_method": peak_method}
 
@@ -102,48 +80,31 @@ def _no_peak(framework: str, mode: str, device: str) -> str:
     return ""
 
 
-def worker(framework: str, names: list[str], with_costs: bool, out: Path) -> None:
-    """Run the named experiments of `framework` in this process and write their raw measurements to `out`."""
+def worker(framework: str, names: list[str], out: Path) -> None:
+    """The costs of `framework`'s remat experiments `names`, taken in this process, written to `out`."""
     frameworks.isolate_allocators()
     device = frameworks.detect_device()
-    # Compile time is not measured here: load() points both frameworks at TVT_COMPILE_CACHE, so later rounds load
-    # the first round's compiled steps, on both sides alike.
     fw = frameworks.load(framework, "highest", float64=False)
-    if framework == "torch":
-        import torch._dynamo
-
-        # Every compiled point is a torch.compile of the same loss function (one code object); TorchDynamo's default
-        # limit of 8 compiled versions per code object would send the ninth back to eager without an error.
-        torch._dynamo.config.recompile_limit = 1024
-        torch._dynamo.config.accumulated_recompile_limit = 4096
-    chosen = [e for e in experiments(device) if e.name in names and e.framework == framework]
-    raw: dict[str, Any] = {}
+    chosen = [e for e in experiments(device) if e.name in names and e.framework == framework and e.group == "remat"]
+    found: dict[str, Any] = {}
     inputs_of: dict[tuple[str, str], workloads.Inputs] = {}
     for experiment in chosen:
         key = (experiment.workload, experiment.size)
         if key not in inputs_of:
             inputs_of[key] = workloads.make_inputs(*key, "float32", cache_dir=os.environ.get("TVT_INPUT_CACHE"))
-        steps = [build(fw, experiment, p, inputs_of[key], device) for p in experiment.points]
-        calls = [sampling.calls_for(s) for s in steps]
-        raw[experiment.name] = {"times": interleave(steps, calls), "calls": calls}
-        del steps
-        print(f"  {experiment.name}: {len(raw[experiment.name]['times'][0])} passes", file=sys.stderr, flush=True)
-    if with_costs:  # after every timing: compiled_costs resets TorchDynamo's caches
-        for experiment in chosen:
-            if experiment.group == "remat":
-                inputs = inputs_of[(experiment.workload, experiment.size)]
-                raw[experiment.name]["costs"] = [costs(fw, experiment, p, inputs, device) for p in experiment.points]
-    out.write_text(json.dumps(raw))
+        found[experiment.name] = {"costs": [costs(fw, experiment, p, inputs_of[key], device)
+                                            for p in experiment.points]}
+        print(f"  {experiment.name}: costs of {len(experiment.points)} points", file=sys.stderr, flush=True)
+    out.write_text(json.dumps(found))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tape_vs_trace.paired_worker")
     parser.add_argument("framework", choices=frameworks.NAMES)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--costs", action="store_true")
     parser.add_argument("names", nargs="+")
     args = parser.parse_args(argv)
-    worker(args.framework, args.names, args.costs, args.out)
+    worker(args.framework, args.names, args.out)
     return 0
 
 

@@ -38,10 +38,37 @@ SKIPS = [
     ("", {"dtype": "bfloat16", "precision": "tf32"}),  # TF32 is a float32 setting
     ("GraphCost_", {"framework": "torch", "formulation": "scan"}),
     ("Forward_", {"framework": "jax", "mode": "inference_mode"}),  # JAX has no inference_mode
+    # PyTorch's own engine features (its baseline pairs in tape-vs-trace paired)
+    *(("EngineStep_", {"framework": "jax", "feature": f}) for f in
+      ("accumulate_grad_attr", "hooks", "zero_grad_none", "zero_grad_zeros")),
 ]
+
+# The remat curve's points (RematCurve_*), written out apart from tape_vs_trace.experiments: at the first depth every
+# policy in both modes (no remat_names under torch.compile, which cannot see named regions; its memory budgets
+# instead), JAX also as lax.scan when jitted; at twice the depth the granularity, PyTorch both ways and JAX's scan.
+_POLICIES = ("plain", "remat_dots", "remat_names", "remat_every2", "remat_full")
+_GRAIN = ("plain", "remat_every2", "remat_every4", "remat_full")
+_BUDGETS = ("budget_0.5", "budget_0.25", "budget_0.1", "budget_0")
+
+
+def _curve_runs(device: str) -> set[tuple]:
+    first, second = workloads.runs("RematCurve", device)["transformer"]
+    offload = ("remat_offload",) if device == "cuda" else ()
+    runs = {("torch", first, "eager", "unrolled", p) for p in _POLICIES + offload}
+    runs |= {("torch", first, "compiled", "unrolled", p) for p in _POLICIES + _BUDGETS if p != "remat_names"}
+    runs |= {("jax", first, "eager", "unrolled", p) for p in _POLICIES}
+    runs |= {("jax", first, "compiled", "unrolled", p) for p in _POLICIES + offload}
+    runs |= {("jax", first, "compiled", "scan", p) for p in _POLICIES}
+    for framework, mode, formulation in (("torch", "eager", "unrolled"), ("torch", "compiled", "unrolled"),
+                                         ("jax", "compiled", "scan")):
+        runs |= {(framework, second, mode, formulation, p) for p in _GRAIN}
+    return runs
 
 
 def _expected_skip(cls, args: dict) -> bool:
+    if cls.__name__.startswith("RematCurve_"):
+        return tuple(args[k] for k in ("framework", "size", "mode", "formulation", "point")) not in \
+            _curve_runs(args["device"])
     return any(cls.__name__.startswith(prefix) and all(args.get(k) == v for k, v in rule.items())
                for prefix, rule in SKIPS)
 
@@ -64,7 +91,7 @@ def _tiny_combination(cls):
     """The first combination the suite runs, at the workload's tiny size: the whole build-and-measure path of the
     class (compiled torch only on the mlp: each torch.compile costs ~15 s on a 2-core CPU)."""
     for args in _combinations(cls):
-        if "size" in args:
+        if "size" in args and not cls.__name__.startswith("RematCurve_"):  # the curve's points are at its sizes
             args["size"] = "tiny"
         if args["framework"] == "torch" and args.get("mode") == "compiled" and args.get("workload") != "mlp":
             continue

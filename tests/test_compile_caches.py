@@ -207,27 +207,27 @@ def _bench_commands() -> list[str]:
     return [part.strip() for part in done.stdout.replace("\\\n", " ").split("&&")]
 
 
-def test_make_bench_hands_the_folder_to_asv_and_the_paired_runner_and_records_its_state() -> None:
+def test_make_bench_hands_the_folder_to_the_runner_and_the_paired_costs_and_records_its_state() -> None:
     commands = _bench_commands()
     cache, state = ROOT / ".asv" / "compile-cache", ROOT / ".asv" / "compile-cache-state.json"
 
     def index(text: str) -> int:
         return next(i for i, command in enumerate(commands) if text in command)
 
-    runs = [index(s) for s in ("bin/tape-vs-trace paired --stage first", "bin/asv run",
-                               "bin/tape-vs-trace paired --stage $rest")]
+    runs = [index(s) for s in ("bin/tape-vs-trace run", "bin/tape-vs-trace paired")]
     for i in runs:
         assert f"TVT_COMPILE_CACHE={cache} " in commands[i]
     written, scrub = index("-m tape_vs_trace.compile_caches"), index("scrub-results")
-    # The state is taken just before asv runs (after the paired runner's first round, which may fill the cache).
-    assert runs[0] < written < runs[1] < scrub
+    # The state is taken just before the run; the runner scrubs after every round, so it records it too.
+    assert written < runs[0] < scrub < runs[1]
     assert commands[written].endswith(f"-m tape_vs_trace.compile_caches {state}")
     assert f"TVT_COMPILE_CACHE={cache} " in commands[written]
     assert f"TVT_COMPILE_CACHE_STATE={state} " in commands[scrub]
+    assert f"TVT_COMPILE_CACHE_STATE={state} " in commands[runs[0]]
 
 
 @pytest.mark.parametrize("configured", [None, "/somewhere/compile-cache"])
-def test_the_paired_workers_get_the_setting_or_a_scratch_folder(configured: str | None, tmp_path: Path,
+def test_the_paired_cost_workers_get_the_setting_or_a_scratch_folder(configured: str | None, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from tape_vs_trace import paired
     from tape_vs_trace.experiments import PairedError
@@ -244,6 +244,6 @@ def test_the_paired_workers_get_the_setting_or_a_scratch_folder(configured: str 
         monkeypatch.setenv(frameworks.COMPILE_CACHE_ENV, configured)
     monkeypatch.setattr(paired.subprocess, "run", fake_run)
     with pytest.raises(PairedError, match="no worker here"):
-        paired._run_worker("jax", ["x"], False, tmp_path, 0)
+        paired._run_costs("jax", ["x"], tmp_path)
     # One setting for both frameworks' workers: make bench's folder, else the run's scratch folder.
     assert seen[0][frameworks.COMPILE_CACHE_ENV] == (configured or str(tmp_path / "compile-cache"))

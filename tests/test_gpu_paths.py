@@ -392,8 +392,10 @@ def _run_gpu_script(repo: Path, env: dict, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, env=env, timeout=120)
 
 
-def _calls(tmp_path: Path) -> list[dict]:
-    return [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+def _calls(tmp_path: Path, chunks_only: bool = False) -> list[dict]:
+    """What the fakes logged, in order; `chunks_only`: the runs of chunks alone (no paired step)."""
+    found = [json.loads(line) for line in (tmp_path / "asv.log").read_text().splitlines()]
+    return [c for c in found if "regex" in c] if chunks_only else found
 
 
 @pytest.mark.slow
@@ -404,7 +406,7 @@ def test_gpu_script_copies_results_after_every_chunk_and_survives_a_timeout(tmp_
                TVT_RUNNER=runner)
     run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 124, run.stdout[-2000:]
-    calls = _calls(tmp_path)
+    calls = _calls(tmp_path, chunks_only=True)
     assert [c["regex"] for c in calls] == ["alpha", "beta", "gamma"] and {c["runner"] for c in calls} == {runner}
     scrubbed = "abcdef12-existing-venv.json"
     assert calls[0]["outdir"] == [] and calls[1]["outdir"] == calls[2]["outdir"] == [scrubbed, "machine.json"]
@@ -433,7 +435,7 @@ def test_gpu_script_starts_no_chunk_past_the_budget(tmp_path: Path) -> None:
     run = _run_gpu_script(repo, env, "quick")
     assert time.monotonic() - start < 24 + 5
     assert run.returncode == 0, run.stdout[-2000:]
-    started = [c["regex"] for c in _calls(tmp_path)]
+    started = [c["regex"] for c in _calls(tmp_path, chunks_only=True)]
     assert started[0] == "one" and len(started) < 3
     assert f"time budget reached: not run: {' '.join(['one', 'two', 'three'][len(started):])}" in run.stdout
     # The CUDA-graph pairing reaches the log and the machine name the results are saved under.
@@ -452,7 +454,7 @@ def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tm
     env.update(TVT_COSTS=str(costs))
     run = _run_gpu_script(repo, env, "quick")
     assert run.returncode == 0, run.stdout[-2000:]
-    calls = _calls(tmp_path)
+    calls = _calls(tmp_path, chunks_only=True)
     expected = [c for c in chunks.QUICK if "compiled" not in c.name and chunks.select(c, cuda_combos)]
     assert [c["regex"] for c in calls] == [c.regex for c in expected]
     assert all(c["args"][3:5] == ["--rounds", "2"] for c in calls)
@@ -463,7 +465,7 @@ def test_gpu_quick_profile_runs_what_its_plan_fits_in_two_rounds_and_no_curve(tm
     rows = {line.split()[0]: line for line in run.stdout.splitlines() if line.startswith("  gradstep-")}
     assert rows["gradstep-compiled"].endswith("does not fit") and rows["gradstep-eager"].split()[-1].isdigit()
     assert "time budget reached: not run: gradstep-compiled gradstep-compiled-precisions" in run.stdout
-    assert "== remat-curve " not in run.stdout  # the paired curve is the full profile's
+    assert "== paired (timeout " in run.stdout  # what ran is divided into the paired comparisons
 
 
 @pytest.mark.slow
@@ -492,27 +494,26 @@ def test_gpu_script_refuses_a_bad_runner_or_cost_file_in_one_line(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_gpu_full_profile_runs_the_remat_curve_after_the_chunks(tmp_path: Path) -> None:
+def test_gpu_script_divides_the_chunks_samples_into_the_paired_comparisons_after_them(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1")
+    env.update(TVT_GPU_BENCHMARKS="alpha")
     run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 0, run.stdout[-2000:]
     calls = _calls(tmp_path)
     assert calls[0]["regex"] == "alpha"
-    assert calls[-1] == {"tape-vs-trace": ["paired", "--only", "remat L12-B8-S1024-D1024", "--rounds", "2", "--out",
-                                           str(tmp_path / "out" / "paired")]}
+    assert calls[-1] == {"tape-vs-trace": ["paired", "--results", "results", "--out", str(tmp_path / "out" / "paired")]}
     assert (tmp_path / "out" / "paired" / "gpu-nvidia-h200-abcdef12.csv").read_text().startswith("experiment,")
-    assert "== remat-curve (timeout 3600s)" in run.stdout
+    assert "== paired (timeout 3600s)" in run.stdout
 
 
 @pytest.mark.slow
-def test_gpu_remat_curve_has_its_own_timeout(tmp_path: Path) -> None:
-    # A curve that overruns is killed, the run says so and fails; the chunks' results are kept.
+def test_gpu_paired_step_has_its_own_timeout(tmp_path: Path) -> None:
+    # A division that overruns is killed, the run says so and fails; the chunks' results are kept.
     repo, env = _gpu_script_copy(tmp_path)
-    env.update(TVT_GPU_BENCHMARKS="alpha", TVT_CURVE="1", TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
+    env.update(TVT_GPU_BENCHMARKS="alpha", TVT_PAIRED_TIMEOUT_S="2", FAKE_PAIRED_SLEEP="30")
     run = _run_gpu_script(repo, env, "full")
     assert run.returncode == 124, run.stdout[-2000:]
-    assert "remat-curve timed out after 2s" in run.stdout
+    assert "paired timed out after 2s" in run.stdout
     assert not (tmp_path / "out" / "paired").exists()
     assert (tmp_path / "out" / "gpu-nvidia-h200" / "abcdef12-existing-venv.json").exists()
 

@@ -5,6 +5,7 @@ No worker process is started: the workers' output is written by hand here."""
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import statistics
 from pathlib import Path
@@ -185,46 +186,22 @@ def test_an_unwritable_csv_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(error.value) and old.read_bytes() == (",".join(paired.FIELDS) + "\r\n").encode()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--rounds", "1"], "error: --rounds must be at least 2 (an interval needs two processes), not 1"),
-    (["--only", "no such experiment"], "error: no experiment matches 'no such experiment'; experiments: "),
-])
-def test_cli_bad_input_is_one_line_and_starts_no_worker(args: list[str], message: str, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture,
+def test_cli_bad_input_is_one_line_and_starts_no_worker(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(paired, "_run_worker", lambda *a: pytest.fail("a worker was started"))
-    assert cli.main(["paired", "--out", str(tmp_path / "out"), *args]) == 1
+    monkeypatch.setattr(paired, "_run_costs", lambda *a: pytest.fail("a worker was started"))
+    assert cli.main(["paired", "--out", str(tmp_path / "out"), "--only", "no such experiment"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(message) and err.count("\n") == 1, err
+    assert err.startswith("error: no experiment matches 'no such experiment'; experiments: ") and \
+        err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()
 
 
-# --- the runner: rounds of workers, the frameworks alternating ------------------------------------------------------
-
-
-def test_rounds_alternate_the_framework_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen = [_remat("cpu", "torch", "eager", "unrolled"), _remat("cpu", "jax", "compiled", "scan")]
-    calls = []
-
-    def fake_worker(framework: str, names: list[str], with_costs: bool, scratch: Path, index: int) -> dict:
-        calls.append((framework, index, with_costs))
-        # Each framework's processes run a step of their own speed: 1 ms per pass for PyTorch, 3 ms for JAX.
-        scale = {"torch": 1e-3, "jax": 3e-3}[framework]
-        return {name: {"times": [[scale * (1 + index)] * 5 for _ in next(e for e in chosen if e.name == name).points],
-                       "calls": [1]} for name in names}
-
-    monkeypatch.setattr(paired, "_run_worker", fake_worker)
-    runs = paired.measure(chosen, rounds=3, log=lambda line: None)
-    # Whichever framework ran second in a round runs first in the next: a machine that slows down over the run
-    # would otherwise always favour the framework that goes first. Costs in the first round only.
-    assert calls == [("torch", 0, True), ("jax", 0, True), ("jax", 1, False), ("torch", 1, False),
-                     ("torch", 2, False), ("jax", 2, False)]
-    table = paired.rows(chosen, runs, "cpu", "abcdef1234", "m")
-    for row in table:
-        scale = {"torch": 1e-3, "jax": 3e-3}[row["framework"]]
-        assert row["processes"] == 3
-        assert row["time_s"] == pytest.approx(scale * statistics.geometric_mean([1, 2, 3]), rel=1e-12)
-        assert row["ratio"] == pytest.approx(1.0, rel=1e-12)
+def test_cli_without_results_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paired, "_run_costs", lambda *a: pytest.fail("a worker was started"))
+    assert cli.main(["paired", "--out", str(tmp_path / "out"), "--results", str(tmp_path / "none")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no results to pair: ") and "tape-vs-trace run" in err and err.count("\n") == 1
 
 
 def test_which_steps_have_a_peak() -> None:
@@ -239,165 +216,106 @@ def test_which_steps_have_a_peak() -> None:
                     ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}
 
 
-# --- the stages: round 1 before asv, the others after it ------------------------------------------------------------
+# --- from tape-vs-trace run's samples to processes ---------------------------------------------------------------
 
 
-def _fake_worker(calls: list) -> object:
-    def fake_worker(framework: str, names: list[str], with_costs: bool, scratch: Path, index: int) -> dict:
-        calls.append((framework, index, with_costs))
-        assert scratch.is_dir()
-        scale = {"torch": 1e-3, "jax": 3e-3}[framework]
-        found = {}
-        for name in names:
-            points = next(e for e in experiments.experiments("cpu") if e.name == name).points
-            found[name] = {"times": [[scale * (1 + index) * (1 + j)] * 5 for j in range(len(points))],
-                           "calls": [1] * len(points)}
-            if with_costs:
-                found[name]["costs"] = [dict(COSTS[0]) for _ in points]
-        return found
-    return fake_worker
+def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", drop: tuple = ()) -> tuple[dict, dict]:
+    """An asv result file and benchmarks.json holding, for each point of `chosen`, the samples per_point(e, j)
+    returns (a list of per-process lists), as tape-vs-trace run writes them."""
+    benchmarks: dict = {}
+    results: dict = {}
+    columns = ["result", "params", "version", "started_at", "duration", "samples"]
+    for e in chosen:
+        for point in e.points:
+            name, params = experiments.asv_combination(e, point, "cpu")
+            meta = benchmarks.setdefault(name, {"param_names": list(params), "params": [[] for _ in params],
+                                                "repeat": 3, "type": "time"})
+            for axis, value in zip(meta["params"], params.values()):
+                if repr(value) not in axis:
+                    axis.append(repr(value))
+    for name, meta in benchmarks.items():
+        combos = list(itertools.product(*meta["params"]))
+        samples: list = [None] * len(combos)
+        for e in chosen:
+            for j, point in enumerate(e.points):
+                n, params = experiments.asv_combination(e, point, "cpu")
+                if n == name and (e.name, j) not in drop:
+                    samples[combos.index(tuple(repr(v) for v in params.values()))] = \
+                        [x for proc in per_point(e, j) for x in proc]
+        results[name] = [[1.0] * len(combos), meta["params"], "1", 0, 0, samples]
+    data = {"results": results, "result_columns": columns,
+            "tape_vs_trace": {"runner_of": {n: runner for n in results}}}
+    return data, benchmarks
 
 
-@pytest.fixture
-def staged(monkeypatch: pytest.MonkeyPatch) -> list:
-    """A fake worker (its calls logged), this host named 'm', a CPU."""
-    from tape_vs_trace import machine
+def test_each_points_samples_split_into_its_processes_pass_by_pass() -> None:
+    chosen = [_remat("cpu", "torch", "eager", "unrolled"), _remat("cpu", "jax", "compiled", "scan")]
 
-    calls: list = []
-    monkeypatch.setattr(paired, "_run_worker", _fake_worker(calls))
-    monkeypatch.setattr(machine, "record", lambda: {"machine": "m"})
-    monkeypatch.setattr(frameworks, "detect_device", lambda: "cpu")
-    return calls
+    def per_point(e, j):  # process p, pass k of point j: a value that names all three
+        return [[1 + j + 10 * p + 0.1 * k for k in range(3)] for p in range(4)]
 
-
-ONLY = "remat L4-B4-S64-D128"  # one torch and one jax experiment or more: both frameworks alternate
-
-
-def _csv(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
+    runs = paired.processes(chosen, *_result_file(chosen, per_point), "cpu")
+    assert sorted(runs) == ["jax", "torch"] and all(len(v) == 4 for v in runs.values())
+    for e in chosen:
+        for p, process in enumerate(runs[e.framework]):
+            times = process[e.name]["times"]
+            assert times == [[1 + j + 10 * p + 0.1 * k for k in range(3)] for j in range(len(e.points))]
 
 
-def test_first_then_rest_gives_the_rows_of_one_stage(staged: list, tmp_path: Path) -> None:
-    raw = tmp_path / "raw"
-    kept = paired.run(tmp_path / "out", 3, ONLY, "first", raw)
-    # Round 1 alone, costs taken, and no CSV yet.
-    assert staged == [("torch", 0, True), ("jax", 0, True)]
-    assert kept == raw / paired.FIRST_ROUND and not (tmp_path / "out").exists()
-    staged.clear()
-    split = _csv(paired.run(tmp_path / "out", 3, ONLY, "rest", raw))
-    # The other rounds, the framework order still alternating, no costs taken again.
-    assert staged == [("jax", 1, False), ("torch", 1, False), ("torch", 2, False), ("jax", 2, False)]
-    staged.clear()
-    whole = _csv(paired.run(tmp_path / "whole", 3, ONLY))
-    assert len(staged) == 6 and split == whole
-    assert {r["processes"] for r in split} == {"3"} and all(r["saved_bytes"] == "100" for r in split)
-    assert {r["framework"] for r in split} == {"torch", "jax"}
+def test_rows_from_the_samples_pair_each_pass_with_the_baselines_same_pass() -> None:
+    e = _remat("cpu", "torch", "eager", "unrolled")
+
+    def per_point(_, j):  # the baseline's passes swing by 2x; every point is exactly 1.5x its pass's baseline
+        return [[(1.0, 2.0, 1.0)[k] * (1.5 if j else 1.0) * (1 + p) for k in range(3)] for p in range(3)]
+
+    runs = paired.processes([e], *_result_file([e], per_point), "cpu")
+    table = paired.rows([e], runs, "cpu", "abcdef1234", "m")
+    assert table[0]["ratio"] == pytest.approx(1.0)
+    for row in table[1:]:
+        assert row["ratio"] == pytest.approx(1.5, rel=1e-12)
+        assert row["ratio_ci_low"] == pytest.approx(1.5) and row["ratio_ci_high"] == pytest.approx(1.5)
+        assert row["processes"] == 3
 
 
-def test_rest_without_a_first_round_is_one_line_and_starts_no_worker(staged: list, tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture) -> None:
-    args = ["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest", "--raw", str(tmp_path / "r")]
-    assert cli.main(args) == 1
-    err = capsys.readouterr().err
-    assert err == f"error: no first round in {tmp_path / 'r'}: run `tape-vs-trace paired --stage first` before " \
-                  "--stage rest\n"
-    assert staged == [] and not (tmp_path / "out").exists()
+def test_samples_of_another_runner_are_not_paired() -> None:
+    e = _remat("cpu", "torch", "eager", "unrolled")
+    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, runner="asv")
+    with pytest.raises(PairedError, match="measured by asv, not tape-vs-trace run"):
+        paired.processes([e], data, benchmarks, "cpu")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda kept: kept["what"].update(commit="0" * 40), f"was taken with commit '{'0' * 40}', this run has '"),
-    (lambda kept: kept["what"].update(rounds=4), "was taken with rounds 4, this run has 3;"),
-    (lambda kept: kept["what"].update(machine="other"), "was taken with machine 'other', this run has 'm';"),
-    (lambda kept: kept["what"].update(device="cuda"), "was taken with device 'cuda', this run has 'cpu';"),
-    (lambda kept: kept["what"]["experiments"].pop(), "was taken with experiments "),
-    (lambda kept: kept["runs"].pop("jax"), "does not hold one process per framework;"),
-    (lambda kept: kept["runs"]["torch"].append({}), "does not hold one process per framework;"),
-    (lambda kept: kept.pop("what"), "cannot read the first round"),
-])
-def test_a_first_round_of_something_else_is_one_line(change: object, message: str, staged: list, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture) -> None:
-    import json
-
-    raw = tmp_path / "raw"
-    path = paired.run(tmp_path / "out", 3, ONLY, "first", raw)
-    kept = json.loads(path.read_text())
-    change(kept)
-    path.write_text(json.dumps(kept))
-    staged.clear()
-    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest",
-                     "--raw", str(raw)]) == 1
-    err = capsys.readouterr().err
-    assert message in err and err.startswith("error: ") and err.count("\n") == 1, err
-    assert err.rstrip().endswith("run `tape-vs-trace paired --stage first` again")
-    assert staged == [] and not (tmp_path / "out").exists()
+def test_a_point_without_samples_is_one_line_naming_it() -> None:
+    e = _remat("cpu", "torch", "eager", "unrolled")
+    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, drop=((e.name, 2),))
+    with pytest.raises(PairedError) as error:
+        paired.processes([e], data, benchmarks, "cpu")
+    assert f"point {e.points[2].label!r} has no samples" in str(error.value) and "\n" not in str(error.value)
 
 
-def test_a_corrupt_first_round_is_one_line(staged: list, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    (tmp_path / "raw").mkdir()
-    (tmp_path / "raw" / paired.FIRST_ROUND).write_text("{not json")
-    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "rest",
-                     "--raw", str(tmp_path / "raw")]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: cannot read the first round {tmp_path / 'raw' / paired.FIRST_ROUND} "
-                          "(JSONDecodeError: ") and err.count("\n") == 1, err
-    assert staged == []
+def test_every_point_of_every_experiment_is_a_combination_of_the_suite() -> None:
+    from benchmarks import common
+
+    classes = {f"{c.__module__.rsplit('.', 1)[1]}.{c.__name__}": c for c in common.suite_classes()}
+    for e in experiments.experiments(common.DEVICE):
+        for point in e.points:
+            name, params = experiments.asv_combination(e, point, common.DEVICE)
+            cls = classes[name.rsplit(".", 1)[0]]
+            assert list(params) == cls.param_names, name
+            assert tuple(params.values()) in set(itertools.product(*cls.params)), (name, params)
+            assert not cls().reason_to_skip(common.Case(params)), (name, params)
 
 
-def test_a_stage_needs_its_folder(staged: list, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert cli.main(["paired", "--only", ONLY, "--out", str(tmp_path / "out"), "--stage", "first"]) == 1
-    assert capsys.readouterr().err == "error: --stage first needs --raw, the folder that keeps the first round\n"
-    assert staged == []
-
-
-def test_first_clears_its_own_scratch_and_nothing_else(staged: list, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture) -> None:
-    raw = tmp_path / "raw"
-    (raw / "scratch").mkdir(parents=True)
-    (raw / "scratch" / "old-cache").write_text("x")
-    (raw / "someone-else's").write_text("y")
-    assert cli.main(["paired", "--only", ONLY, "--stage", "first", "--raw", str(raw)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("[paired] round 1/3: torch (")
-    assert out[-1] + "\n" == f"kept round 1 of 3 in {raw / paired.FIRST_ROUND}: `tape-vs-trace paired " \
-                                      f"--stage rest --raw {raw}` takes the rest\n"
-    assert not (raw / "scratch" / "old-cache").exists() and (raw / "someone-else's").read_text() == "y"
-
-
-def test_make_bench_takes_round_1_before_asv_and_the_rest_after_it() -> None:
+def test_make_bench_divides_the_runners_samples_after_the_run() -> None:
     recipe = (paired.ROOT / "Makefile").read_text().split("\nbench:", 1)[1].split("\n\n", 1)[0]
-    first, asv, rest = (recipe.index(s) for s in ("paired --stage first", "asv run", "paired --stage $$rest"))
-    assert first < asv < rest
-    assert recipe.count("--raw $(PAIRED_RAW)") == 2
+    run, scrub, divide = (recipe.index(s) for s in ("tape-vs-trace run", "scrub-results", "paired --results results"))
+    assert run < scrub < divide and "--stage" not in recipe
 
 
-def _fake_venv(tmp_path: Path, fail_first: bool) -> tuple[Path, Path]:
-    """A VENV for `make bench` whose tools log their arguments; its `tape-vs-trace paired --stage first` fails when
-    asked to."""
-    venv, log = tmp_path / "venv", tmp_path / "calls.log"
-    (venv / "bin").mkdir(parents=True)
-    (venv / ".installed-cpu").touch()  # newer than pyproject.toml: make skips the set-up
-    for tool in ("tape-vs-trace", "asv", "python"):
-        script = venv / "bin" / tool
-        fail = 'case "$*" in *"--stage first"*) exit 3;; esac' if tool == "tape-vs-trace" and fail_first else ""
-        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n{fail}\n'
-                          + ('[ "$1" = machine ] && echo fake-machine\n' if tool == "tape-vs-trace" else "")
-                          + "exit 0\n")
-        script.chmod(0o755)
-    return venv, log
-
-
-@pytest.mark.parametrize("fail_first", [False, True])
-def test_make_bench_runs_asv_even_when_the_first_round_fails(fail_first: bool, tmp_path: Path) -> None:
-    import subprocess
-
-    venv, log = _fake_venv(tmp_path, fail_first)
-    done = subprocess.run(["make", "-s", "bench", "DEVICE=cpu", f"VENV={venv}", f"PAIRED_RAW={tmp_path / 'raw'}"],
-                          cwd=paired.ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-    calls = [line.split()[:4] for line in log.read_text().splitlines()]
-    paired_calls = [c[3] for c in calls if c[:2] == ["tape-vs-trace", "paired"]]
-    # Without its first round the runner takes every round after asv, and says so; asv runs either way.
-    assert paired_calls == ["first", "all" if fail_first else "rest"]
-    assert ["asv", "run"] in [c[:2] for c in calls]
-    assert ("first round failed" in done.stdout) == fail_first
+def test_experiments_without_every_points_samples_are_left_out_and_named() -> None:
+    whole, partial = _remat("cpu", "torch", "eager", "unrolled"), _remat("cpu", "jax", "compiled", "scan")
+    data, benchmarks = _result_file([whole, partial], lambda *_: [[1.0] * 3] * 3, drop=((partial.name, 1),))
+    lines: list[str] = []
+    assert paired.available([whole, partial], data, benchmarks, "cpu", lines.append) == [whole]
+    assert len(lines) == 1 and partial.name in lines[0] and "has no samples" in lines[0]
+    with pytest.raises(PairedError, match="none of the 1 experiments"):
+        paired.available([partial], data, benchmarks, "cpu", lambda _: None)

@@ -30,11 +30,10 @@ def test_calls_make_a_sample_of_at_least_ten_milliseconds(monkeypatch, seconds, 
     assert clock.calls == 1  # one call sizes the loop; it doubles as a warm-up
 
 
-def test_the_suite_and_the_paired_runner_size_samples_alike():
+def test_the_suite_sizes_samples_by_this_module():
     from benchmarks import common
-    from tape_vs_trace import paired_worker
 
-    assert common.sampling is paired_worker.sampling is sampling
+    assert common.sampling is sampling
     assert sampling.MIN_SAMPLE_SECONDS == 10e-3
 
 

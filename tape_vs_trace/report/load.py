@@ -215,6 +215,8 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
         warn(f"{path.name}: {len(gone)} benchmark(s) not in benchmarks.json (no longer in the suite), skipped: "
              + ", ".join(gone))
     for name, entry in data["results"].items():
+        if name.split(".")[1].split("_")[0] in pillars.PAIRED_FAMILIES:
+            continue  # the paired section reports these, divided pass by pass (results/paired)
         if name in benchmarks:
             def column(key: str, entry=entry):
                 i = columns.get(key)
