@@ -213,3 +213,21 @@ def test_every_compiled_torch_combination_of_the_suite_runs_its_own_graph(tmp_pa
             continue
         assert "samples" in found[task.id], found[task.id]
         assert found["graphs"].get(task.id, 0) >= 1, task.id
+
+
+def test_each_combination_is_timed_per_call_of_its_own_loop_after_another(tmp_path: Path) -> None:
+    """The suite's real classes in one worker: the chain's eager step (sub-millisecond, so timed as a loop of many
+    calls) and then the harness's 1 ms step (one call per sample). A loop count left over from the combination before
+    would divide the harness's samples by it."""
+    from tape_vs_trace import suite_runner
+
+    benchmarks = suite_runner.discover(log=lambda _: None)
+    selection = suite_runner.select(benchmarks, [r"GradStep_chain\.time_step\('torch'.*'eager'",
+                                                 r"harness\.Overhead\.time_step\('torch', 'raw'"])
+    chosen = suite_runner.tasks(benchmarks, selection, rounds=1)
+    chosen.sort(key=lambda t: not t.name.startswith("recording"))  # the chain first
+    out = tmp_path / "out.json"
+    Worker({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}, out).run()
+    found = json.loads(out.read_text())
+    [harness] = [t for t in chosen if t.name.startswith("harness")]
+    assert min(found[harness.id]["samples"]) >= 0.95e-3  # the spin alone is 1 ms
