@@ -49,12 +49,14 @@ test-all: $(STAMP) lint
 # results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve divided from
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round,
-# ROUNDS of them per timed combination, default each benchmark's own rounds) or `asv` (asv run, one process per
-# combination and round: the reference path, full isolation, several times slower).
+# ROUNDS of them per timed combination; a cold compile keeps its own 3) or `asv` (asv run, one process per
+# combination and round: the reference path, full isolation, several times slower; its rounds are each benchmark's).
+# Five rounds: the processes a 95 % interval needs to be narrow (Student's t with 4 degrees of freedom), at two
+# start-ups a round.
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with the runner's status.
 # ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar).
 RUNNER ?= worker
-ROUNDS ?=
+ROUNDS ?= 5
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -75,7 +77,7 @@ bench: $(STAMP)
 		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr,\
-		$(VENV)/bin/tape-vs-trace run --machine $$machine $(if $(ROUNDS),--rounds $(ROUNDS))) \
+		$(VENV)/bin/tape-vs-trace run --machine $$machine --rounds $(ROUNDS)) \
 		$(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \

@@ -116,8 +116,8 @@ def _config() -> Any:
 
 
 def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rounds: int | None) -> list[Task]:
-    """One task per selected combination. A time benchmark runs `rounds` processes (its own `rounds` without it); a
-    track benchmark's value is a count, taken once."""
+    """One task per selected combination. A time benchmark runs `rounds` processes (its own `rounds` without it, and
+    always where it needs a process of its own); a track benchmark's value is a count, taken once."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     by_name = {b["name"]: b for b in benchmarks}
@@ -130,8 +130,11 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
         for i in indices:
             framework = combos[i][where].strip("'\"") if where is not None else "torch"
             timed = bench["type"] == "time"
+            own = int(bench.get("rounds", 1))
+            # `rounds` buys processes where they are cheap (a round costs one start-up per framework); a combination
+            # that needs a fresh process (a cold compile) keeps its own count.
             found.append(Task(name, i, framework, "time" if timed else "track",
-                              (rounds or int(bench.get("rounds", 1))) if timed else 1,
+                              (own if fresh or not rounds else rounds) if timed else 1,
                               int(bench.get("repeat") or 1) if timed else 1, fresh))
     return found
 
