@@ -14,6 +14,9 @@ temporaries, fragmentation). Either is flagged. A probe whose method says it ret
 measurement is an error, and its value is never printed. Each measurement runs in a fresh process: JAX's
 allocator peak cannot be reset, and preallocation is off (`implementations.frameworks.isolate_allocators`).
 
+Rows pair like modes only: on CUDA torch.compile against jax.jit and eager PyTorch alone (op-by-op JAX has no
+peak), both in the same loop form; a CPU measures eager PyTorch and jitted JAX, which the table does not divide.
+
     python -m tape_vs_trace.gpucheck            # the cases for this machine's device (TVT_DEVICE or nvidia-smi)
 """
 
@@ -69,19 +72,47 @@ def _nbytes(tree: Any) -> int:
     return int(getattr(tree, "nbytes", 0))
 
 
-def measure(framework: str, workload: str, size: str, device: str) -> dict:
-    """Peak first (nothing else has run in this process), then the saved and returned bytes."""
+# JAX's probe measures the jitted program (its allocator on CUDA, its buffer plan on CPU): an op-by-op JAX step has
+# no peak here, and a CPU's storage tracker cannot see inside Inductor's kernels.
+NO_PEAK = {("jax", "eager"): "not measured: JAX's probe measures the jitted program, not an op-by-op step"}
+
+
+def modes(device: str) -> list[tuple[str, str]]:
+    """(framework, mode) in the order of the table: on CUDA like modes side by side (torch.compile against jax.jit,
+    then eager PyTorch, whose op-by-op JAX counterpart has no peak); on a CPU each framework's measurable mode."""
+    if device == "cuda":
+        return [("torch", "compiled"), ("jax", "compiled"), ("torch", "eager"), ("jax", "eager")]
+    return [("torch", "eager"), ("jax", "compiled")]
+
+
+def formulation_of(workload: str) -> str | None:
+    """The loop form both frameworks run: the Python loop ('unrolled') where the workload has a loop."""
+    return "unrolled" if workloads.spec(workload).formulations else None
+
+
+def measure(framework: str, workload: str, size: str, device: str, mode: str | None = None) -> dict:
+    """Peak first (nothing else has run in this process), then the saved and returned bytes. `mode` defaults to
+    the one this device measures for the framework (modes)."""
+    mode = mode or dict(modes(device)[::-1]).get(framework, "eager")
+    formulation = formulation_of(workload)
+    head = {"framework": framework, "workload": workload, "size": size, "mode": mode, "formulation": formulation}
+    if (framework, mode) in NO_PEAK:
+        return {**head, "verdict": NO_PEAK[(framework, mode)]}
     fw = frameworks.load(framework, "highest")
     inputs = workloads.make_inputs(workload, size, "float32")
-    fn, args = fw.steps.grad_fn(inputs, "plain", device)
-    peak = fw.probe.peak_bytes(fn, *args)
+    fn, args = fw.steps.grad_fn(inputs, "plain", device, formulation)
+    if framework == "torch" and mode == "compiled":
+        step = fw.steps.grad_step(inputs, "plain", "compiled", device, formulation)
+        peak = fw.probe.peak_bytes(lambda *_: step(), *args)  # its warm-up call compiles
+    else:
+        peak = fw.probe.peak_bytes(fn, *args)
     returned = _nbytes(fn(*args))
-    loss, args = fw.steps.loss_fn(inputs, "plain", device)
+    loss, args = fw.steps.loss_fn(inputs, "plain", device, formulation)
     saved = fw.probe.saved_bytes(loss, *args).extra_bytes
     resident = _nbytes((inputs.params, inputs.data))
     expected = bounds(resident, saved, returned, peak.workspace_bytes)
     measured = resident + peak.bytes
-    return {"framework": framework, "workload": workload, "size": size, "peak_bytes": measured,
+    return {**head, "peak_bytes": measured,
             "method": peak.method, "resident_bytes": resident, "saved_bytes": saved, "returned_bytes": returned,
             "workspace_bytes": peak.workspace_bytes,
             "lower_bytes": expected.lower, "upper_bytes": expected.upper,
@@ -91,12 +122,12 @@ def measure(framework: str, workload: str, size: str, device: str) -> dict:
 def run_all(device: str) -> list[dict]:
     rows = []
     for workload, size in cases(device):
-        for framework in frameworks.NAMES:
+        for framework, mode in modes(device):
             done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", framework, workload,
-                                   size, "--device", device], capture_output=True, text=True)
+                                   size, "--device", device, "--mode", mode], capture_output=True, text=True)
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                rows.append({"framework": framework, "workload": workload, "size": size,
+                rows.append({"framework": framework, "workload": workload, "size": size, "mode": mode,
                              "verdict": f"error: {last}"})
             else:
                 rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -105,11 +136,11 @@ def run_all(device: str) -> list[dict]:
 
 def format_rows(rows: list[dict]) -> list[str]:
     """The table; an errored row (failed process, or a probe that returned an upper bound) shows no number."""
-    lines = [f"{'framework':9} {'workload':11} {'size':20} {'lower':>13} {'peak':>13} {'upper':>13} "
+    lines = [f"{'framework':9} {'mode':8} {'workload':11} {'size':20} {'lower':>13} {'peak':>13} {'upper':>13} "
              f"{'of it workspace':>15}  verdict"]
     for row in rows:
-        head = f"{row['framework']:9} {row['workload']:11} {row['size']:20}"
-        if row["verdict"].startswith("error"):
+        head = f"{row['framework']:9} {row.get('mode', ''):8} {row['workload']:11} {row['size']:20}"
+        if row["verdict"].startswith(("error", "not measured")):
             lines.append(f"{head} {'':>13} {'':>13} {'':>13} {'':>15}  {row['verdict']}")
             continue
         lines.append(f"{head} {row['lower_bytes']:>13,} {row['peak_bytes']:>13,} {row['upper_bytes']:>13,} "
@@ -122,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure", nargs=3, metavar=("FRAMEWORK", "WORKLOAD", "SIZE"))
     parser.add_argument("--device", choices=sorted(frameworks.DEVICES))
+    parser.add_argument("--mode", choices=("eager", "compiled"), help="with --measure (default: modes())")
     args = parser.parse_args(argv)
     try:
         device = args.device or frameworks.detect_device()
@@ -131,14 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.measure:
-        print(json.dumps(measure(*args.measure, device)))
+        print(json.dumps(measure(*args.measure, device, args.mode)))
         return 0
     rows = run_all(device)
     print("\n".join(format_rows(rows)))
     # 1: a measurement failed or is no measurement; 2: all measured, some outside their bounds.
     if any(row["verdict"].startswith("error") for row in rows):
         return 1
-    return 2 if any(row["verdict"] != "ok" for row in rows) else 0
+    return 2 if any(row["verdict"] not in ("ok",) and not row["verdict"].startswith("not measured")
+                    for row in rows) else 0
 
 
 if __name__ == "__main__":

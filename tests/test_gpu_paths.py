@@ -67,6 +67,24 @@ def test_peak_check_measures_on_cpu(framework: str) -> None:
     assert row["verdict"] == "ok", row
 
 
+def test_gpucheck_pairs_like_modes_only() -> None:
+    # On CUDA: torch.compile beside jax.jit, then eager PyTorch, whose op-by-op JAX counterpart has no peak; never a
+    # jitted JAX program beside PyTorch's eager tape.
+    cuda = gpucheck.modes("cuda")
+    assert cuda[:2] == [("torch", "compiled"), ("jax", "compiled")] and cuda[2:] == [("torch", "eager"), ("jax", "eager")]
+    row = gpucheck.measure("jax", "transformer", "tiny", "cuda", "eager")  # answered before any framework loads
+    assert row["verdict"].startswith("not measured") and "peak_bytes" not in row
+    assert row["formulation"] == "unrolled"  # the loop form both frameworks run
+    text = "\n".join(gpucheck.format_rows([row]))
+    assert "not measured" in text and "eager" in text
+
+
+def test_gpucheck_records_the_mode_and_loop_form_it_measured() -> None:
+    row = gpucheck.measure("jax", "transformer", "tiny", "cpu")
+    assert (row["mode"], row["formulation"], row["verdict"]) == ("compiled", "unrolled", "ok")
+    assert gpucheck.measure("torch", "mlp", "tiny", "cpu")["mode"] == "eager"
+
+
 def test_gpucheck_turns_preallocation_off_for_its_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
     # XLA would otherwise take most of the GPU at start-up, and its allocator peak would be that, not the step's.
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "unset")  # remembers the value to restore afterwards
