@@ -124,6 +124,7 @@ def load_results(results: Path, warn: Warn) -> Results:
     out = Results(pd.DataFrame(columns=COLUMNS), benchmarks=benchmarks)
     rows: list[dict] = []
     skipped: list[dict] = []
+    stale = Stale()
     seen = 0
     for folder in machines:
         try:
@@ -137,7 +138,7 @@ def load_results(results: Path, warn: Warn) -> Results:
             seen += 1
             try:
                 data = _read_json(path)
-                new, skips = _result_rows(data, benchmarks, machine, folder.name, meanings, warn, path)
+                new, skips = _result_rows(data, benchmarks, machine, folder.name, meanings, warn, path, stale)
             except ReportError as exc:
                 warn(f"skipped {exc}")
                 continue
@@ -154,6 +155,8 @@ def load_results(results: Path, warn: Warn) -> Results:
             out.python[key] = "/".join(Path(python).parts[-3:]) if "/" in python else python
             if isinstance(data.get("tape_vs_trace"), dict):
                 out.details[key] = data["tape_vs_trace"]
+    if stale.line():
+        warn(stale.line())
     if not rows:
         found = f"{seen} result file(s), none readable" if seen else "no result files"
         raise ReportError(f"no benchmark results in {results} ({found})")
@@ -203,17 +206,38 @@ def _file_columns(data: dict, machine: dict, machine_name: str, path: Path) -> d
             "torch_version": versions["torch"], "jax_version": versions["jax"], "file": path.name}
 
 
+@dataclass
+class Stale:
+    """Results of benchmarks the suite has dropped or re-parametrised since they ran, by file: skipped, and said in
+    one line per load, not one per benchmark and file on every command."""
+
+    gone: dict[str, list[str]] = field(default_factory=dict)
+    reshaped: dict[str, list[str]] = field(default_factory=dict)
+
+    def line(self) -> str | None:
+        gone = {f: names for f, names in self.gone.items() if names}
+        files = sorted(set(gone) | set(self.reshaped))
+        if not files:
+            return None
+        parts = []
+        if gone:
+            names = sorted({n for v in gone.values() for n in v})
+            parts.append(f"{len(names)} benchmark(s) no longer in the suite ({', '.join(names)})")
+        if self.reshaped:
+            names = sorted({n for v in self.reshaped.values() for n in v})
+            parts.append(f"{len(names)} with other parameters than benchmarks.json lists ({', '.join(names)})")
+        return (f"skipped older results in {len(files)} file(s) ({', '.join(files)}): " + "; ".join(parts))
+
+
 def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
-                 path: Path) -> tuple[list[dict], list[dict]]:
+                 path: Path, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
     """The rows of one asv result file (format version 2: positional columns named by result_columns), and the
     combinations asv skipped (NaN)."""
     columns = {name: i for i, name in enumerate(data["result_columns"])}
     shared = _file_columns(data, machine, machine_name, path)
     rows, skips = [], []
-    gone = [name for name in data["results"] if name not in benchmarks]
-    if gone:  # benchmarks removed from the suite since this run: one line per file, not one per benchmark
-        warn(f"{path.name}: {len(gone)} benchmark(s) not in benchmarks.json (no longer in the suite), skipped: "
-             + ", ".join(gone))
+    stale = stale if stale is not None else Stale()
+    stale.gone[path.name] = [name for name in data["results"] if name not in benchmarks]
     for name, entry in data["results"].items():
         if name.split(".")[1].split("_")[0] in pillars.PAIRED_FAMILIES:
             continue  # the paired section reports these, divided pass by pass (results/paired)
@@ -222,19 +246,22 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
                 i = columns.get(key)
                 return entry[i] if i is not None and i < len(entry) else None
 
-            found, skipped = _benchmark_rows(name, benchmarks[name], column, shared, meanings, warn)
+            found, skipped = _benchmark_rows(name, benchmarks[name], column, shared, meanings, warn, stale)
             rows += found
             skips += skipped
     return rows, skips
 
 
 def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shared: dict, meanings: Meanings,
-                    warn: Warn) -> tuple[list[dict], list[dict]]:
+                    warn: Warn, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
     """The rows of one benchmark of a result file, one per parameter combination, and the combinations skipped."""
     names = meta.get("param_names", [])
     params = column("params") or []
     if len(names) != len(params):
-        warn(f"{shared['file']}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
+        if stale is None:
+            warn(f"{shared['file']}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
+        else:
+            stale.reshaped.setdefault(shared["file"], []).append(name)
         return [], []
     combos = list(itertools.product(*params)) if params else [()]
     n = len(combos)

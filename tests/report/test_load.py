@@ -145,19 +145,22 @@ def test_unknown_metric_is_sampled_only_when_timed(kind: str, word: str, sampled
                         "no ratio"]
 
 
-def test_benchmarks_gone_from_the_suite_are_one_warning_per_file(tmp_path: Path) -> None:
-    # Results of benchmarks later removed from the suite (remat.RematStep_* of version 3, say) are skipped with one
-    # line per result file naming them all, not one line per benchmark on every command.
+def test_benchmarks_gone_from_the_suite_are_one_warning_per_load(tmp_path: Path) -> None:
+    # Results of benchmarks later removed from the suite (remat.RematStep_* of version 3, say) or re-parametrised
+    # are skipped with one line per load naming them and their files, not one line per benchmark and file.
     root = write_results(tmp_path)
     path = root / "box" / "abc12300-existing-venv.json"
     data = json.loads(path.read_text())
     results = data["results"]
     results["remat.RematStep_transformer.time_step"] = results["recording.GradStep_mlp.time_step"]
     results["remat.RematCost_transformer.track_flops"] = results["recording.GraphCost_mlp.track_graph_size"]
+    results["recording.GradStep_mlp.time_step"][1] = results["recording.GradStep_mlp.time_step"][1] + [["'x'"]]
     path.write_text(json.dumps(data, allow_nan=True))
     warnings: list[str] = []
     loaded = load.load_results(root, warn=warnings.append)
-    gone = [w for w in warnings if "not in benchmarks.json" in w]
-    assert gone == ["abc12300-existing-venv.json: 2 benchmark(s) not in benchmarks.json (no longer in the suite), "
-                    "skipped: remat.RematStep_transformer.time_step, remat.RematCost_transformer.track_flops"]
+    stale = [w for w in warnings if w.startswith("skipped older results")]
+    assert stale == ["skipped older results in 1 file(s) (abc12300-existing-venv.json): 2 benchmark(s) no longer in "
+                     "the suite (remat.RematCost_transformer.track_flops, remat.RematStep_transformer.time_step); 1 "
+                     "with other parameters than benchmarks.json lists (recording.GradStep_mlp.time_step)"]
+    assert not any("parameters, benchmarks.json names" in w for w in warnings)
     assert not loaded.table.benchmark.str.contains("transformer").any()
