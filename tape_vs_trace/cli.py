@@ -128,17 +128,23 @@ def _cite(args: argparse.Namespace) -> int:
 REPORT_ERROR = "tape_vs_trace.report.load:ReportError"
 
 COMMANDS: tuple[Command, ...] = (
-    Command("machine", "write this machine's asv record to ~/.asv-machine.json and print its name", _machine,
-            errors=("builtins:ValueError",)),  # a bad TVT_TORCH_COMPILE_MODE
-    Command("scrub-results", "remove interpreter paths from asv result files", _scrub_results,
-            arguments=(_arg("results", type=Path, nargs="?", default=Path("results")),)),
-    Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", _calibrate,
-            description="Fresh process per framework; writes the calibration that scrub-results stores with every "
-                        "result and the roofline divides by.",
-            arguments=(_arg("--out", type=Path, default=Path(".asv/calibration.json"),
-                            help="calibration file (default: .asv/calibration.json)"),
-                       _arg("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")),
-            errors=("tape_vs_trace.calibrate:CalibrationError",)),
+    Command("cite", "one citable block for a benchmark result, with its provenance", _cite,
+            description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
+                        "(commit=, machine= too). Latest commit per machine by default.",
+            arguments=(_arg("query"), _arg("filters", nargs="*", metavar="key=value"),
+                       _arg("--results", type=Path, default=Path("results"),
+                            help="asv results folder (default: results)"),
+                       _arg("--format", choices=("text", "markdown", "json"), default="text")),
+            errors=(REPORT_ERROR, "tape_vs_trace.cite:CiteError")),
+    Command("compare", "rerun check: two results folders of the same commit, row by row", _compare,
+            description="For every row in both folders: both values with their intervals and whether they agree; "
+                        "the direction of every JAX/PyTorch ratio that excludes 1; times of different hosts under "
+                        "one machine name are flagged, not compared.",
+            arguments=(_arg("results_a", type=Path), _arg("results_b", type=Path),
+                       _arg("--normalise", choices=host_check.NORMALISATION_KINDS,
+                            help="compare times of different hosts in this calibrated unit instead of not at all"),
+                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")),
+            errors=(REPORT_ERROR,)),
     Command("report", "summary.csv, summary.md and figures from asv results", _report,
             description="Read every machine folder and commit of an asv results folder and write summary.csv, "
                         "summary.md and PNG figures into --out (replaced only once the new report is complete).",
@@ -149,6 +155,22 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--readme", type=Path, help="also put the headline table, findings and figures between "
                                                         "the report markers of this README")),
             errors=(REPORT_ERROR,)),
+    Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
+                   "results", _run,
+            description="Every asv benchmark (or those -b selects, with asv's regex rule) measured by one worker "
+                        "process per framework and round, combinations interleaved, the order rotated; results are "
+                        "saved through asv's results API after every round. `asv run` stays the reference path "
+                        "(one process per combination).",
+            arguments=(_arg("--results", type=Path, default=Path("results"),
+                            help="asv results folder (default: results)"),
+                       _arg("-b", "--bench", action="append", default=None,
+                            help="regex of the benchmarks to run, as asv run -b (repeatable; default: all)"),
+                       _arg("--rounds", type=int, default=None,
+                            help="processes per timed combination (default: each benchmark's own rounds)"),
+                       _arg("--machine", default=None, help="machine name (default: tape-vs-trace machine's)"),
+                       _arg("--worker-timeout", type=float, default=3600.0,
+                            help="seconds one worker process may take before it is stopped (default 3600)")),
+            errors=("tape_vs_trace.suite_runner:RunError",)),
     Command("publish", "asv's dashboard, working offline", _publish,
             description="Run asv publish and point every page's CDN scripts and stylesheets at copies shipped in the "
                         "output folder, so the dashboard works without internet.",
@@ -176,45 +198,25 @@ COMMANDS: tuple[Command, ...] = (
                             help="asv results folder written by tape-vs-trace run (default: results)"),
                        _arg("--only", default=None, help="only the experiments whose name contains this text")),
             errors=("tape_vs_trace.paired:PairedError",)),
-    Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
-                   "results", _run,
-            description="Every asv benchmark (or those -b selects, with asv's regex rule) measured by one worker "
-                        "process per framework and round, combinations interleaved, the order rotated; results are "
-                        "saved through asv's results API after every round. `asv run` stays the reference path "
-                        "(one process per combination).",
-            arguments=(_arg("--results", type=Path, default=Path("results"),
-                            help="asv results folder (default: results)"),
-                       _arg("-b", "--bench", action="append", default=None,
-                            help="regex of the benchmarks to run, as asv run -b (repeatable; default: all)"),
-                       _arg("--rounds", type=int, default=None,
-                            help="processes per timed combination (default: each benchmark's own rounds)"),
-                       _arg("--machine", default=None, help="machine name (default: tape-vs-trace machine's)"),
-                       _arg("--worker-timeout", type=float, default=3600.0,
-                            help="seconds one worker process may take before it is stopped (default 3600)")),
-            errors=("tape_vs_trace.suite_runner:RunError",)),
-    Command("saved-all", "the saved-bytes breakdown of every workload the suite costs, as CSV", _saved_all,
+    Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", _calibrate,
+            description="Fresh process per framework; writes the calibration that scrub-results stores with every "
+                        "result and the roofline divides by.",
+            arguments=(_arg("--out", type=Path, default=Path(".asv/calibration.json"),
+                            help="calibration file (default: .asv/calibration.json)"),
+                       _arg("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")),
+            errors=("tape_vs_trace.calibrate:CalibrationError",)),
+    Command("machine", "(plumbing for make bench) write this machine's asv record to ~/.asv-machine.json and print "
+                       "its name", _machine,
+            errors=("builtins:ValueError",)),  # a bad TVT_TORCH_COMPILE_MODE
+    Command("saved-all", "(plumbing for make bench) the saved-bytes breakdown of every workload the suite costs, as "
+                         "CSV", _saved_all,
             description="PyTorch and JAX, one process each for the whole list, on the loss of every workload whose "
                         "saved bytes the suite reports; writes OUT/<machine>-<commit8>.csv, which the report reads.",
             arguments=(_arg("--out", type=Path, default=Path("results/saved"),
                             help="folder of the CSV (default: results/saved)"),),
             errors=("tape_vs_trace.saved:SavedError",)),
-    Command("compare", "rerun check: two results folders of the same commit, row by row", _compare,
-            description="For every row in both folders: both values with their intervals and whether they agree; "
-                        "the direction of every JAX/PyTorch ratio that excludes 1; times of different hosts under "
-                        "one machine name are flagged, not compared.",
-            arguments=(_arg("results_a", type=Path), _arg("results_b", type=Path),
-                       _arg("--normalise", choices=host_check.NORMALISATION_KINDS,
-                            help="compare times of different hosts in this calibrated unit instead of not at all"),
-                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")),
-            errors=(REPORT_ERROR,)),
-    Command("cite", "one citable block for a benchmark result, with its provenance", _cite,
-            description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
-                        "(commit=, machine= too). Latest commit per machine by default.",
-            arguments=(_arg("query"), _arg("filters", nargs="*", metavar="key=value"),
-                       _arg("--results", type=Path, default=Path("results"),
-                            help="asv results folder (default: results)"),
-                       _arg("--format", choices=("text", "markdown", "json"), default="text")),
-            errors=(REPORT_ERROR, "tape_vs_trace.cite:CiteError")),
+    Command("scrub-results", "(plumbing for make bench) remove interpreter paths from asv result files", _scrub_results,
+            arguments=(_arg("results", type=Path, nargs="?", default=Path("results")),)),
 )
 
 
