@@ -85,6 +85,7 @@ bench: $(STAMP)
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
+	echo "report: results/report/, and README.md's results section (between its report markers) rewritten" && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \
