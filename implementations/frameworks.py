@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +20,17 @@ from typing import Any
 # PyTorch does not, and an unset precision would compare different arithmetic.
 PRECISIONS: tuple[str, ...] = ("highest", "tf32")
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
+# The function transforms of the transforms pillar (implementations/<framework>/transforms.py, whose docstrings say
+# what each runs): reverse mode, forward mode, Hessian-vector products by mode composition, Jacobians of a tall
+# and a wide function, per-example gradients.
+TRANSFORMS: tuple[str, ...] = (
+    "grad", "grad_autograd", "grad_backward", "jvp", "jvp_dual", "hvp_fwd_rev", "hvp_rev_rev", "hvp_rev_fwd",
+    "hvp_double_backward", "jacfwd_tall", "jacrev_tall", "jacfwd_wide", "jacrev_wide", "per_example_vmap",
+    "per_example_loop",
+)
+# PyTorch's tape APIs, which a functional framework has no counterpart of: JAX's reverse mode is jax.grad, its
+# forward mode jax.jvp, its reverse-over-reverse jax.vjp of jax.grad (transform 'hvp_rev_rev').
+_TAPE_ONLY = ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,9 @@ class Framework:
     precisions: dict[str, str]  # suite precision -> the framework's own setting
     memory_methods: dict[str, str]  # device -> how peak bytes are measured there (printed beside every peak)
     engine_features: tuple[str, ...]  # the autograd-engine features it has (benchmarks/engine.py)
+    transforms: tuple[str, ...] = ()  # the function transforms it has (TRANSFORMS, benchmarks/transforms.py)
+    # transform -> why its compiled form is not run (implementations.<name>.transforms raises NotImplementedError)
+    uncompiled_transforms: dict[str, str] = field(default_factory=dict)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -47,6 +61,13 @@ FRAMEWORKS: dict[str, Framework] = {
             },
             engine_features=("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
                              "zero_grad_none", "zero_grad_zeros"),
+            transforms=TRANSFORMS,
+            uncompiled_transforms={
+                "hvp_double_backward": "torch.compile's AOTAutograd does not support double backward "
+                                       "(create_graph=True through a compiled graph)",
+                "hvp_rev_fwd": "torch.compile of torch.func.grad over torch.func.jvp of a function that closes over "
+                               "tensors crashed (segmentation fault) in Inductor's generated CPU code",
+            },
         ),
         Framework(
             "jax", "JAX", "#1f77b4",
@@ -58,6 +79,7 @@ FRAMEWORKS: dict[str, Framework] = {
             },
             # No tensor hooks and no .grad attributes: only the functional counterparts exist.
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
+            transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
         ),
     )
 }

@@ -88,6 +88,10 @@ class Pillar:
 
 
 _POLICIES = ("remat_full", "remat_dots")
+# The transforms both frameworks run (frameworks.TRANSFORMS less PyTorch's tape APIs), and those PyTorch compiles.
+_SHARED_TRANSFORMS = ("grad", "jvp", "hvp_fwd_rev", "hvp_rev_rev", "hvp_rev_fwd", "jacfwd_tall", "jacrev_tall",
+                      "jacfwd_wide", "jacrev_wide", "per_example_vmap", "per_example_loop")
+_HVP_MODES = ("hvp_rev_rev", "hvp_rev_fwd", "hvp_double_backward")
 
 PILLARS: dict[str, Pillar] = {
     p.name: p
@@ -148,6 +152,33 @@ PILLARS: dict[str, Pillar] = {
                 Change("time_step", "zero_grad_none/eager", "zero_grad_zeros/eager", "zero_grad(set_to_none=False)"),
                 Change("time_step", "accumulate_tree_add/eager", "accumulate_grad_attr/eager",
                        "accumulating into .grad"),
+            ),
+        ),
+        Pillar(
+            "transforms", "function transforms and higher-order derivatives",
+            "torch.func (grad, jvp, vjp, jacfwd, jacrev, vmap), the tape (.backward(), autograd.grad, "
+            "create_graph double backward), forward_ad dual numbers; torch.compile",
+            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit", ("TransformStep",),
+            ("transform", "mode"), Figure("values"),
+            (
+                *(Across("time_step", f"{t}/{mode}", f"{t}, {'jax.jit against torch.compile' if c else 'eager'}")
+                  for t in _SHARED_TRANSFORMS for mode, c in (("eager", False), ("compiled", True))
+                  if not (c and t == "hvp_rev_fwd")),  # PyTorch has no compiled reverse-over-forward
+                *(Change("time_step", f"per_example_loop/{mode}", f"per_example_vmap/{mode}",
+                         f"vmap instead of a loop of per-example gradients, {mode}") for mode in ("eager", "compiled")),
+                Change("time_step", "grad_backward/eager", "grad/eager", "torch.func.grad instead of .backward()"),
+                Change("time_step", "grad_autograd/eager", "grad/eager", "torch.func.grad instead of autograd.grad"),
+                Change("time_step", "jvp_dual/eager", "jvp/eager", "torch.func.jvp instead of forward_ad duals"),
+                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{m.removeprefix('hvp_')} instead of "
+                         "forward-over-reverse") for m in _HVP_MODES),
+                Change("time_step", "hvp_fwd_rev/compiled", "hvp_rev_rev/compiled",
+                       "reverse-over-reverse instead of forward-over-reverse, compiled"),
+                *(Change("time_step", f"jacrev_tall/{mode}", f"jacfwd_tall/{mode}",
+                         f"forward mode on the tall Jacobian, {mode}") for mode in ("eager", "compiled")),
+                *(Change("time_step", f"jacfwd_wide/{mode}", f"jacrev_wide/{mode}",
+                         f"reverse mode on the wide Jacobian, {mode}") for mode in ("eager", "compiled")),
+                Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient"),
+                Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP"),
             ),
         ),
         Pillar(
