@@ -28,6 +28,9 @@ TRANSFORMS: tuple[str, ...] = (
     "hvp_double_backward", "jacfwd_tall", "jacrev_tall", "jacfwd_wide", "jacrev_wide", "per_example_vmap",
     "per_example_loop",
 )
+# The PyTorch transforms that are compiled on a CPU machine, where each torch.compile costs seconds to tens of
+# seconds per process and round: the rows the findings compare compiled. CUDA machines compile all they can.
+TORCH_COMPILED_ON_CPU: tuple[str, ...] = ("grad", "hvp_fwd_rev", "per_example_vmap")
 # PyTorch's tape APIs, which a functional framework has no counterpart of: JAX's reverse mode is jax.grad, its
 # forward mode jax.jvp, its reverse-over-reverse jax.vjp of jax.grad (transform 'hvp_rev_rev').
 _TAPE_ONLY = ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")
@@ -101,6 +104,19 @@ def get(name: str) -> Framework:
 def label(name: str) -> str:
     """'PyTorch' for 'torch'; an unknown name is returned as it is (results may name a framework no longer here)."""
     return FRAMEWORKS[name].label if name in FRAMEWORKS else name
+
+
+def transform_skip(framework: str, transform: str, mode: str, device: str) -> str | None:
+    """Why `framework` does not run `transform` in `mode` ('eager' or 'compiled') on `device`, or None where it
+    does: the benchmarks' skips and the paired experiments read it."""
+    fw = get(framework)
+    if transform not in fw.transforms:
+        return f"{transform} is a PyTorch tape API; {fw.label} has no counterpart"
+    if mode == "compiled" and transform in fw.uncompiled_transforms:
+        return fw.uncompiled_transforms[transform]
+    if mode == "compiled" and framework == "torch" and device != "cuda" and transform not in TORCH_COMPILED_ON_CPU:
+        return f"torch.compile of {transform} is outside the CPU budget"
+    return None
 
 
 def memory_method(framework: str, device: str) -> str:

@@ -196,7 +196,7 @@ PILLARS: dict[str, Pillar] = {
 # Families whose asv rows only the paired section of the report reads (as tape-vs-trace paired's divisions of them):
 # one step time per point of the remat curve, which the dashboard draws and no pillar table repeats.
 PAIRED_FAMILIES = ("RematCurve",)
-SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "gpucheck")
+SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "paired.transforms", "gpucheck")
 FAMILIES: tuple[str, ...] = (*(f for p in PILLARS.values() for f in p.families), *SIDE_GRIDS)
 
 

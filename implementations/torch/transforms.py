@@ -59,6 +59,8 @@ HVP_MODES = ("fwd_rev", "rev_rev", "rev_fwd", "double_backward")
 JACOBIAN_MODES = ("fwd", "rev")
 TRANSFORMS = frameworks.get("torch").transforms
 STEP_MODES = ("eager", "compiled")
+# The transforms that run on the tape, whose inputs are leaves that require grad (torch.func's need not be).
+_TAPE_TRANSFORMS = ("grad_autograd", "grad_backward", "hvp_double_backward", "per_example_loop")
 
 
 def _choose(kind: str, value: str, valid: tuple[str, ...]) -> None:
@@ -251,6 +253,8 @@ def transform_fn(inputs: Inputs, transform: str, mode: str = "eager",
         return module.forward(p, data, inputs.static, "plain", formulation)
 
     family, _, kind = transform.partition("_")
+    if transform in _TAPE_TRANSFORMS:
+        params = _on_tape(params)  # leaves the tape records, made once: not a copy per call
     if family == "grad":
         return make_grad(loss, kind or "func", compiled), (params,)
     if family == "jvp":
