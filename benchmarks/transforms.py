@@ -13,6 +13,9 @@ class _TransformStep(Benchmark):
     jax.jit)."""
 
     axes = [("transform", list(frameworks.TRANSFORMS)), ("mode", ["eager", "compiled"])]
+    # Two processes, not three: a round of the pillar is about 35 s of a 2-core CPU (op-by-op JAX compiles each
+    # primitive anew in every process), and the pillar's share of a run is kept near a minute.
+    rounds = 2
 
     def skip(self, case):
         return frameworks.transform_skip(case.framework, case.transform, case.mode, case.device)

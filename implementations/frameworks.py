@@ -66,10 +66,12 @@ FRAMEWORKS: dict[str, Framework] = {
                              "zero_grad_none", "zero_grad_zeros"),
             transforms=TRANSFORMS,
             uncompiled_transforms={
-                "hvp_double_backward": "torch.compile's AOTAutograd does not support double backward "
-                                       "(create_graph=True through a compiled graph)",
-                "hvp_rev_fwd": "torch.compile of torch.func.grad over torch.func.jvp of a function that closes over "
-                               "tensors crashed (segmentation fault) in Inductor's generated CPU code",
+                "hvp_double_backward": "under torch.compile the second autograd.grad of a create_graph=True "
+                                       "gradient raises (the differentiated tensor 'appears to not have been used "
+                                       "in the graph')",
+                "hvp_rev_fwd": "torch.compile of torch.func.grad over torch.func.jvp crashed (segmentation fault) in "
+                               "Inductor's generated CPU code on a float64 objective that closes over a tensor; a "
+                               "crash would take every benchmark of its worker process down",
             },
         ),
         Framework(

@@ -49,8 +49,8 @@ SKIPS = [
       ("hvp_double_backward", "hvp_rev_fwd")),
     # torch.compile on a CPU: only the gradient, forward-over-reverse and vmapped per-example gradients (budget)
     *(("TransformStep_", {"framework": "torch", "mode": "compiled", "transform": t, "device": "cpu"}) for t in
-      ("grad_autograd", "grad_backward", "jvp", "jvp_dual", "jacfwd_tall", "jacrev_tall", "jacfwd_wide",
-       "jacrev_wide", "per_example_loop")),
+      ("grad_autograd", "grad_backward", "jvp", "jvp_dual", "hvp_rev_rev", "jacfwd_tall", "jacrev_tall",
+       "jacfwd_wide", "jacrev_wide", "per_example_loop")),
 ]
 
 # The remat curve's points (RematCurve_*), written out apart from tape_vs_trace.experiments: at the first depth every

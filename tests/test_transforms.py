@@ -337,3 +337,13 @@ def test_the_refused_compiled_reverse_over_forward_still_fails_in_pytorch() -> N
     done = subprocess.run([sys.executable, "-S", "-c", _REV_FWD_COMPILED], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode != 0, "torch.compile of reverse-over-forward now works: drop the refusal"
+
+
+@pytest.mark.slow
+def test_the_refused_compiled_double_backward_still_raises_in_pytorch() -> None:
+    """The reason for refusing compiled 'double_backward' holds (it raises, so it may run in this process): the
+    eager form, compiled by hand, fails. The day it passes, drop the refusal."""
+    f, x, v, _, _ = _objective("least_squares", torch_objectives)
+    compiled = torch.compile(torch_transforms.make_hvp(f, "double_backward"), dynamic=False)
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        compiled(_t(x), _t(v))

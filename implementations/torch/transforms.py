@@ -24,8 +24,8 @@ structure. Where PyTorch cannot run a form, the builder raises NotImplementedErr
 
 Compiled forms: torch.compile / jax.jit of the whole transformed function, except where the tape runs outside it
 (methods 'autograd' and 'backward', the loop: the loss is compiled, the tape's backward runs
-AOTAutograd's compiled backward). PyTorch has no compiled 'double_backward' (AOTAutograd refuses double
-backward) and none of 'rev_fwd' (Inductor's CPU code crashed).
+AOTAutograd's compiled backward). PyTorch has no compiled 'double_backward' (the second autograd.grad raises under
+torch.compile) and none of 'rev_fwd' (Inductor's CPU code crashed on a float64 objective).
 
 The benchmarks (benchmarks/transforms.py) run `transform_step` on a workload (the grid in
 implementations/workloads.py: the mlp), with the workload's loss sum(forward * cotangent):
