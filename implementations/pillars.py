@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from implementations import frameworks
+
 # The parameters every per-workload benchmark has (benchmarks.common.by_workload); a pillar's `axes` come between
 # size and dtype and name its variants.
 BASE_PARAMS = ("framework", "workload", "size", "dtype", "precision", "device")
@@ -88,10 +90,11 @@ class Pillar:
 
 
 _POLICIES = ("remat_full", "remat_dots")
-# The transforms both frameworks run (frameworks.TRANSFORMS less PyTorch's tape APIs), and those PyTorch compiles.
-_SHARED_TRANSFORMS = ("grad", "jvp", "hvp_fwd_rev", "hvp_rev_rev", "hvp_rev_fwd", "jacfwd_tall", "jacrev_tall",
-                      "jacfwd_wide", "jacrev_wide", "per_example_vmap", "per_example_loop")
-_HVP_MODES = ("hvp_rev_rev", "hvp_rev_fwd", "hvp_double_backward")
+# The transforms both frameworks run (frameworks.TRANSFORMS less PyTorch's tape APIs), each in the modes both run.
+_SHARED_TRANSFORMS = [(t, mode) for t in frameworks.get("jax").transforms for mode in ("eager", "compiled")
+                      if not (mode == "compiled" and t in frameworks.get("torch").uncompiled_transforms)]
+_HVP_MODES = {"hvp_rev_rev": "reverse-over-reverse", "hvp_rev_fwd": "reverse-over-forward",
+              "hvp_double_backward": "double backward"}
 
 PILLARS: dict[str, Pillar] = {
     p.name: p
@@ -161,22 +164,22 @@ PILLARS: dict[str, Pillar] = {
             "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit", ("TransformStep",),
             ("transform", "mode"), Figure("values"),
             (
-                *(Across("time_step", f"{t}/{mode}", f"{t}, {'jax.jit against torch.compile' if c else 'eager'}")
-                  for t in _SHARED_TRANSFORMS for mode, c in (("eager", False), ("compiled", True))
-                  if not (c and t == "hvp_rev_fwd")),  # PyTorch has no compiled reverse-over-forward
+                *(Across("time_step", f"{t}/{mode}",
+                         f"{t}, {'jax.jit against torch.compile' if mode == 'compiled' else 'eager'}")
+                  for t, mode in _SHARED_TRANSFORMS),
                 *(Change("time_step", f"per_example_loop/{mode}", f"per_example_vmap/{mode}",
-                         f"vmap instead of a loop of per-example gradients, {mode}") for mode in ("eager", "compiled")),
+                         "vmap instead of a loop of per-example gradients") for mode in ("eager", "compiled")),
                 Change("time_step", "grad_backward/eager", "grad/eager", "torch.func.grad instead of .backward()"),
                 Change("time_step", "grad_autograd/eager", "grad/eager", "torch.func.grad instead of autograd.grad"),
                 Change("time_step", "jvp_dual/eager", "jvp/eager", "torch.func.jvp instead of forward_ad duals"),
-                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{m.removeprefix('hvp_')} instead of "
-                         "forward-over-reverse") for m in _HVP_MODES),
+                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{what} instead of forward-over-reverse")
+                  for m, what in _HVP_MODES.items()),
                 Change("time_step", "hvp_fwd_rev/compiled", "hvp_rev_rev/compiled",
-                       "reverse-over-reverse instead of forward-over-reverse, compiled"),
+                       "reverse-over-reverse instead of forward-over-reverse"),
                 *(Change("time_step", f"jacrev_tall/{mode}", f"jacfwd_tall/{mode}",
-                         f"forward mode on the tall Jacobian, {mode}") for mode in ("eager", "compiled")),
+                         "forward mode on the tall Jacobian") for mode in ("eager", "compiled")),
                 *(Change("time_step", f"jacfwd_wide/{mode}", f"jacrev_wide/{mode}",
-                         f"reverse mode on the wide Jacobian, {mode}") for mode in ("eager", "compiled")),
+                         "reverse mode on the wide Jacobian") for mode in ("eager", "compiled")),
                 Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient"),
                 Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP"),
             ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from implementations import frameworks, workloads
+from implementations import frameworks, pillars, workloads
 
 # torch.compile's memory budgets (torch._functorch.config.activation_memory_budget) on the compiled PyTorch curve.
 # 1.0 is the default and the 'plain' point; JAX's counterpart is its choice of policy.
@@ -137,30 +137,21 @@ def _within_torch(workload: str, size: str) -> list[Experiment]:
     ]
 
 
-# The transforms pillar's comparisons within a framework, (base, variant, name): the baseline a user starts from first.
-TRANSFORM_PAIRS = (
-    ("per_example_loop", "per_example_vmap", "vmap against a loop"),
-    ("grad_backward", "grad", "torch.func.grad against .backward()"),
-    ("grad_autograd", "grad", "torch.func.grad against autograd.grad"),
-    ("jvp_dual", "jvp", "torch.func.jvp against dual numbers"),
-    ("hvp_fwd_rev", "hvp_rev_rev", "reverse-over-reverse against forward-over-reverse"),
-    ("hvp_fwd_rev", "hvp_rev_fwd", "reverse-over-forward against forward-over-reverse"),
-    ("hvp_fwd_rev", "hvp_double_backward", "double backward against forward-over-reverse"),
-    ("jacrev_tall", "jacfwd_tall", "jacfwd against jacrev, tall"),
-    ("jacfwd_wide", "jacrev_wide", "jacrev against jacfwd, wide"),
-)
-
-
 def _transform_pairs(workload: str, size: str, device: str) -> list[Experiment]:
-    """Each pair of TRANSFORM_PAIRS that a framework runs both points of, eager and compiled."""
+    """The transforms pillar's comparisons within a framework (its `Change` findings, base against variant), for
+    each framework that runs both points; the mode the experiment names is the variant's."""
     found = []
-    for framework in frameworks.NAMES:
-        for base, variant, name in TRANSFORM_PAIRS:
-            for mode in ("eager", "compiled"):
-                if any(frameworks.transform_skip(framework, t, mode, device) for t in (base, variant)):
-                    continue
-                found.append(_pair(framework, workload, size, mode, Point(base, "transform", mode=mode, transform=base),
-                                   Point(variant, "transform", mode=mode, transform=variant), name))
+    for rule in pillars.PILLARS["transforms"].findings:
+        if not isinstance(rule, pillars.Change):
+            continue
+        (base, base_mode), (variant, mode) = rule.base.split("/"), rule.variant.split("/")
+        for framework in frameworks.NAMES:
+            if any(frameworks.transform_skip(framework, t, m, device) for t, m in ((base, base_mode),
+                                                                                   (variant, mode))):
+                continue
+            found.append(_pair(framework, workload, size, mode,
+                               Point(rule.base, "transform", mode=base_mode, transform=base),
+                               Point(rule.variant, "transform", mode=mode, transform=variant), rule.what))
     return found
 
 
