@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +20,20 @@ from typing import Any
 # PyTorch does not, and an unset precision would compare different arithmetic.
 PRECISIONS: tuple[str, ...] = ("highest", "tf32")
 DEVICES: tuple[str, ...] = ("cpu", "cuda")
+# The function transforms of the transforms pillar (implementations/<framework>/transforms.py, whose docstrings say
+# what each runs): reverse mode, forward mode, Hessian-vector products by mode composition, Jacobians of a tall
+# and a wide function, per-example gradients.
+TRANSFORMS: tuple[str, ...] = (
+    "grad", "grad_autograd", "grad_backward", "jvp", "jvp_dual", "hvp_fwd_rev", "hvp_rev_rev", "hvp_rev_fwd",
+    "hvp_double_backward", "jacfwd_tall", "jacrev_tall", "jacfwd_wide", "jacrev_wide", "per_example_vmap",
+    "per_example_loop",
+)
+# The PyTorch transforms that are compiled on a CPU machine, where each torch.compile costs seconds to tens of
+# seconds per process and round: the rows the findings compare compiled. CUDA machines compile all they can.
+TORCH_COMPILED_ON_CPU: tuple[str, ...] = ("grad", "hvp_fwd_rev", "per_example_vmap")
+# PyTorch's tape APIs, which a functional framework has no counterpart of: JAX's reverse mode is jax.grad, its
+# forward mode jax.jvp, its reverse-over-reverse jax.vjp of jax.grad (transform 'hvp_rev_rev').
+_TAPE_ONLY = ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")
 
 
 @dataclass(frozen=True)
@@ -32,6 +46,9 @@ class Framework:
     precisions: dict[str, str]  # suite precision -> the framework's own setting
     memory_methods: dict[str, str]  # device -> how peak bytes are measured there (printed beside every peak)
     engine_features: tuple[str, ...]  # the autograd-engine features it has (benchmarks/engine.py)
+    transforms: tuple[str, ...] = ()  # the function transforms it has (TRANSFORMS, benchmarks/transforms.py)
+    # transform -> why its compiled form is not run (implementations.<name>.transforms raises NotImplementedError)
+    uncompiled_transforms: dict[str, str] = field(default_factory=dict)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -47,6 +64,15 @@ FRAMEWORKS: dict[str, Framework] = {
             },
             engine_features=("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
                              "zero_grad_none", "zero_grad_zeros"),
+            transforms=TRANSFORMS,
+            uncompiled_transforms={
+                "hvp_double_backward": "under torch.compile the second autograd.grad of a create_graph=True "
+                                       "gradient raises (the differentiated tensor 'appears to not have been used "
+                                       "in the graph')",
+                "hvp_rev_fwd": "torch.compile of torch.func.grad over torch.func.jvp crashed (segmentation fault) in "
+                               "Inductor's generated CPU code on a float64 objective that closes over a tensor; a "
+                               "crash would take every benchmark of its worker process down",
+            },
         ),
         Framework(
             "jax", "JAX", "#1f77b4",
@@ -58,6 +84,7 @@ FRAMEWORKS: dict[str, Framework] = {
             },
             # No tensor hooks and no .grad attributes: only the functional counterparts exist.
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
+            transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
         ),
     )
 }
@@ -79,6 +106,19 @@ def get(name: str) -> Framework:
 def label(name: str) -> str:
     """'PyTorch' for 'torch'; an unknown name is returned as it is (results may name a framework no longer here)."""
     return FRAMEWORKS[name].label if name in FRAMEWORKS else name
+
+
+def transform_skip(framework: str, transform: str, mode: str, device: str) -> str | None:
+    """Why `framework` does not run `transform` in `mode` ('eager' or 'compiled') on `device`, or None where it
+    does: the benchmarks' skips and the paired experiments read it."""
+    fw = get(framework)
+    if transform not in fw.transforms:
+        return f"{transform} is a PyTorch tape API; {fw.label} has no counterpart"
+    if mode == "compiled" and transform in fw.uncompiled_transforms:
+        return fw.uncompiled_transforms[transform]
+    if mode == "compiled" and framework == "torch" and device != "cuda" and transform not in TORCH_COMPILED_ON_CPU:
+        return f"torch.compile of {transform} is outside the CPU budget"
+    return None
 
 
 def memory_method(framework: str, device: str) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from implementations import frameworks
+
 # The parameters every per-workload benchmark has (benchmarks.common.by_workload); a pillar's `axes` come between
 # size and dtype and name its variants.
 BASE_PARAMS = ("framework", "workload", "size", "dtype", "precision", "device")
@@ -88,6 +90,11 @@ class Pillar:
 
 
 _POLICIES = ("remat_full", "remat_dots")
+# The transforms both frameworks run (frameworks.TRANSFORMS less PyTorch's tape APIs), each in the modes both run.
+_SHARED_TRANSFORMS = [(t, mode) for t in frameworks.get("jax").transforms for mode in ("eager", "compiled")
+                      if not (mode == "compiled" and t in frameworks.get("torch").uncompiled_transforms)]
+_HVP_MODES = {"hvp_rev_rev": "reverse-over-reverse", "hvp_rev_fwd": "reverse-over-forward",
+              "hvp_double_backward": "double backward"}
 
 PILLARS: dict[str, Pillar] = {
     p.name: p
@@ -151,6 +158,33 @@ PILLARS: dict[str, Pillar] = {
             ),
         ),
         Pillar(
+            "transforms", "function transforms and higher-order derivatives",
+            "torch.func (grad, jvp, vjp, jacfwd, jacrev, vmap), the tape (.backward(), autograd.grad, "
+            "create_graph double backward), forward_ad dual numbers; torch.compile",
+            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit", ("TransformStep",),
+            ("transform", "mode"), Figure("values"),
+            (
+                *(Across("time_step", f"{t}/{mode}",
+                         f"{t}, {'jax.jit against torch.compile' if mode == 'compiled' else 'eager'}")
+                  for t, mode in _SHARED_TRANSFORMS),
+                *(Change("time_step", f"per_example_loop/{mode}", f"per_example_vmap/{mode}",
+                         "vmap instead of a loop of per-example gradients") for mode in ("eager", "compiled")),
+                Change("time_step", "grad_backward/eager", "grad/eager", "torch.func.grad instead of .backward()"),
+                Change("time_step", "grad_autograd/eager", "grad/eager", "torch.func.grad instead of autograd.grad"),
+                Change("time_step", "jvp_dual/eager", "jvp/eager", "torch.func.jvp instead of forward_ad duals"),
+                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{what} instead of forward-over-reverse")
+                  for m, what in _HVP_MODES.items()),
+                Change("time_step", "hvp_fwd_rev/compiled", "hvp_rev_rev/compiled",
+                       "reverse-over-reverse instead of forward-over-reverse"),
+                *(Change("time_step", f"jacrev_tall/{mode}", f"jacfwd_tall/{mode}",
+                         "forward mode on the tall Jacobian") for mode in ("eager", "compiled")),
+                *(Change("time_step", f"jacfwd_wide/{mode}", f"jacrev_wide/{mode}",
+                         "reverse mode on the wide Jacobian") for mode in ("eager", "compiled")),
+                Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient"),
+                Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP"),
+            ),
+        ),
+        Pillar(
             "harness", "harness overhead", "the suite's synchronised path against a direct call",
             "the suite's synchronised path against a direct call", (), ("path",),
             Figure("changes", "harness overhead: the suite's timed path against a direct call",
@@ -165,7 +199,7 @@ PILLARS: dict[str, Pillar] = {
 # Families whose asv rows only the paired section of the report reads (as tape-vs-trace paired's divisions of them):
 # one step time per point of the remat curve, which the dashboard draws and no pillar table repeats.
 PAIRED_FAMILIES = ("RematCurve",)
-SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "gpucheck")
+SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "paired.transforms", "gpucheck")
 FAMILIES: tuple[str, ...] = (*(f for p in PILLARS.values() for f in p.families), *SIDE_GRIDS)
 
 

@@ -178,6 +178,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "512x1024x4096": {"batch": 512, "width": 1024, "hidden": 4096},
                 # GPU: weights (2 x 256 MiB) far beyond L2, so the step is bound by the matmuls, not by launches.
                 "2048x4096x16384": {"batch": 2048, "width": 4096, "hidden": 16384},
+                # the transforms pillar's CPU size: 16 per-example gradients and 256 VJPs per Jacobian stay cheap
+                "16x64x256": {"batch": 16, "width": 64, "hidden": 256},
             },
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),
@@ -190,6 +192,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ("paired.inference",): on("64x256x1024", cuda="2048x4096x16384"),  # one of Forward's sizes
                 ("ForwardMemory",): on("512x1024x4096", cuda="2048x4096x16384"),
                 ("saved",): on("64x256x1024"),
+                ("TransformStep", "paired.transforms"): on("16x64x256", cuda="64x256x1024"),
             }),
         ),
         WorkloadSpec(
@@ -444,6 +447,13 @@ def _cached_inputs(folder: Path, workload: str, size: str, dtype: str, seed: int
     np.savez(partial, static=np.array(json.dumps(inputs.static)), **{k: v.view(stored) for k, v in arrays.items()})
     partial.replace(path)  # atomic: a concurrent reader never sees half a file
     return inputs
+
+
+def tangents(inputs: Inputs) -> dict[str, np.ndarray]:
+    """A fixed tangent of `inputs`' parameters, in their shapes and dtype: the direction of the transforms pillar's
+    JVPs and Hessian-vector products, the same arrays for both frameworks; seeded by the workload's name."""
+    rng = np.random.default_rng([_name_seed(inputs.workload), _name_seed("tangents")])
+    return {k: np.ascontiguousarray(_normal(rng, v.shape), dtype=v.dtype) for k, v in inputs.params.items()}
 
 
 def parameter_count(inputs: Inputs) -> int:

@@ -3,14 +3,15 @@ this device (`asv_combination`); tape-vs-trace run measures them.
 
 Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workloads.py):
 'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
-'paired.inference', 'paired.engine' and 'paired.custom' (two variants of one framework, paired call by call).
+'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (two variants of one framework, paired
+call by call).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from implementations import frameworks, workloads
+from implementations import frameworks, pillars, workloads
 
 # torch.compile's memory budgets (torch._functorch.config.activation_memory_budget) on the compiled PyTorch curve.
 # 1.0 is the default and the 'plain' point; JAX's counterpart is its choice of policy.
@@ -45,6 +46,9 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
     if point.kind == "engine":
         return (f"engine.EngineStep_{e.workload}.time_step",
                 {**head, "feature": point.feature, "mode": point.mode, **tail})
+    if point.kind == "transform":
+        return (f"transforms.TransformStep_{e.workload}.time_step",
+                {**head, "transform": point.transform, "mode": point.mode, **tail})
     return f"custom_backward.CustomStep_{e.workload}.time_step", {**head, "variant": point.variant,
                                                                      "mode": point.mode, **tail}
 
@@ -56,11 +60,12 @@ class PairedError(Exception):
 @dataclass(frozen=True)
 class Point:
     label: str  # what the report prints
-    kind: str = "grad"  # grad (grad_step), forward (forward_step) or engine (engine_step)
+    kind: str = "grad"  # grad (grad_step), forward (forward_step), engine (engine_step), transform (transform_step)
     variant: str = "plain"  # the workload variant (a remat policy for the remat curve)
     mode: str = "eager"  # grad and engine modes; the forward kind's own mode (no_grad, inference_mode, ...)
     budget: float | None = None  # torch.compile's activation memory budget (compiled PyTorch only)
     feature: str = ""  # engine kind: the engine feature
+    transform: str = ""  # transform kind: the transform (frameworks.TRANSFORMS)
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,24 @@ def _within_torch(workload: str, size: str) -> list[Experiment]:
     ]
 
 
+def _transform_pairs(workload: str, size: str, device: str) -> list[Experiment]:
+    """The transforms pillar's comparisons within a framework (its `Change` findings, base against variant), for
+    each framework that runs both points; the mode the experiment names is the variant's."""
+    found = []
+    for rule in pillars.PILLARS["transforms"].findings:
+        if not isinstance(rule, pillars.Change):
+            continue
+        (base, base_mode), (variant, mode) = rule.base.split("/"), rule.variant.split("/")
+        for framework in frameworks.NAMES:
+            if any(frameworks.transform_skip(framework, t, m, device) for t, m in ((base, base_mode),
+                                                                                   (variant, mode))):
+                continue
+            found.append(_pair(framework, workload, size, mode,
+                               Point(rule.base, "transform", mode=base_mode, transform=base),
+                               Point(rule.variant, "transform", mode=mode, transform=variant), rule.what))
+    return found
+
+
 def experiments(device: str) -> list[Experiment]:
     """Every experiment of this device, both frameworks, from the specs' grid."""
     cuda = device == "cuda"
@@ -141,6 +164,8 @@ def experiments(device: str) -> list[Experiment]:
               for w, sizes in workloads.runs("paired.inference", device).items() for size in sizes]
     found += [e for w, sizes in workloads.runs("paired.engine", device).items() for size in sizes
               for e in _within_torch(w, size)]
+    found += [e for w, sizes in workloads.runs("paired.transforms", device).items() for size in sizes
+              for e in _transform_pairs(w, size, device)]
     for framework in frameworks.NAMES:
         for workload, sizes in workloads.runs("paired.custom", device).items():
             for size, mode in ((size, mode) for size in sizes for mode in ("eager", "compiled")):

@@ -41,6 +41,16 @@ SKIPS = [
     # PyTorch's own engine features (its baseline pairs in tape-vs-trace paired)
     *(("EngineStep_", {"framework": "jax", "feature": f}) for f in
       ("accumulate_grad_attr", "hooks", "zero_grad_none", "zero_grad_zeros")),
+    # PyTorch's tape APIs, which JAX has no counterpart of
+    *(("TransformStep_", {"framework": "jax", "transform": t}) for t in
+      ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")),
+    # no compiled double backward in AOTAutograd; compiled reverse-over-forward crashed in Inductor's CPU code
+    *(("TransformStep_", {"framework": "torch", "mode": "compiled", "transform": t}) for t in
+      ("hvp_double_backward", "hvp_rev_fwd")),
+    # torch.compile on a CPU: only the gradient, forward-over-reverse and vmapped per-example gradients (budget)
+    *(("TransformStep_", {"framework": "torch", "mode": "compiled", "transform": t, "device": "cpu"}) for t in
+      ("grad_autograd", "grad_backward", "jvp", "jvp_dual", "hvp_rev_rev", "jacfwd_tall", "jacrev_tall",
+       "jacfwd_wide", "jacrev_wide", "per_example_loop")),
 ]
 
 # The remat curve's points (RematCurve_*), written out apart from tape_vs_trace.experiments: at the first depth every

@@ -1,0 +1,33 @@
+"""Pillar 6, function transforms: torch.func and the autograd tape against jax's transforms, per transform and mode
+(what each transform differentiates: implementations/torch/transforms.py)."""
+
+from __future__ import annotations
+
+from benchmarks.common import Benchmark, by_workload
+from implementations import frameworks
+
+
+class _TransformStep(Benchmark):
+    """One call of each function transform (reverse and forward mode, the HVP by each mode composition, the tall and
+    wide Jacobians, per-example gradients by vmap and by a loop), op by op ('eager') or compiled (torch.compile /
+    jax.jit)."""
+
+    axes = [("transform", list(frameworks.TRANSFORMS)), ("mode", ["eager", "compiled"])]
+    # Two processes, not three: a round of the pillar is about 35 s of a 2-core CPU (op-by-op JAX compiles each
+    # primitive anew in every process), and the pillar's share of a run is kept near a minute.
+    rounds = 2
+
+    def skip(self, case):
+        return frameworks.transform_skip(case.framework, case.transform, case.mode, case.device)
+
+    def build(self, case):
+        from importlib import import_module
+
+        transforms = import_module(f"implementations.{case.framework}.transforms")
+        return {"step": transforms.transform_step(case.inputs, case.transform, case.mode, case.device)}
+
+    def time_step(self, *params):
+        self.run_step()
+
+
+globals().update(by_workload(_TransformStep))
