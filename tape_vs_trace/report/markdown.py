@@ -130,7 +130,8 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
              f"| python | {data.python.get((machine, commit)) or 'n/a'} (asv environment `{first.env}`) |",
              f"| dtype | {joined('dtype')} |", f"| matmul precision | {joined('precision')} |",
              f"| benchmark versions | {joined('benchmark_version')} |"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(details.items()) if k not in HOST_KEYS] + [""]
+    lines += [f"| {k} | {v} |" for k, v in sorted(details.items()) if k not in HOST_KEYS + RUNNER_KEYS]
+    lines += _runner_lines(details) + [""]
     for key in HOST_KEYS:
         if isinstance(details.get(key), dict):
             lines += _kv(f"Host {key}", details[key])
@@ -209,3 +210,22 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -
         curves = [n for n in figures.get(group, []) if Path(n).name.startswith(CURVE_FIGURES)]
         lines += paired_section.section(data.paired.get(rows.machine.iloc[0]), curves, rows.commit.iloc[0], h)
     return "\n".join(lines)
+
+
+RUNNER_KEYS = ("runner_of", "worker_runs")
+
+
+def _runner_lines(details: dict) -> list[str]:
+    """Which runner took the file's benchmarks, in a line: counts by runner and, for tape-vs-trace run, its rounds,
+    worker processes and wall time (the per-process record stays in the result file)."""
+    runner_of = details.get("runner_of") or {}
+    if not runner_of:
+        return []
+    counts = {r: sum(1 for v in runner_of.values() if v == r) for r in sorted(set(runner_of.values()))}
+    text = ", ".join(f"{n} benchmark(s) by {'tape-vs-trace run' if r == 'worker' else 'asv run'}"
+                     for r, n in counts.items())
+    runs = details.get("worker_runs") or {}
+    if runs:
+        text += (f"; tape-vs-trace run: {runs.get('rounds', '?')} rounds, {runs.get('processes', '?')} worker "
+                 f"processes, {runs.get('wall_s', '?')} s")
+    return [f"| runner | {text} |"]

@@ -180,3 +180,14 @@ def test_markdown_heads_each_machine_of_several_with_a_blank_line_after() -> Non
     for i in heads:
         assert lines[i + 1] == ""
         assert lines[i + 2] == "### Provenance"
+
+
+def test_the_runner_record_is_one_readable_line() -> None:
+    from tape_vs_trace.report import markdown
+
+    details = {"runner_of": {"a.B.time_step": "worker", "a.C.track_x": "worker", "a.D.time_step": "asv"},
+               "worker_runs": {"rounds": 5, "processes": 16, "wall_s": 499.2, "per_process": [{"round": 1}]}}
+    assert markdown._runner_lines(details) == [
+        "| runner | 1 benchmark(s) by asv run, 2 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 5 rounds, 16 "
+        "worker processes, 499.2 s |"]
+    assert markdown._runner_lines({}) == []
