@@ -71,7 +71,8 @@ def test_gpucheck_pairs_like_modes_only() -> None:
     # On CUDA: torch.compile beside jax.jit, then eager PyTorch, whose op-by-op JAX counterpart has no peak; never a
     # jitted JAX program beside PyTorch's eager tape.
     cuda = gpucheck.modes("cuda")
-    assert cuda[:2] == [("torch", "compiled"), ("jax", "compiled")] and cuda[2:] == [("torch", "eager"), ("jax", "eager")]
+    assert cuda[:2] == [("torch", "compiled"), ("jax", "compiled")]
+    assert cuda[2:] == [("torch", "eager"), ("jax", "eager")]
     row = gpucheck.measure("jax", "transformer", "tiny", "cuda", "eager")  # answered before any framework loads
     assert row["verdict"].startswith("not measured") and "peak_bytes" not in row
     assert row["formulation"] == "unrolled"  # the loop form both frameworks run
