@@ -81,6 +81,7 @@ class Worker:
             def get_benchmark(benchmark_id: str) -> Any:
                 return get_benchmark_from_name(str(BENCHMARK_DIR), benchmark_id)
         self.get_benchmark = get_benchmark
+        self.last_setup: Any = None  # the benchmark whose setup ran last in this process
 
     def save(self, current: str | None = None) -> None:
         self.found["current"] = current
@@ -106,7 +107,9 @@ class Worker:
             if bench.setup_cache_key is not None and bench.setup_cache_key not in self.caches:
                 raise RuntimeError(f"no setup_cache {bench.setup_cache_key} was given to this worker")
             bench.set_cache(self.caches.get(bench.setup_cache_key))
-            if bench.do_setup():
+            skipped = bench.do_setup()
+            self.last_setup = bench
+            if skipped:
                 self.found[k] = {"skip": "skipped in setup"}
                 return None
         except Exception as exc:  # recorded as asv records a failed setup: no value, the error kept
@@ -153,12 +156,14 @@ class Worker:
                 print(f"teardown of {bench.name}: {_error_text(exc)}", file=sys.stderr)
         self.save()
 
-    @staticmethod
-    def sample(bench: Any) -> tuple[float, int]:
-        """One asv sample: the class's setup (memoised: it re-selects this combination's state), then
+    def sample(self, bench: Any) -> tuple[float, int]:
+        """One asv sample: the class's setup where another combination's ran since (memoised: it re-selects this
+        combination's state, such as the per-call loop count; a cold compile's one setup is not repeated), then
         TimeBenchmark.run with one repeat, which times `number` calls of the method with asv's timer, gc off."""
-        if bench.do_setup():
-            raise RuntimeError("setup skipped a combination it had set up")
+        if self.last_setup is not bench:
+            if bench.do_setup():
+                raise RuntimeError("setup skipped a combination it had set up")
+            self.last_setup = bench
         bench.repeat = 1  # do_setup reloads the class's attributes; asv's own sample loop, one sample
         bench.warmup_time = 0
         result = bench.do_run()

@@ -30,12 +30,14 @@ class FakeBench:
         self.value = value
         self.on_setup = on_setup
         self.runs = 0
+        self.setups = 0
         self.torn_down = False
 
     def set_cache(self, cache):
         self.cache = cache
 
     def do_setup(self):
+        self.setups += 1
         if self.on_setup:
             self.on_setup()
         if self.fail_setup:
@@ -231,3 +233,22 @@ def test_each_combination_is_timed_per_call_of_its_own_loop_after_another(tmp_pa
     found = json.loads(out.read_text())
     [harness] = [t for t in chosen if t.name.startswith("harness")]
     assert min(found[harness.id]["samples"]) >= 0.95e-3  # the spin alone is 1 ms
+
+
+def test_setup_runs_again_only_where_another_combination_set_up_since(tmp_path: Path) -> None:
+    # A lone combination (a cold compile in its own process) is set up once, as asv does it; interleaved ones are
+    # set up again before each sample, so each is timed with its own state.
+    log: list[str] = []
+    alone = FakeBench("a", log)
+    Worker(_plan([("a.B.time_compile-0".rsplit("-", 1)[0], 0, 1, "time")]), tmp_path / "one.json",
+           {"a.B.time_compile-0": alone}.__getitem__).run()
+    assert alone.setups == 1 and alone.runs == 1
+    events: list[str] = []
+    pair = {f"a.B.time_step-{i}": FakeBench(str(i), events, on_setup=lambda i=i: events.append(f"setup {i}"))
+            for i in range(2)}
+    Worker(_plan([("a.B.time_step", i, 3, "time") for i in range(2)]), tmp_path / "two.json", pair.__getitem__).run()
+    runs = [j for j, e in enumerate(events) if not e.startswith("setup")]
+    assert len(runs) == 6
+    for j in runs:  # the setup that ran last before each sample is that combination's own
+        assert [e for e in events[:j] if e.startswith("setup")][-1] == f"setup {events[j]}"
+    assert sum(b.setups for b in pair.values()) < 2 + 6  # not before every sample: only where the other's ran
