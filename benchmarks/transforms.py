@@ -13,8 +13,8 @@ class _TransformStep(Benchmark):
     jax.jit)."""
 
     axes = [("transform", list(frameworks.TRANSFORMS)), ("mode", ["eager", "compiled"])]
-    # Two processes, not three: a round of the pillar is about 35 s of a 2-core CPU (op-by-op JAX compiles each
-    # primitive anew in every process), and the pillar's share of a run is kept near a minute.
+    # Two processes under asv run, not three: op-by-op JAX compiles each primitive anew in every process, which keeps
+    # the pillar's share of a CPU run small (tape-vs-trace run --rounds sets the count there).
     rounds = 2
 
     def skip(self, case):

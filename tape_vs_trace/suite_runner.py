@@ -1,8 +1,8 @@
 """`tape-vs-trace run`: the asv suite measured by worker processes, written as asv results.
 
 `asv run` starts one process per benchmark, parameter combination and round, and writes its result file when the
-run ends. A process costs 2-3 s of imports on a CPU and 15-20 s on a GPU (CUDA context, XLA client, compiles),
-against a measurement of a fraction of that. This runner measures the same benchmarks (asv's classes, parameters,
+run ends. A process's start-up (imports; on a GPU also the CUDA context, the XLA client and the compiles) costs
+several times the measurement it makes. This runner measures the same benchmarks (asv's classes, parameters,
 setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework and round,
 each process taking every combination's `repeat` samples, interleaved combination by combination, the order rotated
 every round and every pass. So the statistics between processes stay what they are (the report splits each

@@ -97,7 +97,7 @@ def test_torch_gets_the_folder(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_torch_cold_compile_never_reads_the_configured_folder(tmp_path: Path) -> None:
-    # About 25 s on a 2-core CPU: three Inductor compiles of a tiny function, forward and backward.
+    # Slow: three Inductor compiles of a tiny function, forward and backward.
     found = _in_fresh_process(_TORCH_COLD, tmp_path / "cc")
     assert found["dir"] == str(tmp_path / "cc" / "torch") and found["entries"] >= 1 and found["control_hits"] >= 1
     assert found["cold_hits"] == 0 and found["inside"] != found["dir"]
