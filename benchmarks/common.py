@@ -93,6 +93,16 @@ class Case:
         return self.params.get("variant", "plain")
 
     @property
+    def style(self) -> str | None:
+        """The row's style (workloads.STYLES); None where the workload has no style axis."""
+        return self.params.get("style")
+
+    @property
+    def attention(self) -> str | None:
+        """The row's attention (workloads.ATTENTIONS); None where the workload has no attention axis."""
+        return self.params.get("attention")
+
+    @property
     def formulation(self) -> str | None:
         """The row's formulation; None (each framework's default) where the class has no formulation axis."""
         return self.params.get("formulation")
@@ -110,12 +120,16 @@ class Benchmark:
     repeat = 5
     number = 1
     warmup_time = 0  # every step is run three times in setup already (two warm-up calls, one to size the loop)
-    version = "4"  # bumped when the numbers stop being comparable; docs/history.md says what each version changed
+    version = "5"  # bumped when the numbers stop being comparable; docs/history.md says what each version changed
     timer = staticmethod(per_call_timer)
     axes: list[tuple[str, list]] = []
     per_workload: dict[str, dict[str, Any]] = {}  # class attributes of one workload's class (by_workload)
     dtypes = DTYPES
     precisions = PRECISIONS
+    # The program axes by_workload adds where the workload has them (workloads.STYLES, ATTENTIONS): a class runs the
+    # matched style and the written attention unless it lists more.
+    styles: tuple[str, ...] = ("matched",)
+    attentions: tuple[str, ...] = ("written",)
     params: list[list] = []
     param_names: list[str] = []
 
@@ -135,9 +149,10 @@ class Benchmark:
         if reason:
             return Skip(reason)
         if case.workload is not None:
-            case.inputs = memo(("inputs", case.workload, params["size"], case.dtype),
-                               lambda: workloads.make_inputs(case.workload, params["size"], case.dtype,
-                                                             cache_dir=os.environ.get("TVT_INPUT_CACHE")))
+            inputs = memo(("inputs", case.workload, params["size"], case.dtype),
+                          lambda: workloads.make_inputs(case.workload, params["size"], case.dtype,
+                                                        cache_dir=os.environ.get("TVT_INPUT_CACHE")))
+            case.inputs = workloads.program_of(inputs, case.style, case.attention)
         case.fw = frameworks.load(case.framework, case.precision, float64=case.dtype == "float64")
         try:
             state = {"case": case, **self.build(case)}
@@ -173,16 +188,29 @@ class Benchmark:
         raise NotImplementedError
 
 
+def program_axes(base: type, workload: str) -> list[tuple[str, list]]:
+    """The style and attention axes of `base` on `workload`: the class's values (`styles`, `attentions`; a function
+    of the workload gives that workload's) that the workload has, none where it has no such axis."""
+    spec = workloads.spec(workload)
+    axes = []
+    for name, wanted, valid in (("style", base.styles, spec.styles), ("attention", base.attentions, spec.attentions)):
+        wanted = wanted(workload) if callable(wanted) else wanted
+        if valid:
+            axes.append((name, [v for v in valid if v in wanted]))
+    return axes
+
+
 def by_workload(base: type) -> dict[str, type]:
     """One subclass of `base` per workload whose spec's grid runs the family (`base`'s name without the '_') on this
     device, named `<Family>_<workload>`, whose size parameter lists only that workload's sizes (a workload x size
     product would spawn one asv process per invalid pair), with the parameters
-    [framework, workload, size, *axes, dtype, precision, device]. An axis given as a function of the workload
-    (`formulations`) gets that workload's values, and is left out where they are None."""
+    [framework, workload, size, *axes, style, attention, dtype, precision, device]. An axis given as a function of
+    the workload (`formulations`) gets that workload's values, and is left out where they are None; style and
+    attention are there where the workload has them (program_axes)."""
     classes = {}
     for workload, workload_sizes in workloads.runs(base.__name__.lstrip("_"), DEVICE).items():
         axes = [(name, values(workload) if callable(values) else values) for name, values in base.axes]
-        axes = [(name, values) for name, values in axes if values is not None]
+        axes = [(name, values) for name, values in axes if values is not None] + program_axes(base, workload)
         params = [FRAMEWORKS, [workload], list(workload_sizes), *(v for _, v in axes), base.dtypes,
                   base.precisions, [DEVICE]]
         names = ["framework", "workload", "size", *(n for n, _ in axes), "dtype", "precision", "device"]

@@ -4,6 +4,7 @@ op-by-op and jitted forward, at an overhead-bound small size and a compute-bound
 from __future__ import annotations
 
 from benchmarks.common import Benchmark, _PeakBytes, by_workload
+from implementations.workloads import ATTENTIONS
 
 
 class _Forward(Benchmark):
@@ -31,6 +32,7 @@ class _ForwardMemory(_PeakBytes, Benchmark):
     """Peak bytes of a forward that records for the backward against one that does not."""
 
     axes = [("mode", ["record", "no_grad"])]
+    attentions = ATTENTIONS
     rounds = 1
 
     def build(self, case):

@@ -13,6 +13,7 @@ backward); a formulation how a layer or time loop runs (FORMULATIONS), for workl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -28,6 +29,15 @@ DTYPES: tuple[str, ...] = ("float32", "float64", "bfloat16")
 # How a workload's layer or time loop runs: a Python loop over per-layer parameters ("unrolled", what PyTorch always
 # runs), or JAX's lax.scan over the stacked parameters ("scan"). A workload without such a loop has no formulation.
 FORMULATIONS: tuple[str, ...] = ("unrolled", "scan")
+# How the program is written, where the frameworks' obvious code keeps different residuals (program_of):
+# "default" is each framework's own primitives as a user writes them first (F.layer_norm, softmax, F.silu, a boolean
+# mask; jax.nn.standardize, jax.nn.softmax and jax.nn.silu at JAX's default flags, jnp.where); "matched" keeps the
+# same residuals on both sides (JAX's softmax custom-JVP flag, a custom_vjp layer norm and silu, an additive causal
+# bias on both sides), so that what remains is the framework.
+STYLES: tuple[str, ...] = ("default", "matched")
+# The transformer's attention: written out as matmuls and a softmax, or each framework's fused attention
+# (F.scaled_dot_product_attention, jax.nn.dot_product_attention) with its backend pinned (attention_backend).
+ATTENTIONS: tuple[str, ...] = ("written", "fused")
 # bfloat16 only where it makes sense: matmul-heavy workloads. The ADBench objectives are float64 problems, and a
 # 1023-step recurrence or a 100-link chain in 8 mantissa bits measures rounding, not autodiff.
 _MATMUL_DTYPES = DTYPES
@@ -79,6 +89,8 @@ class WorkloadSpec:
     # grid that the asv suite, the count cache, saved, paired, gpucheck and the GPU chunks read.
     grid: dict[str, On] = field(default_factory=dict)
     formulations: tuple[str, ...] = ()  # FORMULATIONS where the workload has a layer or time loop, else none
+    styles: tuple[str, ...] = ()  # STYLES where the frameworks' default programs keep different residuals
+    attentions: tuple[str, ...] = ()  # ATTENTIONS where the workload has attention
     torch_compile_on_cpu: bool = True  # False where torch.compile of the step takes minutes on a 2-core CPU
 
     def runs(self, family: str, device: str) -> tuple[str, ...]:
@@ -184,6 +196,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            styles=STYLES,  # jax.nn.silu keeps two more arrays of its input's shape than F.silu
             grid=grid({
                 ("GradStep", "GraphCost", "CompileSeconds", "RematCost"): on("64x256x1024", cuda="2048x4096x16384"),
                 ("EngineStep", "paired.engine", "gpucheck"): on("64x256x1024", cuda="512x1024x4096"),
@@ -216,6 +229,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             _gen_swiglu,
             lambda s: (s["batch"], s["width"]),
             dtypes=_MATMUL_DTYPES,
+            styles=STYLES,
             grid=grid({
                 ("CustomStep", "CustomMemory", "paired.custom"): on("64x256x1024", cuda="2048x1024x4096"),
                 ("saved",): on("64x256x1024"),
@@ -241,6 +255,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             lambda s: (s["batch"], s["seq"], s["width"]),
             dtypes=_MATMUL_DTYPES,
             formulations=FORMULATIONS,
+            styles=STYLES,
+            attentions=ATTENTIONS,
             grid=grid({
                 ("GradStep", "GraphCost", "ForwardRecording", "ForwardMemory", "gpucheck"): on(
                     "L4-B4-S64-D128", cuda="L12-B8-S1024-D1024"),
@@ -365,6 +381,50 @@ def formulation_in(value: object) -> str | None:
     """The formulation a result names, or None where it names none: no axis, '' (a paired row of a workload
     without a loop) or 'plain' (how results before this vocabulary wrote "no loop")."""
     return value if value in FORMULATIONS else None
+
+
+def program_of(inputs: Inputs, style: str | None = None, attention: str | None = None) -> Inputs:
+    """`inputs` whose static values name the program's style and attention (what the forwards read: style_of,
+    attention_of); None leaves a value as it is. A ValueError lists the valid choices of one the workload lacks."""
+    s, static = spec(inputs.workload), dict(inputs.static)
+    for kind, value, valid in (("style", style, s.styles), ("attention", attention, s.attentions)):
+        if value is None:
+            continue
+        if value not in valid:
+            raise _choices(f"{kind} for {inputs.workload}", value, valid or (f"none: it has no {kind} axis",))
+        static[kind] = value
+    return dataclasses.replace(inputs, static=static)
+
+
+def style_of(static: dict) -> str:
+    """The style a forward runs: its static value, "matched" where none is named (the suite's classes without a
+    style axis run the matched program, so that their comparisons are of the frameworks)."""
+    return static.get("style", "matched")
+
+
+def attention_of(static: dict) -> str:
+    """The attention a forward runs: its static value, "written" where none is named."""
+    return static.get("attention", "written")
+
+
+def attention_backend(framework: str, device: str, dtype: str) -> str:
+    """The fused attention's pinned backend: one rule for both frameworks, so a silent fallback is an error. CUDA
+    runs the flash-style kernels where each supports the dtype (cuDNN's and PyTorch's flash attention take 16-bit
+    floats only; in float32 PyTorch has its memory-efficient kernel and JAX its XLA composite); a CPU runs PyTorch's
+    flash-attention CPU kernel and JAX's XLA composite (JAX has no fused CPU kernel)."""
+    half = dtype in ("bfloat16", "float16")
+    if framework == "torch":
+        return ("flash" if half else "efficient") if device == "cuda" else "flash"
+    return "cudnn" if device == "cuda" and half else "xla"
+
+
+def fused_attention_flops(batch_heads: int, seq_q: int, seq_k: int, head_dim: int, value_dim: int,
+                          backward: bool) -> int:
+    """Matmul flops of one fused attention call, the same formula for both frameworks' kernels: the written form's
+    matmuls, 2 M N K each (forward: scores and the weighted sum; backward: the gradients of the scores, the values,
+    the queries and the keys). A kernel's recompute of the scores is not counted, as the written form has none."""
+    scores, weighted = 2 * batch_heads * seq_q * seq_k * head_dim, 2 * batch_heads * seq_q * seq_k * value_dim
+    return 2 * (scores + weighted) if backward else scores + weighted
 
 
 def variants(workload: str, device: str = "cpu") -> tuple[str, ...]:

@@ -52,7 +52,7 @@ if sys.argv[1] == "toy" and device == "cpu":  # one eager step per framework, by
     from benchmarks import recording
     cls = recording.GradStep_aaa_toy
     for fw in ("torch", "jax"):
-        combo = [fw, "aaa_toy", "tiny", "eager", "unrolled", "float32", "highest", device]
+        combo = [fw, "aaa_toy", "tiny", "eager", "unrolled", "matched", "written", "float32", "highest", device]
         bench = cls()
         bench.setup(*combo)
         bench.time_step(*combo)

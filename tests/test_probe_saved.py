@@ -52,14 +52,26 @@ def test_torch_breakdown_of_the_seed_mlp():
     assert {r.dtype for r in records} == {"float32"}
 
 
-def test_jax_breakdown_of_the_seed_mlp():
+def test_jax_breakdown_of_the_seed_mlp_in_the_default_style():
     # jax.nn.silu is x * logistic(x): besides x @ w1 it keeps the sigmoid and two products of its derivative.
     inputs = workloads.make_inputs("mlp", "64x256x1024", "float32")
     module = jax_common.load("mlp")
     params, data = jax_common.prepare(inputs)
-    records = jax_probe.saved_breakdown(lambda p, d: module.forward(p, d, {}, "plain"), params, data)
+    records = jax_probe.saved_breakdown(lambda p, d: module.forward(p, d, {"style": "default"}, "plain"), params,
+                                        data)
     assert sorted(r.op for r in records) == ["argument"] * 3 + ["dot_general", "logistic", "mul", "mul"]
     assert all(r.shape == (64, 1024) for r in records if not r.is_argument)
+
+
+@pytest.mark.parametrize("framework", SIDES)
+def test_the_matched_mlp_keeps_pytorchs_five_tensors_on_both_sides(framework: str) -> None:
+    # The matched silu keeps its input only: x, w1, x @ w1, silu's output and w2, PyTorch's default breakdown.
+    steps, probe = SIDES[framework]
+    fn, args = steps.loss_fn(workloads.program_of(workloads.make_inputs("mlp", "64x256x1024", "float32"), "matched"),
+                             "plain")
+    records = probe.saved_breakdown(fn, *args)
+    assert sorted(r.shape for r in records if not r.is_argument) == [(64, 1024), (64, 1024)]
+    assert probe.saved_bytes(fn, *args).extra_bytes == 2 * 64 * 1024 * 4
 
 
 @pytest.mark.parametrize("framework", SIDES)

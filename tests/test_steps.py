@@ -71,15 +71,15 @@ def test_jax_compiled_step_equals_eager() -> None:
 
 def test_benchmark_classes_never_share_a_memoised_step() -> None:
     grad, forward = recording.GradStep_mlp(), inference.Forward_mlp()
-    grad.setup("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
-    forward.setup("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
+    grad.setup("jax", "mlp", "tiny", "compiled", "matched", "float32", "highest", "cpu")
+    forward.setup("jax", "mlp", "tiny", "compiled", "matched", "float32", "highest", "cpu")
     assert grad.step is not forward.step
 
 
 def test_second_setup_is_a_lookup() -> None:
     """asv-runner re-runs setup before every timed call: the second call must not rebuild or reconfigure."""
     bench = recording.GradStep_mlp()
-    params = ("jax", "mlp", "tiny", "compiled", "float32", "highest", "cpu")
+    params = ("jax", "mlp", "tiny", "compiled", "matched", "float32", "highest", "cpu")
     bench.setup(*params)
     step, case = bench.step, bench.case
     calls = []

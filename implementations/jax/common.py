@@ -6,7 +6,7 @@ Remat policies, matched by variant name with implementations.torch.common (where
 |---|---|---|---|
 | plain | no checkpoint | no checkpoint | - |
 | remat_full | jax.checkpoint (nothing saveable) | checkpoint(use_reentrant=False) | - |
-| remat_dots | policy dots_saveable | selective checkpoint saving aten mm/addmm/bmm | - (both keep batched matmuls) |
+| remat_dots | dots_saveable, and a fused attention's output | selective checkpoint saving aten mm/addmm/bmm and the fused attention ops | (2) |
 | remat_names | save_only_these_names(*SAVED_NAMES), named() | selective checkpoint of the ops inside named() | - |
 | remat_offload | offload_dot_with_no_batch_dims to pinned_host | save_on_cpu(pin_memory=True), no recompute | (1) |
 | remat_every<k> | jax.checkpoint around each group of k layers | checkpoint around each group of k layers | - |
@@ -15,6 +15,8 @@ Remat policies, matched by variant name with implementations.torch.common (where
 saved tensor to host memory and recomputes nothing. Neither library offers the other's policy. CUDA only.
 dots_with_no_batch_dims_saveable would keep only the projections and recompute q @ k^T and weights @ v, which
 PyTorch's policy saves (its bmm), so remat_dots uses dots_saveable.
+(2) Both keep batched matmuls and a fused attention's output. Where JAX's fused attention is XLA's composite (on a
+CPU, and in float32 on CUDA), its two matmuls are dots as well, and dots_saveable keeps them too.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from implementations.workloads import Inputs, spec, validate
 
 # The activations that remat_names keeps (tagged with named() in the workload modules).
 SAVED_NAMES = ("attention", "mlp_hidden")
+# The name of a fused attention call's output (named()): remat_dots keeps it, as PyTorch's keeps its kernel's output.
+FUSED_ATTENTION = "fused_attention"
 
 
 def load(workload: str) -> ModuleType:
@@ -111,6 +115,30 @@ def named(name: str, fn: Callable, *args: Any) -> jax.Array:
     return checkpoint_name(fn(*args), name)
 
 
+@jax.custom_vjp
+def _silu_keeping_input(x: jax.Array) -> jax.Array:
+    return jax.nn.silu(x)
+
+
+def _silu_fwd(x):
+    return jax.nn.silu(x), x
+
+
+def _silu_bwd(x, grad):
+    # aten's silu_backward: the derivative recomputed from the input alone.
+    sig = jax.nn.sigmoid(x)
+    return (grad * sig * (1 + x * (1 - sig)),)
+
+
+_silu_keeping_input.defvjp(_silu_fwd, _silu_bwd)
+
+
+def silu(x: jax.Array, style: str = "matched") -> jax.Array:
+    """silu in a style: jax.nn.silu (default, whose autodiff keeps its input and two more arrays of its shape), or
+    a custom_vjp keeping its input only (matched: what F.silu keeps)."""
+    return jax.nn.silu(x) if style == "default" else _silu_keeping_input(x)
+
+
 def remat_group(variant: str) -> int:
     """k of 'remat_every<k>' (layers per checkpointed group), 1 for every other variant."""
     if variant.startswith("remat_every"):
@@ -126,7 +154,9 @@ def remat(fn: Callable, variant: str) -> Callable:
     if variant == "remat_full" or variant.startswith("remat_every"):
         return jax.checkpoint(fn)
     if variant == "remat_dots":
-        return jax.checkpoint(fn, policy=jax.checkpoint_policies.dots_saveable)
+        policy = jax.checkpoint_policies.save_from_both_policies(
+            jax.checkpoint_policies.dots_saveable, jax.checkpoint_policies.save_only_these_names(FUSED_ATTENTION))
+        return jax.checkpoint(fn, policy=policy)
     if variant == "remat_names":
         return jax.checkpoint(fn, policy=jax.checkpoint_policies.save_only_these_names(*SAVED_NAMES))
     if variant == "remat_offload":

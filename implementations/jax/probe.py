@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from implementations import sampling
+from implementations.workloads import fused_attention_flops
 
 # Primitives whose one sub-jaxpr has their inputs and outputs in the same order (a scan's outputs are its carry and
 # its stacked per-iteration values): a residual they return is looked for inside.
@@ -249,8 +250,17 @@ def graph_size(fn: Callable[..., Any], *args: Any) -> int:
     return _equations(jax.make_jaxpr(forward_backward)(args, jax.eval_shape(fn, *args)).jaxpr)
 
 
+# cuDNN's fused attention (jax.nn.dot_product_attention, implementation="cudnn"): primitives whose matmuls no
+# dot_general shows, counted by workloads.fused_attention_flops as PyTorch's probe counts its kernels. XLA's
+# composite (the CPU's) is dot_generals, which count the same.
+_ATTENTION_PRIMITIVES = {"dot_product_attention_fwd": False, "dot_product_attention_bwd": True}
+
+
 def _eqn_flops(eqn: Any) -> int:
     """2 M N K of one matmul-like equation (with its batch dimensions), 0 for any other."""
+    if eqn.primitive.name in _ATTENTION_PRIMITIVES:
+        q, k, v = (var.aval.shape for var in eqn.invars[:3])  # [batch, seq, heads, head_dim]
+        return fused_attention_flops(q[0] * q[2], q[1], k[1], q[3], v[3], _ATTENTION_PRIMITIVES[eqn.primitive.name])
     if eqn.primitive.name not in ("dot_general", "conv_general_dilated"):
         return 0
     out_elements = int(np.prod(eqn.outvars[0].aval.shape, dtype=np.int64))

@@ -2,6 +2,9 @@
 
 import jax
 
+from implementations.jax.common import silu
+from implementations.workloads import style_of
+
 
 @jax.custom_vjp
 def silu_mul(gate: jax.Array, up: jax.Array) -> jax.Array:
@@ -23,15 +26,18 @@ def _silu_mul_bwd(residuals, grad):
 silu_mul.defvjp(_silu_mul_fwd, _silu_mul_bwd)
 
 
-def silu_mul_autodiff(gate: jax.Array, up: jax.Array) -> jax.Array:
-    return jax.nn.silu(gate) * up
+def silu_mul_autodiff(gate: jax.Array, up: jax.Array, style: str = "matched") -> jax.Array:
+    return silu(gate, style) * up
 
 
-def swiglu_mlp(x, w_gate, w_up, w_down, custom: bool = False) -> jax.Array:
-    act = silu_mul if custom else silu_mul_autodiff
-    return act(x @ w_gate, x @ w_up) @ w_down
+def swiglu_mlp(x, w_gate, w_up, w_down, custom: bool = False, style: str = "matched") -> jax.Array:
+    # The style is the plain backward's silu (common.silu); the custom one is written out the same on both sides.
+    if custom:
+        return silu_mul(x @ w_gate, x @ w_up) @ w_down
+    return silu_mul_autodiff(x @ w_gate, x @ w_up, style) @ w_down
 
 
 def forward(params: dict, data: dict, static: dict, variant: str = "plain",
             formulation: str | None = None) -> jax.Array:
-    return swiglu_mlp(data["x"], params["w_gate"], params["w_up"], params["w_down"], custom=variant == "custom")
+    return swiglu_mlp(data["x"], params["w_gate"], params["w_up"], params["w_down"], custom=variant == "custom",
+                      style=style_of(static))

@@ -1,19 +1,31 @@
 """transformer: pre-LayerNorm blocks of causal self-attention and a SwiGLU MLP.
 
 Two formulations of the layer loop, the same math: lax.scan over stacked parameters ("scan", the default), or a
-Python loop over per-layer arrays ("unrolled"; prepare holds the parameters either way). Both are jittable.
+Python loop over per-layer arrays ("unrolled"; prepare holds the parameters either way). Both are jittable. The
+style (workloads.STYLES) picks the layer norm, softmax, causal mask and silu; the attention is written out or
+jax.nn.dot_product_attention (workloads.ATTENTIONS).
 """
 
+import contextlib
 import math
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 
-from implementations.jax.common import named, remat, remat_group
+from jax._src import config as _config
+
+from implementations.jax.common import FUSED_ATTENTION, named, remat, remat_group, silu
+from implementations.workloads import attention_backend, attention_of, style_of
 
 LAYER_STACKED = ("ln1_scale", "ln1_bias", "w_qkv", "w_out", "ln2_scale", "ln2_bias", "w_gate", "w_up", "w_down")
 LN_EPS = 1e-5
+
+
+# The matched style's softmax flag: jax.nn.softmax with its custom JVP keeps its output only, as PyTorch's softmax
+# does; at the default (False in jax 0.10) its autodiff keeps the exp as well. A JAX without the flag has the custom
+# JVP always on. The flag is JAX's public config option; its context manager lives in jax._src.config.
+_SOFTMAX_FLAG = getattr(_config, "softmax_custom_jvp", None)
 
 
 # Layer norm with the residuals of PyTorch's fused kernel: F.layer_norm (aten native_layer_norm) saves its input,
@@ -21,8 +33,16 @@ LN_EPS = 1e-5
 # tools/autograd/derivatives.yaml). Plain autodiff of the composite keeps x - mean, the broadcast rstd and x_hat,
 # three [batch, seq, width] arrays per norm; a custom_vjp saving (x, mean, rstd) is what a careful JAX user writes
 # (jax.nn.standardize is the same composite, with no backward of its own).
+def layer_norm(x: jax.Array, scale: jax.Array, bias: jax.Array, style: str = "matched") -> jax.Array:
+    """default: jax.nn.standardize, as flax's LayerNorm computes it (E[x^2] - E[x]^2); matched: _layer_norm, whose
+    custom_vjp keeps what F.layer_norm keeps."""
+    if style == "default":
+        return jax.nn.standardize(x, axis=-1, epsilon=LN_EPS) * scale + bias
+    return _layer_norm(x, scale, bias)
+
+
 @jax.custom_vjp
-def layer_norm(x: jax.Array, scale: jax.Array, bias: jax.Array) -> jax.Array:
+def _layer_norm(x: jax.Array, scale: jax.Array, bias: jax.Array) -> jax.Array:
     return _layer_norm_fwd(x, scale, bias)[0]
 
 
@@ -41,33 +61,70 @@ def _layer_norm_bwd(residuals, grad):
     return dx, (grad * x_hat).sum(batch_axes), grad.sum(batch_axes)
 
 
-layer_norm.defvjp(_layer_norm_fwd, _layer_norm_bwd)
+_layer_norm.defvjp(_layer_norm_fwd, _layer_norm_bwd)
 
 
-def attention(h: jax.Array, w_qkv: jax.Array, w_out: jax.Array, heads: int) -> jax.Array:
-    # Written out (not dot_product_attention) on both sides so that the remat policies see the same matmuls.
+def causal(scores: jax.Array, style: str = "matched") -> jax.Array:
+    """The scores with the future masked out: jnp.where with a boolean mask (default, whose autodiff keeps the mask
+    broadcast to the scores' shape and a float array of that shape) or an additive bias of 0 and -inf (matched: an
+    add keeps nothing, on both sides)."""
+    seq = scores.shape[-1]
+    keep = jnp.tril(jnp.ones((seq, seq), dtype=bool))
+    if style == "default":
+        return jnp.where(keep, scores, -jnp.inf)
+    return scores + jnp.where(keep, 0, -jnp.inf).astype(scores.dtype)
+
+
+def softmax(scores: jax.Array, style: str = "matched") -> jax.Array:
+    """jax.nn.softmax over the last axis, at JAX's default flags (default) or with its custom JVP (matched)."""
+    if style == "default" or _SOFTMAX_FLAG is None:
+        return jax.nn.softmax(scores, axis=-1)
+    with _SOFTMAX_FLAG(True):
+        return jax.nn.softmax(scores, axis=-1)
+
+
+def fused_attention(q: jax.Array, k: jax.Array, v: jax.Array, style: str = "matched") -> jax.Array:
+    """Causal jax.nn.dot_product_attention of [batch, heads, seq, head_dim] arrays (PyTorch's layout; JAX's is
+    [batch, seq, heads, head_dim]), with the implementation workloads.attention_backend names for this device and
+    dtype: an explicit one raises where it cannot run, instead of falling back. XLA's composite takes its softmax
+    in float32 whatever the dtype, and its softmax flag from the style, as the written form does."""
+    # The suite places every array on JAX's default backend (common.prepare), so that is where this call runs.
+    backend = attention_backend("jax", "cuda" if jax.default_backend() == "gpu" else "cpu", str(q.dtype))
+    flag = contextlib.nullcontext() if style == "default" or _SOFTMAX_FLAG is None else _SOFTMAX_FLAG(True)
+    with flag:
+        out = jax.nn.dot_product_attention(q.swapaxes(1, 2), k.swapaxes(1, 2), v.swapaxes(1, 2), is_causal=True,
+                                           implementation=backend)
+    return out.swapaxes(1, 2)
+
+
+def attention(h: jax.Array, w_qkv: jax.Array, w_out: jax.Array, heads: int, style: str = "matched",
+              form: str = "written") -> jax.Array:
+    # The output projection is tagged in both forms, so that remat_names saves the same tensor on both sides.
     batch, seq, width = h.shape
     q, k, v = (t.reshape(batch, seq, heads, width // heads).swapaxes(1, 2) for t in jnp.split(h @ w_qkv, 3, -1))
-    scores = (q @ k.swapaxes(-2, -1)) / math.sqrt(width // heads)
-    causal = jnp.tril(jnp.ones((seq, seq), dtype=bool))
-    weights = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
-    return named("attention", jnp.matmul, (weights @ v).swapaxes(1, 2).reshape(batch, seq, width), w_out)
+    if form == "fused":
+        mixed = named(FUSED_ATTENTION, fused_attention, q, k, v, style)
+    else:
+        scores = (q @ k.swapaxes(-2, -1)) / math.sqrt(width // heads)
+        mixed = softmax(causal(scores, style), style) @ v
+    return named("attention", jnp.matmul, mixed.swapaxes(1, 2).reshape(batch, seq, width), w_out)
 
 
-def swiglu(h: jax.Array, w_gate: jax.Array, w_up: jax.Array, w_down: jax.Array) -> jax.Array:
+def swiglu(h: jax.Array, w_gate: jax.Array, w_up: jax.Array, w_down: jax.Array, style: str = "matched") -> jax.Array:
     # swiglu.swiglu_mlp's math, with the hidden activation tagged for remat_names.
-    return named("mlp_hidden", jnp.multiply, jax.nn.silu(h @ w_gate), h @ w_up) @ w_down
+    return named("mlp_hidden", jnp.multiply, silu(h @ w_gate, style), h @ w_up) @ w_down
 
 
-def block(x: jax.Array, layer: dict, heads: int) -> jax.Array:
-    h = x + attention(layer_norm(x, layer["ln1_scale"], layer["ln1_bias"]), layer["w_qkv"], layer["w_out"], heads)
-    return h + swiglu(layer_norm(h, layer["ln2_scale"], layer["ln2_bias"]), layer["w_gate"], layer["w_up"],
-                      layer["w_down"])
+def block(x: jax.Array, layer: dict, heads: int, style: str = "matched", form: str = "written") -> jax.Array:
+    h = x + attention(layer_norm(x, layer["ln1_scale"], layer["ln1_bias"], style), layer["w_qkv"], layer["w_out"],
+                      heads, style, form)
+    return h + swiglu(layer_norm(h, layer["ln2_scale"], layer["ln2_bias"], style), layer["w_gate"], layer["w_up"],
+                      layer["w_down"], style)
 
 
-def blocks(x: jax.Array, layers: list[dict], heads: int) -> jax.Array:
+def blocks(x: jax.Array, layers: list[dict], heads: int, style: str = "matched", form: str = "written") -> jax.Array:
     for layer in layers:
-        x = block(x, layer, heads)
+        x = block(x, layer, heads, style, form)
     return x
 
 
@@ -83,7 +140,7 @@ def forward(params: dict, data: dict, static: dict, variant: str = "plain",
     n = len(params["w_qkv"])
     if n % k:
         raise ValueError(f"{variant} needs a layer count divisible by {k}; this size has {n} layers")
-    step = remat(partial(blocks, heads=heads), variant)
+    step = remat(partial(blocks, heads=heads, style=style_of(static), form=attention_of(static)), variant)
     x = data["x"]
     if formulation == "unrolled":
         # A Python loop: per-layer arrays (prepare's "unrolled" holding) are used as they are.

@@ -28,8 +28,15 @@ SAVED_NAMES = ("attention", "mlp_hidden")
 _ACTIVE_NAME: contextvars.ContextVar[str | None] = contextvars.ContextVar("active_name", default=None)
 _NAMING = {"on": False}  # a plain global: TorchDynamo reads it as a constant (it cannot trace ContextVar.get either)
 
+# The name of a fused attention call's output (named()): the JAX side's remat_dots keeps it by this name.
+FUSED_ATTENTION = "fused_attention"
+# The fused attention kernels' ops, one per backend (workloads.attention_backend): remat_dots keeps their outputs, as
+# it keeps a matmul's, on both sides.
+_ATTENTION_OPS = tuple(getattr(torch.ops.aten, name).default for name in (
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention"))
 # The ops whose outputs the "save matmul outputs" policy keeps, the counterpart of jax's dots_saveable.
-_MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
+_MATMUL_OPS = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default, *_ATTENTION_OPS)
 
 
 def load(workload: str) -> ModuleType:
@@ -160,6 +167,11 @@ def _names_enabled(fn: Callable) -> Callable:
             _NAMING["on"] = before
 
     return run
+
+
+def silu(x: torch.Tensor, style: str = "matched") -> torch.Tensor:
+    """silu in either style: F.silu, which keeps its input only (JAX's matched silu keeps the same)."""
+    return torch.nn.functional.silu(x)
 
 
 def remat_group(variant: str) -> int:

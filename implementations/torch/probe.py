@@ -23,6 +23,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from implementations import frameworks, sampling
+from implementations.workloads import fused_attention_flops
 
 # (device, data pointer) names one allocation; device is part of the key because pointers of different devices
 # live in different address spaces.
@@ -267,15 +268,36 @@ def graph_size(fn: Callable[..., Any], *args: Any) -> int:
     return len(_graph_nodes(out))
 
 
+def _attention_flops(backward: bool) -> Callable[..., int]:
+    """A FlopCounterMode formula (it passes shapes) of a fused attention op: workloads.fused_attention_flops, the
+    formula the JAX probe counts too. The forward ops take (query, key, value, ...), the backward ops (grad_out,
+    query, key, value, ...), each [batch, heads, seq, head_dim]."""
+    def formula(*shapes: Any, **_: Any) -> int:
+        q, k, v = shapes[1:4] if backward else shapes[:3]
+        return fused_attention_flops(q[0] * q[1], q[2], k[2], q[3], v[3], backward)
+
+    return formula
+
+
+# Every backend's fused attention ops: the CPU flash kernel has no formula in torch.utils.flop_counter, and its
+# formulas for the CUDA kernels count the backward's recompute of the scores, which the JAX side would not.
+_ATTENTION_FLOPS = {getattr(torch.ops.aten, name): _attention_flops(name.endswith("_backward")) for name in (
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward")}
+
+
 def matmul_flops(step: Callable[..., Any], *args: Any) -> float:
     """Matmul-like flops of one call of ``step(*args)`` as ``FlopCounterMode`` counts them: 2 M N K per mm, bmm,
-    addmm (einsum runs as these), convolutions and attention; elementwise ops count zero. Every loop iteration
-    runs eagerly, so each is counted, and so is the forward that a checkpointed block recomputes in the backward.
+    addmm (einsum runs as these) and convolutions, a fused attention by workloads.fused_attention_flops;
+    elementwise ops count zero. Every loop iteration runs eagerly, so each is counted, and so is the forward that a
+    checkpointed block recomputes in the backward.
 
     The JAX probe counts the same quantity from the jaxpr (XLA's ``cost_analysis`` would not: it counts a scan body
     once and elementwise ops too).
     """
-    counter = FlopCounterMode(display=False)
+    counter = FlopCounterMode(display=False, custom_mapping=_ATTENTION_FLOPS)
     with counter:
         step(*args)
     return float(counter.get_total_flops())
@@ -301,10 +323,12 @@ def _graph_matmul_flops(graph_module: torch.fx.GraphModule) -> float:
     total = 0
     for node in graph_module.graph.nodes:
         packet = getattr(node.target, "_overloadpacket", None)
-        if node.op != "call_function" or packet is None or packet.__name__ not in _GRAPH_MATMULS:
+        if node.op != "call_function" or packet is None or (packet.__name__ not in _GRAPH_MATMULS
+                                                            and packet not in _ATTENTION_FLOPS):
             continue
         shapes = [a.meta["val"].shape if isinstance(a, torch.fx.Node) else a for a in node.args]
-        total += flop_registry[packet](*shapes, out_val=node.meta["val"])
+        formula = _ATTENTION_FLOPS.get(packet) or flop_registry[packet]
+        total += formula(*shapes, out_val=node.meta["val"])
     return float(total)
 
 

@@ -3,6 +3,9 @@
 import torch
 import torch.nn.functional as F
 
+from implementations.torch.common import silu
+from implementations.workloads import style_of
+
 
 class SiluMul(torch.autograd.Function):
     """silu(gate) * up whose backward saves only its two inputs and recomputes sigmoid(gate)."""
@@ -27,15 +30,18 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return SiluMul.apply(gate, up)
 
 
-def silu_mul_autodiff(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    return F.silu(gate) * up
+def silu_mul_autodiff(gate: torch.Tensor, up: torch.Tensor, style: str = "matched") -> torch.Tensor:
+    return silu(gate, style) * up
 
 
-def swiglu_mlp(x, w_gate, w_up, w_down, custom: bool = False) -> torch.Tensor:
-    act = silu_mul if custom else silu_mul_autodiff
-    return act(x @ w_gate, x @ w_up) @ w_down
+def swiglu_mlp(x, w_gate, w_up, w_down, custom: bool = False, style: str = "matched") -> torch.Tensor:
+    # The style is the plain backward's silu (common.silu); the custom one is written out the same on both sides.
+    if custom:
+        return silu_mul(x @ w_gate, x @ w_up) @ w_down
+    return silu_mul_autodiff(x @ w_gate, x @ w_up, style) @ w_down
 
 
 def forward(params: dict, data: dict, static: dict, variant: str = "plain",
             formulation: str | None = None) -> torch.Tensor:
-    return swiglu_mlp(data["x"], params["w_gate"], params["w_up"], params["w_down"], custom=variant == "custom")
+    return swiglu_mlp(data["x"], params["w_gate"], params["w_up"], params["w_down"], custom=variant == "custom",
+                      style=style_of(static))
