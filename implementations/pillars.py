@@ -16,6 +16,9 @@ from implementations import frameworks
 # The parameters every per-workload benchmark has (benchmarks.common.by_workload); a pillar's `axes` come between
 # size and dtype and name its variants.
 BASE_PARAMS = ("framework", "workload", "size", "dtype", "precision", "device")
+# The program's parameters, after a pillar's axes where the workload has them (benchmarks.common.program_axes): they
+# name the row's program (report.load.program_name), not its variant.
+PROGRAM_PARAMS = ("style", "attention")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,20 @@ class Side:
     what: str
 
 
-Rule = Change | Across | Side
+@dataclass(frozen=True)
+class ProgramChange:
+    """Finding: within each framework and variant, the program with `axis` ("style" or "attention") at `variant`
+    against the same program at `base` (workloads.STYLES, ATTENTIONS), on `metric` (a change in %)."""
+
+    metric: str
+    axis: str
+    base: str
+    variant: str
+    what: str
+    ops: bool = False
+
+
+Rule = Change | Across | Side | ProgramChange
 
 
 @dataclass(frozen=True)
@@ -117,6 +133,11 @@ PILLARS: dict[str, Pillar] = {
                   for form in ("", "/unrolled")),
                 Change("time_step", "compiled/unrolled", "compiled/scan", "lax.scan instead of a Python loop"),
                 Change("time_forward", "no_grad", "record", "recording the forward for a backward"),
+                # what each framework's out-of-the-box program costs against the matched one, and fused attention
+                ProgramChange("track_saved_bytes", "style", "default", "matched", "the matched program", ops=True),
+                ProgramChange("time_step", "style", "default", "matched", "the matched program"),
+                ProgramChange("track_saved_bytes", "attention", "written", "fused", "fused attention", ops=True),
+                ProgramChange("time_step", "attention", "written", "fused", "fused attention"),
             ),
         ),
         Pillar(
@@ -125,6 +146,7 @@ PILLARS: dict[str, Pillar] = {
             (
                 Change("track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
                 Change("track_peak_bytes", "plain", "custom", "the custom backward"),
+                ProgramChange("track_saved_bytes", "style", "default", "matched", "the matched program", ops=True),
                 Change("time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
                 Change("time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
             ),
@@ -144,6 +166,7 @@ PILLARS: dict[str, Pillar] = {
             (
                 *(Change("time_forward", "no_grad", mode, mode) for mode in ("record", "inference_mode", "compiled")),
                 Change("track_peak_bytes", "no_grad", "record", "a recording forward"),
+                ProgramChange("track_peak_bytes", "attention", "written", "fused", "fused attention"),
             ),
         ),
         Pillar(

@@ -32,8 +32,8 @@ FORMULATIONS: tuple[str, ...] = ("unrolled", "scan")
 # How the program is written, where the frameworks' obvious code keeps different residuals (program_of):
 # "default" is each framework's own primitives as a user writes them first (F.layer_norm, softmax, F.silu, a boolean
 # mask; jax.nn.standardize, jax.nn.softmax and jax.nn.silu at JAX's default flags, jnp.where); "matched" keeps the
-# same residuals on both sides (JAX's softmax custom-JVP flag, a custom_vjp layer norm and silu, an additive causal
-# bias on both sides), so that what remains is the framework.
+# same residuals on both sides (JAX's softmax custom-JVP flag, a custom_vjp layer norm, a custom-JVP silu, an additive
+# causal bias on both sides), so that what remains is the framework.
 STYLES: tuple[str, ...] = ("default", "matched")
 # The transformer's attention: written out as matmuls and a softmax, or each framework's fused attention
 # (F.scaled_dot_product_attention, jax.nn.dot_product_attention) with its backend pinned (attention_backend).

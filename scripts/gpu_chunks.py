@@ -173,8 +173,11 @@ class Estimate:
     assumed: set[str] = field(default_factory=set)
 
 
-_F32 = r"'float32', 'highest'"
-_PRECISIONS = r"('float32', 'tf32'|'bfloat16', 'highest')"
+# The matched program (written attention) where a workload has program axes: the other programs have their own chunk.
+_MATCHED = r"('matched', )?('written', )?"
+_F32 = _MATCHED + r"'float32', 'highest'"
+_PRECISIONS = _MATCHED + r"('float32', 'tf32'|'bfloat16', 'highest')"
+_OTHER = r"('default', '\w+'|'matched', 'fused'), 'float32', 'highest'"
 # The quick profile, the most cited benchmarks, in priority order: gpu_bench.sh starts a chunk only while its
 # estimate fits in what is left of the budget, so the last ones are the first to go (a later, smaller one may still
 # fit). Timings run in 2 rounds, the fewest that give a between-process interval. A chunk that selects nothing on
@@ -189,6 +192,10 @@ QUICK: tuple[Chunk, ...] = (
           r"remat\.RematCurve_\w+\.time_step\(.*'L12-B8-S1024-D1024', 'eager', ('unrolled', )?'(plain|remat_\w+)'", 2),
     Chunk("custom-swiglu", rf"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', {_F32}", 2),
     Chunk("inference-transformer", r"inference\.\w+_transformer\.", 2),
+    # the transformer's out-of-the-box program and fused attention, against the matched program above
+    Chunk("gradstep-eager-programs", rf"recording\.GradStep_transformer\.time_step\(.*'eager', 'unrolled', {_OTHER}", 2),
+    Chunk("gradstep-compiled-programs",
+          rf"recording\.GradStep_transformer\.time_step\(.*'compiled', ('unrolled'|'scan'), {_OTHER}", 2),
     Chunk("gradstep-eager-precisions",
           rf"recording\.GradStep_(mlp|transformer)\.time_step\(.*'eager', ('unrolled', )?{_PRECISIONS}", 2),
     Chunk("gradstep-compiled-precisions",

@@ -37,7 +37,10 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
     by pass, in one process per framework and round."""
     e = experiment
     head = {"framework": e.framework, "workload": e.workload, "size": e.size}
-    tail = {"dtype": "float32", "precision": "highest", "device": device}
+    # the program the classes run where they have no program axis of their own (benchmarks.common.Benchmark)
+    spec = workloads.spec(e.workload)
+    tail = {**({"style": "matched"} if spec.styles else {}), **({"attention": "written"} if spec.attentions else {}),
+            "dtype": "float32", "precision": "highest", "device": device}
     if e.group == "remat":
         return (f"remat.RematCurve_{e.workload}.time_step",
                 {**head, "mode": point.mode, "formulation": e.formulation, "point": point_id(point), **tail})

@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from implementations import frameworks
+from implementations import frameworks, workloads
 from tape_vs_trace import compile_caches
 
 # Instruction sets that change which kernels oneDNN, MKL and XLA:CPU pick: a host with avx512 or AMX runs other
@@ -240,7 +240,16 @@ def details() -> dict[str, Any]:
             flat["driver_max_cuda"] = fp["gpu"]["driver_max_cuda"]
     return {**flat, "fingerprint": fp, "graph_settings": frameworks.graph_settings(),
             "host_allocator": frameworks.host_allocator(), "environment": frameworks.environment_settings(),
-            "compile_caches": compile_caches.recorded()}
+            "compile_caches": compile_caches.recorded(), "attention_backends": attention_backends()}
+
+
+def attention_backends(device: str | None = None) -> str:
+    """The fused attention's pinned backend per dtype the device's step classes run, in one line
+    ("float32: PyTorch flash, JAX xla"): workloads.attention_backend, which the implementations call."""
+    device = device or frameworks.detect_device()
+    dtypes = ("float32", "bfloat16") if device == "cuda" else ("float32",)
+    return "; ".join(f"{dtype}: " + ", ".join(f"{frameworks.label(fw)} {workloads.attention_backend(fw, device, dtype)}"
+                                              for fw in frameworks.NAMES) for dtype in dtypes)
 
 
 def write_asv_machine_file(fields: dict[str, str], path: Path | None = None) -> Path:

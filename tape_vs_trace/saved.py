@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -24,34 +25,60 @@ ROOT = Path(__file__).resolve().parents[1]
 MIB = 2.0 ** 20  # the report's memory unit (tape_vs_trace.report.fmt.MIB), without importing pandas here
 FIELDS = ("framework", "op", "count", "bytes", "is_argument")
 # saved-all's columns: the case's dtype is "dtype", each record's own "tensor_dtype" (a CSV needs unique names).
-ALL_FIELDS = ("workload", "size", "variant", "dtype", "framework", "op", "shape", "tensor_dtype", "nbytes",
+ALL_FIELDS = ("workload", "size", "variant", "dtype", "program", "framework", "op", "shape", "tensor_dtype", "nbytes",
               "is_argument", "commit")
 # The variants whose breakdown explains the suite's saved-bytes rows (recording.GraphCost, custom_backward).
 SUITE_VARIANTS = ("plain", "custom")
 
 
-def suite_cases(device: str = "cpu") -> list[tuple[str, str, str, str]]:
-    """The (workload, size, variant, dtype) cases of the specs' 'saved' grid: every size it names, in float32, with
-    each of SUITE_VARIANTS the workload has."""
-    return [(w, size, v, "float32") for w, sizes in workloads.runs("saved", device).items() for size in sizes
-            for v in SUITE_VARIANTS if v in workloads.spec(w).variants]
+def programs(workload: str) -> list[str]:
+    """Every program of `workload` as the report names them (report.load.program_name): each style and attention
+    it has, joined with "/" ("matched/fused"); [""] for a workload with neither axis."""
+    s = workloads.spec(workload)
+    return ["/".join(p) for p in itertools.product(*(axis for axis in (s.styles, s.attentions) if axis))]
+
+
+def with_program(inputs: workloads.Inputs, program: str) -> workloads.Inputs:
+    """`inputs` running `program` (one of programs(workload)); "" leaves them as they are."""
+    s, parts = workloads.spec(inputs.workload), iter(program.split("/") if program else [])
+    style = next(parts) if s.styles and program else None
+    attention = next(parts, None) if s.attentions and program else None
+    return workloads.program_of(inputs, style, attention)
+
+
+def suite_cases(device: str = "cpu") -> list[tuple[str, str, str, str, str]]:
+    """The (workload, size, variant, dtype, program) cases of the specs' 'saved' grid: every size it names, in
+    float32, with each of SUITE_VARIANTS the workload has, in every program (programs) of the plain variant (the
+    custom backward is written the same in every style)."""
+    return [(w, size, v, "float32", p) for w, sizes in workloads.runs("saved", device).items() for size in sizes
+            for v in SUITE_VARIANTS if v in workloads.spec(w).variants
+            for p in (programs(w) if v == "plain" else [_matched(w)])]
+
+
+def _matched(workload: str) -> str:
+    """The matched program with written attention (what the classes without program axes run), as named."""
+    return "/".join(p[0] for p in ((["matched"] if workloads.spec(workload).styles else []),
+                                   (["written"] if workloads.spec(workload).attentions else [])) if p)
 
 
 class SavedError(Exception):
     """Bad input or a failed framework subprocess: one line for the user."""
 
 
-def _records(framework: str, workload: str, size: str, variant: str, dtype: str) -> list[dict]:
+def _records(framework: str, workload: str, size: str, variant: str, dtype: str, program: str = "") -> list[dict]:
     """saved_breakdown of the workload's loss in this process (the subprocess side)."""
-    return _batch_records(framework, [[workload, size, variant, dtype]])[0]
+    return _batch_records(framework, [[workload, size, variant, dtype, program]])[0]
 
 
 def _batch_records(framework: str, cases: list[list[str]]) -> list[list[dict]]:
     """saved_breakdown of every case in this one process: the framework is imported and configured once."""
     fw = frameworks.load(framework, "highest", float64=any(case[3] == "float64" for case in cases))
     out = []
-    for workload, size, variant, dtype in cases:
-        fn, args = fw.steps.loss_fn(workloads.make_inputs(workload, size, dtype), variant, "cpu")
+    for workload, size, variant, dtype, *program in cases:
+        # the Python loop where there is one: the form both frameworks run, as the suite's like rows compare
+        loop = "unrolled" if workloads.spec(workload).formulations else None
+        inputs = with_program(workloads.make_inputs(workload, size, dtype), "".join(program))
+        fn, args = fw.steps.loss_fn(inputs, variant, "cpu", loop)
         out.append([{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "nbytes": r.nbytes,
                      "is_argument": r.is_argument} for r in fw.probe.saved_breakdown(fn, *args)])
     return out
@@ -90,9 +117,13 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None,
     from tape_vs_trace import machine
 
     cases = suite_cases() if cases is None else list(cases)
-    for workload, size, variant, dtype in cases:
+    cases = [(*c, "") if len(c) == 4 else tuple(c) for c in cases]
+    for workload, size, variant, dtype, program in cases:
         try:
             workloads.validate(workload, size, dtype, variant)
+            if program and program not in programs(workload):
+                raise ValueError(f"unknown program {program!r} for {workload}; valid choices: "
+                                 f"{', '.join(programs(workload))}")
         except ValueError as exc:
             raise SavedError(str(exc)) from None
     try:  # before the framework processes run: a folder that cannot be made fails at once
@@ -107,7 +138,7 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None,
         if len(answers) != len(cases):
             raise SavedError(f"{frameworks.label(name)} answered {len(answers)} of {len(cases)} cases")
         for case, records in zip(cases, answers):
-            rows += [dict(zip(ALL_FIELDS[:4], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
+            rows += [dict(zip(ALL_FIELDS[:5], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
                           tensor_dtype=r["dtype"], nbytes=r["nbytes"], is_argument=r["is_argument"], commit=commit)
                      for r in records]
     path = out / f"{machine_name}-{commit[:8]}.csv"

@@ -99,31 +99,34 @@ def test_custom_variant_equals_plain_variant(workload: str, framework: str) -> N
 #   256 B each. custom: gate + up (the op's residuals) + act (saved by act @ w_down) = 3 * 256 = 768 B on both sides.
 #   plain adds silu's intermediates: PyTorch silu(gate) (saved by the multiply) = 768 + 256 = 1,024 B; JAX's
 #   jax.nn.silu = gate * sigmoid(gate) keeps sigmoid(gate), silu(gate) and one more [4, 16] term of the sigmoid's
-#   derivative: 768 + 3 * 256 = 1,536 B. A custom op that also saved sigmoid(gate) would save 1,024 B.
+#   derivative: 768 + 3 * 256 = 1,536 B, in the default style; the matched style's silu keeps its input only, as
+#   PyTorch's does: 1,024 B. A custom op that also saved sigmoid(gate) would save 1,024 B.
 # gmm tiny (d 2, k 3, n 5): both logsumexps save their input beta [5, 3] and output [5] on PyTorch, custom or not
 #   (torch.logsumexp's backward also reuses its result): 420 B either way. JAX's jax.nn.logsumexp also keeps the masks
 #   and counts of its max shift, which the custom op does not: 625 B plain, 607 B custom (measured; the odd byte
 #   counts are the boolean masks). Saving exp(beta - shift) as well would add 60 B.
 SAVED_EXTRA_BYTES = {
-    ("swiglu", "torch"): {"plain": 1024, "custom": 768},
-    ("swiglu", "jax"): {"plain": 1536, "custom": 768},
-    ("gmm", "torch"): {"plain": 420, "custom": 420},
-    ("gmm", "jax"): {"plain": 625, "custom": 607},
+    ("swiglu", "torch", "default"): {"plain": 1024, "custom": 768},
+    ("swiglu", "torch", "matched"): {"plain": 1024, "custom": 768},
+    ("swiglu", "jax", "default"): {"plain": 1536, "custom": 768},
+    ("swiglu", "jax", "matched"): {"plain": 1024, "custom": 768},
+    ("gmm", "torch", None): {"plain": 420, "custom": 420},
+    ("gmm", "jax", None): {"plain": 625, "custom": 607},
 }
 
 
-@pytest.mark.parametrize(("workload", "framework"), list(SAVED_EXTRA_BYTES))
-def test_custom_backward_saves_less(workload: str, framework: str) -> None:
+@pytest.mark.parametrize(("workload", "framework", "style"), list(SAVED_EXTRA_BYTES))
+def test_custom_backward_saves_less(workload: str, framework: str, style: str | None) -> None:
     if framework == "torch":
         from implementations.torch import probe, steps
     else:
         from implementations.jax import probe, steps
-    inputs = workloads.make_inputs(workload, "tiny", "float32")
+    inputs = workloads.program_of(workloads.make_inputs(workload, "tiny", "float32"), style)
     saved = {}
     for variant in ("plain", "custom"):
         fn, args = steps.loss_fn(inputs, variant)
         saved[variant] = probe.saved_bytes(fn, *args).extra_bytes
-    assert saved == SAVED_EXTRA_BYTES[workload, framework]
+    assert saved == SAVED_EXTRA_BYTES[workload, framework, style]
     assert saved["custom"] <= saved["plain"]
     if workload == "swiglu":
         assert saved["custom"] < saved["plain"]

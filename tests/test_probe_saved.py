@@ -65,7 +65,8 @@ def test_jax_breakdown_of_the_seed_mlp_in_the_default_style():
 
 @pytest.mark.parametrize("framework", SIDES)
 def test_the_matched_mlp_keeps_pytorchs_five_tensors_on_both_sides(framework: str) -> None:
-    # The matched silu keeps its input only: x, w1, x @ w1, silu's output and w2, PyTorch's default breakdown.
+    # Beyond the arguments, two [64, 1024] arrays on both sides: silu's output (for w2's matmul) and one for silu's
+    # backward (PyTorch's x @ w1, JAX's matched silu's derivative).
     steps, probe = SIDES[framework]
     fn, args = steps.loss_fn(workloads.program_of(workloads.make_inputs("mlp", "64x256x1024", "float32"), "matched"),
                              "plain")

@@ -88,7 +88,7 @@ def test_rounds_overrides_the_timed_benchmarks_that_share_a_process(suite) -> No
 
 def test_selection_follows_asvs_regex_rule(suite) -> None:
     benchmarks, _ = suite
-    selection = suite_runner.select(benchmarks, [r"GradStep_mlp\.time_step\('jax'.*'compiled'"])
+    selection = suite_runner.select(benchmarks, [r"GradStep_mlp\.time_step\('jax'.*'compiled', 'matched'"])
     assert list(selection) == ["recording.GradStep_mlp.time_step"]
     [chosen] = suite_runner.tasks(benchmarks, selection, None)
     assert chosen.framework == "jax"
@@ -180,7 +180,7 @@ def test_every_round_adds_its_samples_and_the_report_splits_them_into_processes(
     assert all(s == [0.01] * 5 + [0.02] * 5 + [0.03] * 5 for s in samples)
     table = load.load_results(tmp_path, lambda _: None).table
     steps = table[table.benchmark == "recording.GradStep_mlp.time_step"]
-    assert len(steps) == 4 and set(steps.processes) == {3}
+    assert len(steps) == 8 and set(steps.processes) == {3}  # 2 frameworks x 2 modes x 2 styles
 
 
 def test_the_result_file_records_the_runner_of_every_benchmark(monkeypatch, tmp_path: Path) -> None:

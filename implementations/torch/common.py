@@ -170,7 +170,7 @@ def _names_enabled(fn: Callable) -> Callable:
 
 
 def silu(x: torch.Tensor, style: str = "matched") -> torch.Tensor:
-    """silu in either style: F.silu, which keeps its input only (JAX's matched silu keeps the same)."""
+    """silu in either style: F.silu, which keeps its input only (JAX's matched silu keeps one array of that shape)."""
     return torch.nn.functional.silu(x)
 
 

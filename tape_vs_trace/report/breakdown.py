@@ -25,7 +25,10 @@ FIGURE_OPS = 9  # ops drawn by name in a figure; the rest are "other ops"
 
 def _read(path: Path) -> pd.DataFrame:
     """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
-    table = read_side_csv(path, ALL_FIELDS)
+    # A file from before the program column holds the programs its commit ran, which named none.
+    table = read_side_csv(path, tuple(f for f in ALL_FIELDS if f != "program"))
+    if "program" not in table.columns:
+        table = table.assign(program="")
     nbytes = pd.to_numeric(table.nbytes, errors="coerce")
     if nbytes.isna().any() or (nbytes < 0).any() or (nbytes % 1 != 0).any():
         raise ValueError("nbytes is not a byte count on every row")
@@ -73,20 +76,27 @@ def _key(op: str) -> str:
     return op.removeprefix("aten.")
 
 
-def by_op(breakdown: pd.DataFrame, workload: str, size: str, variant: str, dtype: str, framework: str) -> pd.Series:
+def _case(b: pd.DataFrame, workload: str, size: str, variant: str, dtype: str, framework: str,
+          program: str) -> pd.Series:
+    return ((b.workload == workload) & (b["size"] == size) & (b.variant == (variant or "plain")) & (b.dtype == dtype)
+            & (b.framework == framework) & (_programs(b) == program))
+
+
+def _programs(b: pd.DataFrame) -> pd.Series:
+    """The breakdown's program column; "" throughout for a table from before it."""
+    return b["program"] if "program" in b.columns else pd.Series("", index=b.index)
+
+
+def by_op(breakdown: pd.DataFrame, workload: str, size: str, variant: str, dtype: str, framework: str,
+          program: str = "") -> pd.Series:
     """Saved bytes (arguments left out) per producing op of one case and framework; empty if not in the file."""
     b = breakdown
-    sel = b[(b.workload == workload) & (b["size"] == size) & (b.variant == (variant or "plain")) & (b.dtype == dtype)
-            & (b.framework == framework) & ~b.is_argument]
-    return sel.groupby("op").nbytes.sum()
+    return b[_case(b, workload, size, variant, dtype, framework, program) & ~b.is_argument].groupby("op").nbytes.sum()
 
 
-def has(breakdown: pd.DataFrame | None, workload: str, size: str, variant: str, dtype: str, framework: str) -> bool:
-    if breakdown is None:
-        return False
-    b = breakdown
-    return bool(((b.workload == workload) & (b["size"] == size) & (b.variant == (variant or "plain"))
-                 & (b.dtype == dtype) & (b.framework == framework)).any())
+def has(breakdown: pd.DataFrame | None, workload: str, size: str, variant: str, dtype: str, framework: str,
+        program: str = "") -> bool:
+    return breakdown is not None and bool(_case(breakdown, workload, size, variant, dtype, framework, program).any())
 
 
 def _names(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -128,9 +138,10 @@ def _figure_rows(breakdown: pd.DataFrame, workload: str) -> list[dict]:
     sel = sel.assign(op=[_key(op) if _key(op) in shared else op for op in sel.op])
     named = set(sel.groupby("op").nbytes.sum().sort_values(ascending=False).head(FIGURE_OPS).index)
     sel = sel.assign(op=sel.op.where(sel.op.isin(named), "other ops"))
-    grouped = sel.groupby(["variant", "framework", "op"], sort=False).nbytes.sum()
-    return [{"case": variant, "framework": fw, "op": op, "bytes": int(v), "is_argument": op == "other ops"}
-            for (variant, fw, op), v in grouped.items() if fw in frameworks.NAMES]
+    sel = sel.assign(case=[" ".join(x for x in (v, p) if x) for v, p in zip(sel.variant, _programs(sel))])
+    grouped = sel.groupby(["case", "framework", "op"], sort=False).nbytes.sum()
+    return [{"case": case, "framework": fw, "op": op, "bytes": int(v), "is_argument": op == "other ops"}
+            for (case, fw, op), v in grouped.items() if fw in frameworks.NAMES]
 
 
 def draw(breakdown: pd.DataFrame | None, out: Path) -> list[str]:

@@ -72,6 +72,8 @@ def _no_data(ax, what: str) -> None:
 
 def _labels(rows: pd.DataFrame, with_metric: bool) -> pd.Series:
     text = rows.workload + " " + rows["size"] + " " + rows.variant
+    if "program" in rows.columns:
+        text = text + " " + rows.program
     if with_metric:
         text = text + " · " + rows.metric.map(display)
     return text.str.replace(r"\s+", " ", regex=True).str.strip()
@@ -147,12 +149,13 @@ def _differences(ax, items: list[tuple[str, str, stats.Comparison]], xlabel: str
 
 def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[str, ...]):
     items = []
-    for w, s in cells.cases(pillar, metric):
+    for w, s, prog in cells.cases(pillar, metric):
         for v in variants:
             for fw in frameworks.NAMES:
-                c = stats.change(cells.get(pillar, metric, w, s, base, fw), cells.get(pillar, metric, w, s, v, fw))
+                c = stats.change(cells.get(pillar, metric, w, s, prog, base, fw),
+                                 cells.get(pillar, metric, w, s, prog, v, fw))
                 if c.formed:
-                    items.append((" ".join(x for x in (w, s, v) if x), fw, c))
+                    items.append((" ".join(x for x in (w, s, v, prog) if x), fw, c))
     return items
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import pandas as pd
 
 from implementations import frameworks, pillars
-from implementations.pillars import Across, Change, Rule, Side
+from implementations.pillars import Across, Change, ProgramChange, Rule, Side
 from tape_vs_trace.report import breakdown, fmt, stats
+from tape_vs_trace import saved
+from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
 
 
@@ -37,7 +39,10 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
 
 def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str, label_b: str) -> str:
     """': B keeps +x of op, ...; A keeps ...' for rows a and b of one case, when the breakdown has both."""
-    sides = [(r["variant"].split("/")[0], r["dtype"], r["framework"]) for r in (a, b)]
+    # The breakdown is of the Python loop (the like form) and names the backward variant, "plain" or "custom".
+    if any("scan" in r["variant"].split("/") for r in (a, b)):
+        return ""
+    sides = [(_backward(r["variant"]), r["dtype"], r["framework"], r.get("program") or "") for r in (a, b)]
     if not all(breakdown.has(bd, w, s, *side) for side in sides):
         return ""
     ops_a, ops_b = (breakdown.by_op(bd, w, s, *side) for side in sides)
@@ -45,29 +50,71 @@ def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str
             + breakdown.note(ops_a, ops_b, a["value"], b["value"], bd.commit.iloc[0]))
 
 
-def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None) -> list[str]:
+def _backward(variant: str) -> str:
+    first = variant.split("/")[0]
+    return first if first in saved.SUITE_VARIANTS else "plain"
+
+
+def _case_name(w: str, s: str, program: str) -> str:
+    """A case as findings name it: workload, size and, where the workload has them, style and attention."""
+    label = program_label(program)
+    return " ".join(v for v in (w, s, f"({label})" if label else "") if v)
+
+
+def _restyled(program: str, axis: str, value: str) -> str:
+    """`program` with its `axis` ("style" or "attention") set to `value`; "" where it has no such axis."""
+    parts = program.split("/") if program else []
+    index = {"style": 0, "attention": 1}[axis]
+    if len(parts) <= index:
+        return ""
+    return "/".join(value if i == index else p for i, p in enumerate(parts))
+
+
+def _program_cases(pillar: str, rule: ProgramChange, cells: Cells, bd: pd.DataFrame | None) -> list[str]:
     out = []
-    for w, s in cells.cases(pillar, rule.metric):
-        key = (pillar, rule.metric, w, s)
+    variants = list(dict.fromkeys(cells.table[(cells.table.pillar == pillar)
+                                              & (cells.table.metric == rule.metric)].variant))
+    for w, s, prog in cells.cases(pillar, rule.metric):
+        if not prog or _restyled(prog, rule.axis, rule.base) != prog:
+            continue
+        other = _restyled(prog, rule.axis, rule.variant)
+        for v in variants:
+            for fw in frameworks.NAMES:
+                a = cells.get(pillar, rule.metric, w, s, prog, v, fw)
+                b = cells.get(pillar, rule.metric, w, s, other, v, fw)
+                c = stats.change(a, b)
+                if c.formed:
+                    ops = _ops(bd, w, s, a, b, rule.base, rule.variant) if rule.ops else ""
+                    out.append(" ".join(x for x in (frameworks.label(fw), _case_name(w, s, prog), v,
+                                                    describe(c, a, b)) if x) + ops)
+    return out
+
+
+def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None) -> list[str]:
+    if isinstance(rule, ProgramChange):
+        return _program_cases(pillar, rule, cells, bd)
+    out = []
+    for w, s, prog in cells.cases(pillar, rule.metric):
+        key, name = (pillar, rule.metric, w, s, prog), _case_name(w, s, prog)
         if isinstance(rule, Change):
             for fw in frameworks.NAMES:
                 a, b = cells.get(*key, rule.base, fw), cells.get(*key, rule.variant, fw)
                 c = stats.change(a, b)
                 if c.formed:
                     ops = _ops(bd, w, s, a, b, rule.base, rule.variant) if rule.ops else ""
-                    out.append(" ".join(v for v in (frameworks.label(fw), w, s, describe(c, a, b)) if v) + ops)
+                    out.append(" ".join(v for v in (frameworks.label(fw), name, describe(c, a, b)) if v) + ops)
             continue
         t, j = cells.get(*key, rule.variant, "torch"), cells.get(*key, rule.variant, "jax")
         if isinstance(rule, Side):
             if t is not None and j is not None and t["status"] == j["status"] == "ok":
-                out.append(f"{w} {s}: PyTorch {fmt.number(t['value'])}, JAX {fmt.number(j['value'])}")
+                out.append(f"{name}: PyTorch {fmt.number(t['value'])}, JAX {fmt.number(j['value'])}")
             continue
         c = stats.compare(t, j)
         if c.formed:
             ops = _ops(bd, w, s, t, j, "PyTorch", "JAX") if rule.ops else ""
-            out.append(" ".join(v for v in (w, s, describe(c, t, j)) if v) + ops)
+            out.append(" ".join(v for v in (name, describe(c, t, j)) if v) + ops)
         elif c.reason not in ("only one framework ran", "failed"):
-            out.append(f"{w} {s}: no ratio ({c.reason})")
+            out.append(f"{name}: no ratio ({c.reason})")
     return out
 
 
@@ -82,6 +129,8 @@ def findings(cells: Cells, bd: pd.DataFrame | None = None) -> dict[str, list[str
         what = display(rule.metric)
         if isinstance(rule, Change):
             head = f"**{rule.what}** against {rule.base}, {what}"
+        elif isinstance(rule, ProgramChange):
+            head = f"**{rule.what}** ({rule.axis} {rule.base} → {rule.variant}), {what}"
         elif isinstance(rule, Across):
             head = f"**{what}, {rule.what}** (JAX/PyTorch, change from PyTorch to JAX)"
         else:

@@ -26,12 +26,24 @@ def variant_name(pillar: str, params: dict) -> str:
     a pillar the registry does not know joins every parameter beyond the standard ones. A workload without a loop
     names no formulation (workloads.formulation_in): "eager" for the mlp, "eager/unrolled" for the transformer."""
     known = pillars.PILLARS.get(pillar)
-    axes = known.axes if known else [k for k in params if k not in pillars.BASE_PARAMS]
+    axes = known.axes if known else [k for k in params if k not in pillars.BASE_PARAMS + pillars.PROGRAM_PARAMS]
     return "/".join(str(params[k]) for k in axes
                     if k in params and not (k == "formulation" and workloads.formulation_in(params[k]) is None))
 
 
-COLUMNS = ["pillar", "workload", "size", "variant", "framework", "metric", "unit", "value", "spread", "q25", "q75",
+def program_name(params: dict) -> str:
+    """The row's program (workloads.STYLES, ATTENTIONS): its style and attention joined with "/" ("matched/fused"),
+    as far as it has them; "" for a workload without either axis."""
+    return "/".join(str(params[k]) for k in pillars.PROGRAM_PARAMS if k in params)
+
+
+def program_label(program: str) -> str:
+    """A program as a reader reads it: "matched style, fused attention"."""
+    words = ("style", "attention")
+    return ", ".join(f"{v} {w}" for v, w in zip(program.split("/"), words) if v) if program else ""
+
+
+COLUMNS = ["pillar", "workload", "size", "variant", "program", "framework", "metric", "unit", "value", "spread", "q25", "q75",
            "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled", "comparable",
            "type", "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
            "torch_version", "jax_version", "dtype", "precision", "memory_method", "status", "file"]
@@ -283,6 +295,7 @@ def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shar
             "workload": str(p.get("workload") or (cls.rsplit("_", 1)[1] if "_" in cls else cls.lower())),
             "size": str(p.get("size", "")),
             "variant": variant_name(pillar, p),
+            "program": program_name(p),
             "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
             "sampled": sampled, "comparable": comparable, "type": kind,
             "params": json.dumps(p, separators=(",", ":")), "benchmark": name,

@@ -12,7 +12,7 @@ import pandas as pd
 from implementations import frameworks, metrics, pillars
 from tape_vs_trace.report import fmt, hosts, paired_section, stats
 from tape_vs_trace.report.findings import findings
-from tape_vs_trace.report.load import Results
+from tape_vs_trace.report.load import Results, program_label
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
 
 CURVE_FIGURES = "remat_curve_"  # report/curve.py's remat_curve_<size>.png: in the paired section
@@ -84,7 +84,8 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
 
 
 def _case(r) -> str:
-    return " ".join(v for v in (r["workload"], r["size"], r["variant"]) if v)
+    program = program_label(r.get("program") or "")
+    return " ".join(v for v in (r["workload"], r["size"], r["variant"], f"({program})" if program else "") if v)
 
 
 def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:

@@ -8,20 +8,28 @@ from implementations import metrics
 
 
 class Cells:
-    """Lookup of one machine's latest results by (pillar, metric, workload, size, variant, framework)."""
+    """Lookup of one machine's latest results by (pillar, metric, workload, size, program, variant, framework); a
+    table without a program column (rows from before the style axis) has the program "" throughout."""
 
     def __init__(self, table: pd.DataFrame):
+        if "program" not in table.columns:
+            table = table.assign(program="")
         self.table = table
-        self.rows = {(r.pillar, r.metric, r.workload, r.size, r.variant, r.framework): r._asdict()
+        self.rows = {(r.pillar, r.metric, r.workload, r.size, r.program, r.variant, r.framework): r._asdict()
                      for r in table.itertuples(index=False)}
 
-    def get(self, pillar: str, metric: str, workload: str, size: str, variant: str, framework: str) -> dict | None:
-        return self.rows.get((pillar, metric, workload, size, variant, framework))
+    def get(self, pillar: str, metric: str, workload: str, size: str, program: str, variant: str,
+            framework: str) -> dict | None:
+        return self.rows.get((pillar, metric, workload, size, program, variant, framework))
 
-    def cases(self, pillar: str, metric: str) -> list[tuple[str, str]]:
-        """(workload, size) pairs of a pillar's metric, in table order."""
+    def cases(self, pillar: str, metric: str) -> list[tuple[str, str, str]]:
+        """(workload, size, program) of a pillar's metric, in table order."""
         sel = self.table[(self.table.pillar == pillar) & (self.table.metric == metric)]
-        return list(dict.fromkeys(zip(sel.workload, sel["size"])))
+        return list(dict.fromkeys(zip(sel.workload, sel["size"], sel.program)))
+
+    def programs(self, pillar: str, metric: str, workload: str, size: str) -> list[str]:
+        """The programs of one (workload, size) of a pillar's metric, in table order."""
+        return [p for w, s, p in self.cases(pillar, metric) if (w, s) == (workload, size)]
 
 
 def latest(table: pd.DataFrame) -> dict[str, pd.DataFrame]:

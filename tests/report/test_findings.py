@@ -42,10 +42,10 @@ class FakeCells:
     def __init__(self, rows: dict[str, dict | None]):
         self.rows = rows
 
-    def cases(self, pillar: str, metric: str) -> list[tuple[str, str]]:
-        return [("mlp", "s")]
+    def cases(self, pillar: str, metric: str) -> list[tuple[str, str, str]]:
+        return [("mlp", "s", "")]
 
-    def get(self, pillar: str, metric: str, w: str, s: str, variant: str, fw: str) -> dict | None:
+    def get(self, pillar: str, metric: str, w: str, s: str, program: str, variant: str, fw: str) -> dict | None:
         return self.rows.get(fw)
 
 

@@ -22,14 +22,23 @@ def test_cells_look_up_one_case_and_list_cases_in_table_order() -> None:
                   {"workload": "chain", "size": "s", "metric": "track_flops", "value": 4.0},
                   {"workload": "gmm", "size": "s", "pillar": "remat", "value": 5.0})
     cells = select.Cells(table)
-    assert cells.get("recording", "time_step", "mlp", "l", "eager", "jax")["value"] == 3.0
+    assert cells.get("recording", "time_step", "mlp", "l", "", "eager", "jax")["value"] == 3.0
     # The row itself, column by column, and nothing else (no pandas index).
-    assert cells.get("recording", "time_step", "mlp", "l", "eager", "torch") == table.iloc[0].to_dict()
-    assert cells.get("recording", "time_step", "mlp", "s", "eager", "torch") is None
-    # Each (workload, size) once, first appearance first; other metrics and pillars are not cases of this one.
-    assert cells.cases("recording", "time_step") == [("mlp", "l"), ("lstm", "s")]
-    assert cells.cases("recording", "track_flops") == [("chain", "s")]
-    assert cells.cases("remat", "time_step") == [("gmm", "s")]
+    assert cells.get("recording", "time_step", "mlp", "l", "", "eager", "torch") == {**table.iloc[0].to_dict(), "program": ""}
+    assert cells.get("recording", "time_step", "mlp", "s", "", "eager", "torch") is None
+    # Each (workload, size, program) once, first appearance first; other metrics and pillars are not cases of this.
+    assert cells.cases("recording", "time_step") == [("mlp", "l", ""), ("lstm", "s", "")]
+    assert cells.cases("recording", "track_flops") == [("chain", "s", "")]
+    assert cells.cases("remat", "time_step") == [("gmm", "s", "")]
+
+
+def test_cells_keep_the_programs_of_one_case_apart() -> None:
+    table = frame({"workload": "mlp", "size": "l", "program": "default", "value": 1.0},
+                  {"workload": "mlp", "size": "l", "program": "matched", "value": 2.0})
+    cells = select.Cells(table)
+    assert cells.cases("recording", "time_step") == [("mlp", "l", "default"), ("mlp", "l", "matched")]
+    assert cells.get("recording", "time_step", "mlp", "l", "matched", "eager", "torch")["value"] == 2.0
+    assert cells.programs("recording", "time_step", "mlp", "l") == ["default", "matched"]
 
 
 def test_latest_takes_each_machines_newest_commit_by_date() -> None:
