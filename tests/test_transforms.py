@@ -8,6 +8,7 @@ Compiled PyTorch (seconds per torch.compile on a 2-core CPU) is checked on the t
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -124,13 +125,13 @@ def test_jvp_is_the_value_and_the_exact_directional_derivative(method: str) -> N
     out, jacobian = _layer_exact(U_TALL, W_TALL)
     v = RNG.standard_normal(3)
     tw, jw = _t(W_TALL), _j(W_TALL)
-    value, tangent = torch_transforms.jvp(lambda a: torch_objectives.layer(a, tw), _t(U_TALL), _t(v), method)
+    value, tangent = torch_transforms.jvp(lambda a: torch_objectives.layer(a, tw), _t(U_TALL), _t(v),
+                                           method=method)
     assert_close(f"torch jvp {method} value", to_numpy(value), out, TOLERANCES["float64"])
     assert_close(f"torch jvp {method} tangent", to_numpy(tangent), jacobian @ v, TOLERANCES["float64"])
     if method == "func":
         for compiled in (False, True):
-            value, tangent = jax_transforms.jvp(lambda a: jax_objectives.layer(a, jw), _j(U_TALL), _j(v),
-                                                compiled=compiled)
+            value, tangent = jax_transforms.jvp(lambda a: jax_objectives.layer(a, jw), _j(U_TALL), _j(v), compiled)
             assert_close("jax jvp value", np.asarray(value), out, TOLERANCES["float64"])
             assert_close("jax jvp tangent", np.asarray(tangent), jacobian @ v, TOLERANCES["float64"])
 
@@ -289,6 +290,35 @@ def test_the_hvp_modes_differ_from_the_gradient() -> None:
         assert not np.allclose(hv[k], g[k]) and not np.allclose(hv[k], t[k])
 
 
+# The one-call forms the issue names, in its parameter order: a caller writing jvp(g, x, v, True) compiles.
+_ISSUE_SIGNATURES = {
+    "jvp": ["g", "x", "v", "compiled", "method"],
+    "hvp": ["f", "x", "v", "mode", "compiled"],
+    "per_example_grads": ["loss", "params", "xs", "ys", "compiled"],
+}
+
+
+@pytest.mark.parametrize("side", [torch_transforms, jax_transforms], ids=["torch", "jax"])
+@pytest.mark.parametrize("function", list(_ISSUE_SIGNATURES))
+def test_the_one_call_forms_take_the_issues_positional_order(side, function: str) -> None:
+    parameters = inspect.signature(getattr(side, function)).parameters
+    assert list(parameters) == _ISSUE_SIGNATURES[function]
+    assert parameters["compiled"].default is False
+
+
+def test_jvp_compiled_positionally_is_jitted() -> None:
+    # compiled as the 4th positional argument reaches jax.jit: under it the primal g sees is traced, not an array
+    seen = []
+
+    def g(a):
+        seen.append(isinstance(a.primal, jax.core.Tracer))
+        return jnp.sin(a)
+
+    for compiled in (False, True):
+        jax_transforms.jvp(g, _j(U_TALL), _j(U_TALL), compiled)
+    assert seen == [False, True]
+
+
 # ---- What a framework cannot run: refused with the reason ------------------------------------------------------
 
 
@@ -314,7 +344,7 @@ def test_jax_refuses_the_tape_apis_and_names_its_counterpart() -> None:
     with pytest.raises(NotImplementedError, match="rev_rev"):
         jax_transforms.make_hvp(f, "double_backward")
     with pytest.raises(NotImplementedError, match="jax.jvp"):
-        jax_transforms.make_jvp(f, "dual")
+        jax_transforms.make_jvp(f, method="dual")
     for method in ("autograd", "backward"):
         with pytest.raises(NotImplementedError, match="jax.grad"):
             jax_transforms.make_grad(f, method)

@@ -60,7 +60,7 @@ def grad(f: Callable, x: Any, method: str = "func", compiled: bool = False) -> A
     return make_grad(f, method, compiled)(x)
 
 
-def make_jvp(g: Callable, method: str = "func", compiled: bool = False) -> Callable:
+def make_jvp(g: Callable, compiled: bool = False, method: str = "func") -> Callable:
     """(x, v) -> (g(x), J v), J the Jacobian of g at x: jax.jvp ('func'; 'dual' raises NotImplementedError)."""
     _choose("jvp method", method, JVP_METHODS)
 
@@ -70,9 +70,9 @@ def make_jvp(g: Callable, method: str = "func", compiled: bool = False) -> Calla
     return _compiled(func, compiled)
 
 
-def jvp(g: Callable, x: Any, v: Any, method: str = "func", compiled: bool = False) -> tuple[Any, Any]:
+def jvp(g: Callable, x: Any, v: Any, compiled: bool = False, method: str = "func") -> tuple[Any, Any]:
     """(g(x), J v) (make_jvp)."""
-    return make_jvp(g, method, compiled)(x, v)
+    return make_jvp(g, compiled, method)(x, v)
 
 
 def make_hvp(f: Callable, mode: str = "fwd_rev", compiled: bool = False) -> Callable:
@@ -173,7 +173,7 @@ def transform_fn(inputs: Inputs, transform: str, mode: str = "eager",
     if family == "grad":
         return make_grad(loss, "func", compiled), (params,)
     if family == "jvp":
-        return make_jvp(forward, "func", compiled), (params, tangent)
+        return make_jvp(forward, compiled), (params, tangent)
     if family == "hvp":
         return make_hvp(loss, kind, compiled), (params, tangent)
     if family in ("jacfwd", "jacrev"):

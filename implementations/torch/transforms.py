@@ -119,7 +119,7 @@ def grad(f: Callable, x: Any, method: str = "func", compiled: bool = False) -> A
     return make_grad(f, method, compiled)(x)
 
 
-def make_jvp(g: Callable, method: str = "func", compiled: bool = False) -> Callable:
+def make_jvp(g: Callable, compiled: bool = False, method: str = "func") -> Callable:
     """(x, v) -> (g(x), J v), J the Jacobian of g at x: 'func' torch.func.jvp, 'dual' forward_ad dual numbers."""
     _choose("jvp method", method, JVP_METHODS)
     if method == "dual":
@@ -140,9 +140,9 @@ def make_jvp(g: Callable, method: str = "func", compiled: bool = False) -> Calla
     return _compile(func) if compiled else func
 
 
-def jvp(g: Callable, x: Any, v: Any, method: str = "func", compiled: bool = False) -> tuple[Any, Any]:
+def jvp(g: Callable, x: Any, v: Any, compiled: bool = False, method: str = "func") -> tuple[Any, Any]:
     """(g(x), J v) (make_jvp)."""
-    return make_jvp(g, method, compiled)(x, v)
+    return make_jvp(g, compiled, method)(x, v)
 
 
 def make_hvp(f: Callable, mode: str = "fwd_rev", compiled: bool = False) -> Callable:
@@ -258,7 +258,7 @@ def transform_fn(inputs: Inputs, transform: str, mode: str = "eager",
     if family == "grad":
         return make_grad(loss, kind or "func", compiled), (params,)
     if family == "jvp":
-        return make_jvp(forward, kind or "func", compiled), (params, tangent)
+        return make_jvp(forward, compiled, kind or "func"), (params, tangent)
     if family == "hvp":
         return make_hvp(loss, kind, compiled), (params, tangent)
     if family in ("jacfwd", "jacrev"):
