@@ -161,7 +161,8 @@ PILLARS: dict[str, Pillar] = {
             "transforms", "function transforms and higher-order derivatives",
             "torch.func (grad, jvp, vjp, jacfwd, jacrev, vmap), the tape (.backward(), autograd.grad, "
             "create_graph double backward), forward_ad dual numbers; torch.compile",
-            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit", ("TransformStep",),
+            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit",
+            ("TransformStep", "TransformMemory", "TransformSaved"),
             ("transform", "mode"), Figure("values"),
             (
                 *(Across("time_step", f"{t}/{mode}",
