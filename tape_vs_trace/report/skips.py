@@ -25,4 +25,7 @@ def reason(benchmark: str, params: str) -> str | None:
     cls = _classes().get(benchmark.rsplit(".", 1)[0])
     if cls is None:
         return None
-    return cls().reason_to_skip(common.Case(json.loads(params))) or None
+    try:
+        return cls().reason_to_skip(common.Case(json.loads(params))) or None
+    except (AttributeError, KeyError, TypeError, ValueError):  # parameters of another version of the class
+        return None
