@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks import counts
+from benchmarks import transforms as transform_benchmarks
 from implementations import frameworks, workloads
 from implementations.jax import objectives as jax_objectives
 from implementations.jax import transforms as jax_transforms
@@ -413,9 +415,6 @@ def test_the_refused_compiled_double_backward_still_raises_in_pytorch() -> None:
 
 
 # ---- Memory per transform: the pillar's count classes, through the shared count path --------------------------
-
-from benchmarks import counts, transforms as transform_benchmarks  # noqa: E402
-
 
 def _count(cls: type, framework: str, transform: str) -> dict:
     params = next(p for p in counts.grid(cls, framework) if p[cls.param_names.index("transform")] == transform)

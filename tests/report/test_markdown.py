@@ -152,8 +152,8 @@ def test_not_run_says_a_cpu_budget_skip_apart_from_a_framework_limit_with_its_ve
                              "PyTorch 2.13.0+cpu: outside the CPU budget, not a framework limit: torch.compile of jvp "
                              "takes seconds")
     assert budget.endswith("(JAX ran it)") and "not implemented" not in budget
-    assert limit.startswith("- `transforms.TransformStep_mlp.time_step` mlp 16x64x256 hvp_rev_fwd/compiled: not run for "
-                            "PyTorch 2.13.0+cpu: not implemented in PyTorch (a framework limit): torch.compile of "
+    assert limit.startswith("- `transforms.TransformStep_mlp.time_step` mlp 16x64x256 hvp_rev_fwd/compiled: not run "
+                            "for PyTorch 2.13.0+cpu: not implemented in PyTorch (a framework limit): torch.compile of "
                             "torch.func.grad over torch.func.jvp")
     assert "budget" not in limit
 
