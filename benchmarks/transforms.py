@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, by_workload
+from importlib import import_module
+
+from benchmarks.common import Benchmark, _PeakBytes, _SavedBytes, by_workload
 from implementations import frameworks
+
+
+def _transforms(case):
+    return import_module(f"implementations.{case.framework}.transforms")
 
 
 class _TransformStep(Benchmark):
@@ -21,13 +27,46 @@ class _TransformStep(Benchmark):
         return frameworks.transform_skip(case.framework, case.transform, case.mode, case.device)
 
     def build(self, case):
-        from importlib import import_module
-
-        transforms = import_module(f"implementations.{case.framework}.transforms")
-        return {"step": transforms.transform_step(case.inputs, case.transform, case.mode, case.device)}
+        return {"step": _transforms(case).transform_step(case.inputs, case.transform, case.mode, case.device)}
 
     def time_step(self, *params):
         self.run_step()
 
 
+class _TransformMemory(_PeakBytes, Benchmark):
+    """Peak bytes of one call of each transform (the eager step: JAX's probe jits it, as for every peak of the
+    suite), by each framework's memory method (frameworks.memory_method)."""
+
+    axes = [("transform", list(frameworks.TRANSFORMS))]
+    rounds = 1
+
+    def skip(self, case):
+        return frameworks.transform_skip(case.framework, case.transform, "eager", case.device)
+
+    def build(self, case):
+        return {}
+
+    def peak_fn(self, case):
+        return _transforms(case).transform_fn(case.inputs, case.transform, "eager", case.device)
+
+
+class _TransformSaved(_SavedBytes, Benchmark):
+    """Bytes the outermost reverse pass of each transform keeps for its backward (the tape, or jax.vjp's residuals)
+    beyond inputs, parameters and the cotangent; forward-mode transforms keep none and are skipped."""
+
+    axes = [("transform", list(frameworks.TRANSFORMS))]
+    rounds = 1
+
+    def skip(self, case):
+        return frameworks.transform_saved_skip(case.framework, case.transform, case.device)
+
+    def build(self, case):
+        return {}
+
+    def saved_fn(self, case):
+        return _transforms(case).saved_fn(case.inputs, case.transform, case.device)
+
+
 globals().update(by_workload(_TransformStep))
+globals().update(by_workload(_TransformMemory))
+globals().update(by_workload(_TransformSaved))

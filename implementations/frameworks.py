@@ -31,6 +31,9 @@ TRANSFORMS: tuple[str, ...] = (
 # The PyTorch transforms that are compiled on a CPU machine, where each torch.compile costs seconds to tens of
 # seconds per process and round: the rows the findings compare compiled. CUDA machines compile all they can.
 TORCH_COMPILED_ON_CPU: tuple[str, ...] = ("grad", "hvp_fwd_rev", "per_example_vmap")
+# The transforms whose outermost pass is forward mode: tangents travel with the values and nothing outlives the
+# call for a backward, so they have no saved bytes (what their inner passes hold is in their peak bytes).
+TAPELESS_TRANSFORMS: tuple[str, ...] = ("jvp", "jvp_dual", "hvp_fwd_rev", "jacfwd_tall", "jacfwd_wide")
 # PyTorch's tape APIs, which a functional framework has no counterpart of: JAX's reverse mode is jax.grad, its
 # forward mode jax.jvp, its reverse-over-reverse jax.vjp of jax.grad (transform 'hvp_rev_rev').
 _TAPE_ONLY = ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")
@@ -49,6 +52,8 @@ class Framework:
     transforms: tuple[str, ...] = ()  # the function transforms it has (TRANSFORMS, benchmarks/transforms.py)
     # transform -> why its compiled form is not run (implementations.<name>.transforms raises NotImplementedError)
     uncompiled_transforms: dict[str, str] = field(default_factory=dict)
+    # transform -> why its saved bytes cannot be counted by the framework's probe (transform_saved_skip)
+    unsaved_transforms: dict[str, str] = field(default_factory=dict)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -72,6 +77,11 @@ FRAMEWORKS: dict[str, Framework] = {
                 "hvp_rev_fwd": "torch.compile of torch.func.grad over torch.func.jvp crashed (segmentation fault) in "
                                "Inductor's generated CPU code on a float64 objective that closes over a tensor; a "
                                "crash would take every benchmark of its worker process down",
+            },
+            unsaved_transforms={
+                "hvp_rev_rev": "torch.func.grad raises under saved_tensors_hooks, the probe's method (\"torch.func."
+                               "{grad, vjp, jacrev, hessian} don't yet support saved tensor hooks\"); "
+                               "hvp_double_backward is the same reverse-over-reverse on the tape",
             },
         ),
         Framework(
@@ -115,10 +125,25 @@ def transform_skip(framework: str, transform: str, mode: str, device: str) -> st
     if transform not in fw.transforms:
         return f"{transform} is a PyTorch tape API; {fw.label} has no counterpart"
     if mode == "compiled" and transform in fw.uncompiled_transforms:
-        return fw.uncompiled_transforms[transform]
+        return f"not implemented in {fw.label} (a framework limit): {fw.uncompiled_transforms[transform]}"
     if mode == "compiled" and framework == "torch" and device != "cuda" and transform not in TORCH_COMPILED_ON_CPU:
-        return f"torch.compile of {transform} is outside the CPU budget"
+        return (f"outside the CPU budget, not a framework limit: torch.compile of {transform} takes seconds to tens "
+                f"of seconds per process and round on a CPU, so a CPU machine compiles only "
+                f"{', '.join(TORCH_COMPILED_ON_CPU)}; a CUDA machine compiles it")
     return None
+
+
+def transform_saved_skip(framework: str, transform: str, device: str) -> str | None:
+    """Why the saved bytes of `transform` are not counted for `framework` on `device`, or None where they are: the
+    transforms the framework lacks (transform_skip), those its probe cannot see (Framework.unsaved_transforms) and
+    those without a tape (TAPELESS_TRANSFORMS)."""
+    reason, fw = transform_skip(framework, transform, "eager", device), get(framework)
+    if reason is None and transform in fw.unsaved_transforms:
+        return f"not implemented in {fw.label} (a framework limit): {fw.unsaved_transforms[transform]}"
+    if reason is None and transform in TAPELESS_TRANSFORMS:
+        return (f"{transform} keeps no tape: its outermost pass is forward mode, so nothing outlives the call for a "
+                "backward (its inner passes' memory is in its peak bytes)")
+    return reason
 
 
 def memory_method(framework: str, device: str) -> str:

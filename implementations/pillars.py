@@ -109,6 +109,9 @@ _POLICIES = ("remat_full", "remat_dots")
 # The transforms both frameworks run (frameworks.TRANSFORMS less PyTorch's tape APIs), each in the modes both run.
 _SHARED_TRANSFORMS = [(t, mode) for t in frameworks.get("jax").transforms for mode in ("eager", "compiled")
                       if not (mode == "compiled" and t in frameworks.get("torch").uncompiled_transforms)]
+# The transforms both frameworks count saved bytes of: a tape (or residuals) exists and both probes see it.
+_SAVED_TRANSFORMS = [t for t in frameworks.get("jax").transforms if t not in frameworks.TAPELESS_TRANSFORMS
+                     and t not in frameworks.get("torch").unsaved_transforms]
 _HVP_MODES = {"hvp_rev_rev": "reverse-over-reverse", "hvp_rev_fwd": "reverse-over-forward",
               "hvp_double_backward": "double backward"}
 
@@ -184,7 +187,8 @@ PILLARS: dict[str, Pillar] = {
             "transforms", "function transforms and higher-order derivatives",
             "torch.func (grad, jvp, vjp, jacfwd, jacrev, vmap), the tape (.backward(), autograd.grad, "
             "create_graph double backward), forward_ad dual numbers; torch.compile",
-            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit", ("TransformStep",),
+            "jax.grad, jax.jvp, jax.vjp, jax.jacfwd, jax.jacrev, jax.vmap; jax.jit",
+            ("TransformStep", "TransformMemory", "TransformSaved"),
             ("transform", "mode"), Figure("values"),
             (
                 *(Across("time_step", f"{t}/{mode}",
@@ -205,6 +209,17 @@ PILLARS: dict[str, Pillar] = {
                          "reverse mode on the wide Jacobian") for mode in ("eager", "compiled")),
                 Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient"),
                 Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP"),
+                # memory: JAX's residuals against PyTorch's tape, and each side's peak (a ratio only where both
+                # frameworks measured it by one method: on CUDA; on a CPU the row says why not)
+                *(Across("track_saved_bytes", t, f"{t}, JAX's jax.vjp residuals against PyTorch's tape")
+                  for t in _SAVED_TRANSFORMS),
+                *(Across("track_peak_bytes", t, t) for t in frameworks.get("jax").transforms),
+                Change("track_peak_bytes", "per_example_loop", "per_example_vmap",
+                       "vmap instead of a loop of per-example gradients"),
+                *(Change("track_peak_bytes", "hvp_fwd_rev", m, f"{what} instead of forward-over-reverse")
+                  for m, what in _HVP_MODES.items()),
+                Change("track_peak_bytes", "jacrev_tall", "jacfwd_tall", "forward mode on the tall Jacobian"),
+                Change("track_peak_bytes", "jacfwd_wide", "jacrev_wide", "reverse mode on the wide Jacobian"),
             ),
         ),
         Pillar(

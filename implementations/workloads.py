@@ -205,7 +205,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ("paired.inference",): on("64x256x1024", cuda="2048x4096x16384"),  # one of Forward's sizes
                 ("ForwardMemory",): on("512x1024x4096", cuda="2048x4096x16384"),
                 ("saved",): on("64x256x1024"),
-                ("TransformStep", "paired.transforms"): on("16x64x256", cuda="64x256x1024"),
+                ("TransformStep", "TransformMemory", "TransformSaved", "paired.transforms"): on(
+                    "16x64x256", cuda="64x256x1024"),
             }),
         ),
         WorkloadSpec(

@@ -141,11 +141,11 @@ def _within_torch(workload: str, size: str) -> list[Experiment]:
 
 
 def _transform_pairs(workload: str, size: str, device: str) -> list[Experiment]:
-    """The transforms pillar's comparisons within a framework (its `Change` findings, base against variant), for
-    each framework that runs both points; the mode the experiment names is the variant's."""
+    """The transforms pillar's step-time comparisons within a framework (its `Change` findings of time_step, base
+    against variant), for each framework that runs both points; the mode the experiment names is the variant's."""
     found = []
     for rule in pillars.PILLARS["transforms"].findings:
-        if not isinstance(rule, pillars.Change):
+        if not isinstance(rule, pillars.Change) or rule.metric != "time_step":  # memory counts are not timed
             continue
         (base, base_mode), (variant, mode) = rule.base.split("/"), rule.variant.split("/")
         for framework in frameworks.NAMES:

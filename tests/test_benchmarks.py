@@ -45,8 +45,12 @@ SKIPS = [
     *(("EngineStep_", {"framework": "jax", "feature": f}) for f in
       ("accumulate_grad_attr", "hooks", "zero_grad_none", "zero_grad_zeros")),
     # PyTorch's tape APIs, which JAX has no counterpart of
-    *(("TransformStep_", {"framework": "jax", "transform": t}) for t in
-      ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")),
+    *((family, {"framework": "jax", "transform": t}) for t in
+      ("grad_autograd", "grad_backward", "jvp_dual", "hvp_double_backward")
+      for family in ("TransformStep_", "TransformMemory_", "TransformSaved_")),
+    # forward mode keeps no tape: no saved bytes; torch.func.grad refuses the saved-tensor hooks PyTorch's probe uses
+    *(("TransformSaved_", {"transform": t}) for t in ("jvp", "jvp_dual", "hvp_fwd_rev", "jacfwd_tall", "jacfwd_wide")),
+    ("TransformSaved_", {"framework": "torch", "transform": "hvp_rev_rev"}),
     # no compiled double backward in AOTAutograd; compiled reverse-over-forward crashed in Inductor's CPU code
     *(("TransformStep_", {"framework": "torch", "mode": "compiled", "transform": t}) for t in
       ("hvp_double_backward", "hvp_rev_fwd")),
@@ -278,7 +282,8 @@ def test_counted_classes_are_the_deterministic_metrics() -> None:
 
     classes = counts.counted_classes()
     assert {counts.benchmark_name(c).rsplit("_", 1)[0] for c in classes} == {
-        "recording.GraphCost", "custom_backward.CustomMemory", "inference.ForwardMemory", "remat.RematCost"}
+        "recording.GraphCost", "custom_backward.CustomMemory", "inference.ForwardMemory", "remat.RematCost",
+        "transforms.TransformMemory", "transforms.TransformSaved"}
     for cls in classes:
         assert cls.rounds == 1 and not [m for m in _methods(cls) if m.startswith("time_")], cls
         assert all(not get(m).sampled for m in counts.tracks(cls)), cls

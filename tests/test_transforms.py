@@ -8,6 +8,7 @@ Compiled PyTorch (seconds per torch.compile on a 2-core CPU) is checked on the t
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -20,6 +21,8 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks import counts
+from benchmarks import transforms as transform_benchmarks
 from implementations import frameworks, workloads
 from implementations.jax import objectives as jax_objectives
 from implementations.jax import transforms as jax_transforms
@@ -124,13 +127,13 @@ def test_jvp_is_the_value_and_the_exact_directional_derivative(method: str) -> N
     out, jacobian = _layer_exact(U_TALL, W_TALL)
     v = RNG.standard_normal(3)
     tw, jw = _t(W_TALL), _j(W_TALL)
-    value, tangent = torch_transforms.jvp(lambda a: torch_objectives.layer(a, tw), _t(U_TALL), _t(v), method)
+    value, tangent = torch_transforms.jvp(lambda a: torch_objectives.layer(a, tw), _t(U_TALL), _t(v),
+                                           method=method)
     assert_close(f"torch jvp {method} value", to_numpy(value), out, TOLERANCES["float64"])
     assert_close(f"torch jvp {method} tangent", to_numpy(tangent), jacobian @ v, TOLERANCES["float64"])
     if method == "func":
         for compiled in (False, True):
-            value, tangent = jax_transforms.jvp(lambda a: jax_objectives.layer(a, jw), _j(U_TALL), _j(v),
-                                                compiled=compiled)
+            value, tangent = jax_transforms.jvp(lambda a: jax_objectives.layer(a, jw), _j(U_TALL), _j(v), compiled)
             assert_close("jax jvp value", np.asarray(value), out, TOLERANCES["float64"])
             assert_close("jax jvp tangent", np.asarray(tangent), jacobian @ v, TOLERANCES["float64"])
 
@@ -289,6 +292,35 @@ def test_the_hvp_modes_differ_from_the_gradient() -> None:
         assert not np.allclose(hv[k], g[k]) and not np.allclose(hv[k], t[k])
 
 
+# The one-call forms the issue names, in its parameter order: a caller writing jvp(g, x, v, True) compiles.
+_ISSUE_SIGNATURES = {
+    "jvp": ["g", "x", "v", "compiled", "method"],
+    "hvp": ["f", "x", "v", "mode", "compiled"],
+    "per_example_grads": ["loss", "params", "xs", "ys", "compiled"],
+}
+
+
+@pytest.mark.parametrize("side", [torch_transforms, jax_transforms], ids=["torch", "jax"])
+@pytest.mark.parametrize("function", list(_ISSUE_SIGNATURES))
+def test_the_one_call_forms_take_the_issues_positional_order(side, function: str) -> None:
+    parameters = inspect.signature(getattr(side, function)).parameters
+    assert list(parameters) == _ISSUE_SIGNATURES[function]
+    assert parameters["compiled"].default is False
+
+
+def test_jvp_compiled_positionally_is_jitted() -> None:
+    # compiled as the 4th positional argument reaches jax.jit: under it the primal g sees is traced, not an array
+    seen = []
+
+    def g(a):
+        seen.append(isinstance(a.primal, jax.core.Tracer))
+        return jnp.sin(a)
+
+    for compiled in (False, True):
+        jax_transforms.jvp(g, _j(U_TALL), _j(U_TALL), compiled)
+    assert seen == [False, True]
+
+
 # ---- What a framework cannot run: refused with the reason ------------------------------------------------------
 
 
@@ -309,12 +341,29 @@ def test_refused_exactly_where_the_registry_says(framework: str, transform: str,
         assert callable(fn)
 
 
+@pytest.mark.parametrize("transform", frameworks.TRANSFORMS)
+def test_a_cpu_budget_skip_is_not_worded_as_a_framework_limit(transform: str) -> None:
+    """Compiled PyTorch skipped on a CPU for time says so and what takes long; a true limit (what the builder refuses
+    with NotImplementedError) says it is one and names the feature; a CUDA machine compiles every form but those."""
+    cpu, cuda = (frameworks.transform_skip("torch", transform, "compiled", device) for device in ("cpu", "cuda"))
+    limit = frameworks.get("torch").uncompiled_transforms.get(transform)
+    if limit:
+        assert cpu == cuda and cpu.startswith("not implemented in PyTorch (a framework limit): ") and limit in cpu
+        assert "budget" not in cpu and "torch.compile" in cpu
+    elif transform in frameworks.TORCH_COMPILED_ON_CPU:
+        assert cpu is None and cuda is None
+    else:
+        assert cuda is None
+        assert cpu.startswith("outside the CPU budget, not a framework limit: ") and "not implemented" not in cpu
+        assert f"torch.compile of {transform} takes seconds" in cpu
+
+
 def test_jax_refuses_the_tape_apis_and_names_its_counterpart() -> None:
     f = jax_objectives.log_sum_exp
     with pytest.raises(NotImplementedError, match="rev_rev"):
         jax_transforms.make_hvp(f, "double_backward")
     with pytest.raises(NotImplementedError, match="jax.jvp"):
-        jax_transforms.make_jvp(f, "dual")
+        jax_transforms.make_jvp(f, method="dual")
     for method in ("autograd", "backward"):
         with pytest.raises(NotImplementedError, match="jax.grad"):
             jax_transforms.make_grad(f, method)
@@ -363,3 +412,96 @@ def test_the_refused_compiled_double_backward_still_raises_in_pytorch() -> None:
     compiled = torch.compile(torch_transforms.make_hvp(f, "double_backward"), dynamic=False)
     with pytest.raises(RuntimeError, match="not have been used in the graph"):
         compiled(_t(x), _t(v))
+
+
+# ---- Memory per transform: the pillar's count classes, through the shared count path --------------------------
+
+def _count(cls: type, framework: str, transform: str) -> dict:
+    params = next(p for p in counts.grid(cls, framework) if p[cls.param_names.index("transform")] == transform)
+    return counts.count_one(cls, params)
+
+
+def test_saved_bytes_of_the_tape_transforms_are_the_mlps_residuals() -> None:
+    # PyTorch's tape of silu(x @ w1) @ w2 keeps z = x @ w1 and silu(z), [batch, hidden] each, beyond the inputs;
+    # the loop holds one example's tape (a loop that kept the batch's, or a vmap counted per example, is off by
+    # the batch), jacrev the layer's tanh output, vmap the batch's tape.
+    cls = transform_benchmarks.TransformSaved_mlp
+    size = workloads.spec("mlp").sizes[cls.params[2][0]]
+    batch, hidden, width = size["batch"], size["hidden"], size["width"]
+    tape = 2 * batch * hidden * 4
+    expected = {"grad": tape, "grad_autograd": tape, "grad_backward": tape, "per_example_vmap": tape,
+                "per_example_loop": tape // batch, "jacrev_tall": hidden * 4, "jacrev_wide": width * 4}
+    for transform, saved in expected.items():
+        assert _count(cls, "torch", transform) == {"values": {"track_saved_bytes": saved}}, transform
+
+
+@pytest.mark.parametrize("framework", frameworks.NAMES)
+def test_saved_bytes_are_skipped_where_no_tape_exists_with_the_reason(framework: str) -> None:
+    cls = transform_benchmarks.TransformSaved_mlp
+    for transform in frameworks.get(framework).transforms:
+        entry = _count(cls, framework, transform)
+        if transform in frameworks.TAPELESS_TRANSFORMS:
+            assert entry == {"skip": frameworks.transform_saved_skip(framework, transform, "cpu")}
+            assert "keeps no tape" in entry["skip"] and "forward mode" in entry["skip"]
+        elif transform in frameworks.get(framework).unsaved_transforms:
+            assert "a framework limit" in entry["skip"] and "saved_tensors_hooks" in entry["skip"]
+        else:
+            assert entry["values"]["track_saved_bytes"] > 0, transform
+
+
+def _one_more_array(module, name: str, monkeypatch, nbytes: int) -> None:
+    """`module.<name>`'s function, wrapped to keep one more array of `nbytes` bytes: saved for the backward (its
+    result times a fresh product of the first argument's leaves) or returned beside its output (a peak)."""
+    real = getattr(module, name)
+
+    def wrapped(*args, **kwargs):
+        fn, fn_args = real(*args, **kwargs)
+        if name == "saved_fn":
+            def keeps_more(p):
+                first = next(iter(p.values()))
+                extra = first.flatten()[: nbytes // 4] * 2.0  # a new array, saved by the product below
+                return fn(p) + (extra * extra).sum()
+            return keeps_more, fn_args
+
+        def returns_more(*a):
+            extra = next(iter(a[0].values())).flatten()[: nbytes // 4] * 2.0  # live from before the step on
+            return fn(*a), extra
+        return returns_more, fn_args
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
+@pytest.mark.parametrize("framework", frameworks.NAMES)
+def test_one_more_array_kept_changes_saved_and_peak_bytes_by_its_size(framework: str, monkeypatch) -> None:
+    side = torch_transforms if framework == "torch" else jax_transforms
+    saved_cls, peak_cls = transform_benchmarks.TransformSaved_mlp, transform_benchmarks.TransformMemory_mlp
+    before = (_count(saved_cls, framework, "grad")["values"]["track_saved_bytes"],
+              _count(peak_cls, framework, "grad")["values"]["track_peak_bytes"])
+    nbytes = 4096
+    _one_more_array(side, "saved_fn", monkeypatch, nbytes)
+    _one_more_array(side, "transform_fn", monkeypatch, nbytes)
+    after = (_count(saved_cls, framework, "grad")["values"]["track_saved_bytes"],
+             _count(peak_cls, framework, "grad")["values"]["track_peak_bytes"])
+    # PyTorch's tape keeps exactly the array; JAX's residuals may add a scalar of the sum's backward
+    assert nbytes <= after[0] - before[0] < nbytes + 16, "a saved extra array must raise the saved bytes by its size"
+    # XLA's buffer plan may pad an output by a few bytes
+    assert nbytes <= after[1] - before[1] < nbytes + 16, "an extra array live through the step must raise the peak"
+
+
+@pytest.mark.parametrize("framework", frameworks.NAMES)
+def test_every_transform_peak_is_counted_by_the_frameworks_declared_method(framework: str, monkeypatch) -> None:
+    # _PeakBytes refuses a peak whose method is not the one results declare: every transform must pass it
+    methods = []
+    probe = frameworks.load(framework).probe
+    real = probe.peak_bytes
+
+    def recording(fn, *args):
+        result = real(fn, *args)
+        methods.append(result.method)
+        return result
+
+    monkeypatch.setattr(probe, "peak_bytes", recording)
+    for transform in frameworks.get(framework).transforms:
+        entry = _count(transform_benchmarks.TransformMemory_mlp, framework, transform)
+        assert entry["values"]["track_peak_bytes"] > 0, (transform, entry)
+    assert set(methods) == {frameworks.memory_method(framework, "cpu")}

@@ -101,6 +101,18 @@ def _graph_nodes(outputs: Any) -> list[Any]:
     return list(seen.values())
 
 
+def _has_storage(value: Any) -> bool:
+    # Forward AD's zero tangents are efficient zero tensors: no storage behind them, no memory held.
+    return isinstance(value, torch.Tensor) and not value.is_meta and not value._is_zerotensor()
+
+
+def _unwrapped(tensor: torch.Tensor) -> torch.Tensor:
+    # torch.func.jvp saves its functorch wrappers on an outer tape; the memory is the tensor they wrap.
+    while torch._C._functorch.is_functorch_wrapped_tensor(tensor):
+        tensor = torch._C._functorch.get_unwrapped(tensor)
+    return tensor
+
+
 class _StorageTracker(TorchDispatchMode):
     """Tracks the storages that ops allocate inside the mode: which are still alive, which op and output made each,
     and the peak of their bytes.
@@ -126,9 +138,9 @@ class _StorageTracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        inputs = {_key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        inputs = {_key(t) for t in tree_leaves((args, kwargs)) if _has_storage(t)}
         for tensor in tree_leaves(out):
-            if not isinstance(tensor, torch.Tensor) or tensor.is_meta:
+            if not _has_storage(tensor):
                 continue
             key, storage = _key(tensor), tensor.untyped_storage()
             nbytes = storage.nbytes()
@@ -165,8 +177,9 @@ def saved_breakdown(fn: Callable[..., Any], *args: Any) -> list[SavedTensor]:
     packed: dict[_StorageKey, tuple[int, tuple[int, ...], str]] = {}
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        if _nbytes(tensor):
-            packed.setdefault(_key(tensor), (_nbytes(tensor), tuple(tensor.shape), _dtype(tensor)))
+        memory = _unwrapped(tensor)
+        if _has_storage(memory) and _nbytes(memory):
+            packed.setdefault(_key(memory), (_nbytes(memory), tuple(memory.shape), _dtype(memory)))
         # A detached alias is returned: a saved graph output would otherwise hold its own grad_fn, a reference
         # cycle that keeps the graph alive if backward is never run.
         return tensor.detach()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars
-from tape_vs_trace.report import fmt, hosts, paired_section, stats
+from tape_vs_trace.report import fmt, hosts, paired_section, skips, stats
 from tape_vs_trace.report.findings import findings
 from tape_vs_trace.report.load import Results, program_label
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
@@ -89,19 +89,31 @@ def _case(r) -> str:
 
 
 def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:
-    """asv's skips (NaN: the benchmark's setup raised NotImplementedError), one line per case, with the reason as
-    far as the results tell it: the other framework ran the same case, or none did."""
+    """asv's skips (NaN: the benchmark's setup raised NotImplementedError), one line per case: each framework's
+    reason from the benchmark's skip rule (report.skips), with the version that skipped it, and whether the other
+    framework ran the case. A CPU-budget skip and a framework limit read as what they are, never both as 'not
+    implemented'."""
     ran_by = {(case["benchmark"], json.dumps(p, sort_keys=True)): set(by_fw) for by_fw in _pairs(ran)
               for case in [next(iter(by_fw.values()))] for p in [_unframed(case)]}
     lines = []
     for by_fw in _pairs(skipped):
         case = next(iter(by_fw.values()))
         others = ran_by.get((case["benchmark"], json.dumps(_unframed(case), sort_keys=True)), set())
-        missing = ", ".join(frameworks.label(f) for f in by_fw)
-        why = (f"not implemented for {missing} ({', '.join(map(frameworks.label, sorted(others)))} ran it)"
-               if others else f"skipped for {missing}: not a valid combination of the benchmark")
-        lines.append(f"- `{case['benchmark']}` {_case(case)}: {why}")
+        why = "; ".join(_skipped_by(fw, row) for fw, row in sorted(by_fw.items(), key=lambda kv: _order(kv[0])))
+        ran_it = f" ({', '.join(map(frameworks.label, sorted(others, key=_order)))} ran it)" if others else ""
+        lines.append(f"- `{case['benchmark']}` {_case(case)}: {why}{ran_it}")
     return lines
+
+
+def _order(framework: str) -> int:
+    return frameworks.NAMES.index(framework) if framework in frameworks.NAMES else len(frameworks.NAMES)
+
+
+def _skipped_by(framework: str, row: dict) -> str:
+    version = row.get(f"{framework}_version")
+    who = " ".join(v for v in (frameworks.label(framework), version) if isinstance(v, str) and v)
+    reason = skips.reason(row["benchmark"], row["params"])
+    return f"not run for {who}: {reason}" if reason else f"not run for {who} (no skip rule of this checkout names it)"
 
 
 def _unframed(row: dict) -> dict:

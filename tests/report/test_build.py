@@ -148,7 +148,9 @@ def test_table_is_tidy(built: Path) -> None:
     assert (table.run_date.str.endswith("UTC")).all() and (table.benchmark_version.astype(str) != "").all()
     # asv's NaN (skipped: JAX has no hooks) is not a result row; summary.md lists it as not run
     assert not ((table.framework == "jax") & (table.variant == "hooks")).any()
-    assert "mlp 64x256x1024 hooks: not implemented for JAX (PyTorch ran it)" in (built / "summary.md").read_text()
+    # the fixture's parameters are an older EngineStep's: today's skip rule cannot read them, and the line says so
+    assert ("mlp 64x256x1024 hooks: not run for JAX 0.10.2 (no skip rule of this checkout names it) (PyTorch ran "
+            "it)") in (built / "summary.md").read_text()
 
 
 def test_markdown_numbers_are_the_table_numbers(built: Path) -> None:

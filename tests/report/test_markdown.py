@@ -130,7 +130,41 @@ def test_not_run_finds_the_other_framework_whatever_the_order_of_the_parameters(
     skipped = pd.DataFrame([case("jax", '{"size": "S", "mode": "eager", "framework": "jax"}')])
     ran = pd.DataFrame([case("torch", '{"framework": "torch", "mode": "eager", "size": "S"}')])
     assert markdown.not_run(skipped, ran) == [
-        "- `recording.GradStep_mlp.time_step` mlp S eager: not implemented for JAX (PyTorch ran it)"]
+        "- `recording.GradStep_mlp.time_step` mlp S eager: not run for JAX (no skip rule of this checkout names it) "
+        "(PyTorch ran it)"]
+
+
+def _transform_case(framework: str, transform: str, mode: str) -> dict:
+    params = {"framework": framework, "workload": "mlp", "size": "16x64x256", "transform": transform, "mode": mode,
+              "dtype": "float32", "precision": "highest", "device": "cpu"}
+    return {"benchmark": "transforms.TransformStep_mlp.time_step", "framework": framework,
+            "params": json.dumps(params), "workload": "mlp", "size": "16x64x256", "variant": f"{transform}/{mode}",
+            "torch_version": "2.13.0+cpu", "jax_version": "0.10.2"}
+
+
+def test_not_run_says_a_cpu_budget_skip_apart_from_a_framework_limit_with_its_version() -> None:
+    # Both compiled PyTorch rows were skipped while JAX ran them: one for time on a CPU, one a real PyTorch limit.
+    skipped = pd.DataFrame([_transform_case("torch", "jvp", "compiled"),
+                            _transform_case("torch", "hvp_rev_fwd", "compiled")])
+    ran = pd.DataFrame([_transform_case("jax", "jvp", "compiled"), _transform_case("jax", "hvp_rev_fwd", "compiled")])
+    budget, limit = markdown.not_run(skipped, ran)
+    assert budget.startswith("- `transforms.TransformStep_mlp.time_step` mlp 16x64x256 jvp/compiled: not run for "
+                             "PyTorch 2.13.0+cpu: outside the CPU budget, not a framework limit: torch.compile of jvp "
+                             "takes seconds")
+    assert budget.endswith("(JAX ran it)") and "not implemented" not in budget
+    assert limit.startswith("- `transforms.TransformStep_mlp.time_step` mlp 16x64x256 hvp_rev_fwd/compiled: not run "
+                            "for PyTorch 2.13.0+cpu: not implemented in PyTorch (a framework limit): torch.compile of "
+                            "torch.func.grad over torch.func.jvp")
+    assert "budget" not in limit
+
+
+def test_not_run_gives_each_frameworks_reason_where_neither_ran() -> None:
+    skipped = pd.DataFrame([_transform_case("torch", "grad_autograd", "compiled"),
+                            _transform_case("jax", "grad_autograd", "compiled")])
+    [line] = markdown.not_run(skipped, pd.DataFrame(columns=["benchmark", "framework", "params"]))
+    assert ": not run for PyTorch 2.13.0+cpu: outside the CPU budget" in line
+    assert "; not run for JAX 0.10.2: grad_autograd is a PyTorch tape API; JAX has no counterpart" in line
+    assert "ran it" not in line
 
 
 def frame(*rows: dict) -> pd.DataFrame:

@@ -1,0 +1,31 @@
+"""Why a combination was not run: asv records a skip as NaN without its reason, so the report asks the skip rule
+of the suite's benchmark class (``Benchmark.reason_to_skip``, which imports no framework) for the row's parameters.
+The rule is this checkout's: a result of another commit is explained by today's rules."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+
+@cache
+def _classes() -> dict[str, type]:
+    try:
+        from benchmarks import common, counts
+    except ImportError:  # an installed report without the suite's folder: no reasons, the lines say so
+        return {}
+    return {counts.benchmark_name(cls): cls for cls in common.suite_classes()}
+
+
+def reason(benchmark: str, params: str) -> str | None:
+    """The skip rule's reason for asv benchmark `benchmark` ('<pillar>.<Class>.<method>') at `params` (a row's JSON
+    parameters); None where this checkout has no such class or its rule would run the combination."""
+    from benchmarks import common
+
+    cls = _classes().get(benchmark.rsplit(".", 1)[0])
+    if cls is None:
+        return None
+    try:
+        return cls().reason_to_skip(common.Case(json.loads(params))) or None
+    except (AttributeError, KeyError, TypeError, ValueError):  # parameters of another version of the class
+        return None
