@@ -22,15 +22,27 @@ from implementations.workloads import ATTENTIONS, STYLES
 
 
 def _skip_formulation(case) -> str | None:
-    """Which (framework, mode, formulation) rows exist: PyTorch has only the Python loop, and op-by-op JAX would
-    compile an un-jitted lax.scan anew on every call."""
+    """Which (framework, mode, formulation) rows exist. Op-by-op, neither scan runs: an un-jitted lax.scan is
+    compiled anew on every call, and torch's scan higher-order op is traced by TorchDynamo on every eager call. A
+    workload whose PyTorch module has no scan form (the transformer) has no PyTorch scan row."""
     if case.params.get("formulation") != "scan":
         return None
-    if case.framework == "torch":
+    if case.framework == "torch" and case.workload not in TORCH_SCAN_WORKLOADS:
         return "PyTorch has no scan form: torch.compile traces the Python loop"
     if case.mode in ("eager", "record", "no_grad"):
+        if case.framework == "torch":
+            return "eager torch scan (torch._higher_order_ops.scan) is traced by TorchDynamo on every call"
         return "op-by-op JAX recompiles an un-jitted lax.scan on every call"
     return None
+
+
+# The workloads whose PyTorch module has a scan form (SCAN_FORM): named here, since no framework is imported at a
+# benchmark file's module level; tests/test_formulation.py checks the list against the modules.
+TORCH_SCAN_WORKLOADS = ("lstm",)
+# The LSTM's CPU sizes per mode: op-by-op JAX dispatches every op of every time step from Python, so the eager pair
+# runs the shorter sequence and the compiled pair the longer one (the lstm spec's GradStep grid has both).
+LSTM_CPU_EAGER_SIZE = "l2-c32-b14"
+LSTM_CPU_COMPILED_SIZE = "l2-c128-b14"
 
 
 class _GradStep(_GradStepTime, Benchmark):
@@ -51,21 +63,32 @@ class _GradStep(_GradStepTime, Benchmark):
     per_workload = {"lstm": {"repeat": 3}, "mlp": {"rounds": 5}}
 
     def skip(self, case):
-        # Dynamo unrolls the 127-step Python loop of the LSTM into one graph, and XLA's compile of the unrolled
-        # loop grows faster than linearly: either compile alone outlasts the suite's CPU budget. JAX's scan form
-        # compiles one step (shown as its own row, with no PyTorch counterpart).
-        if case.workload == "lstm" and case.mode == "compiled" and case.formulation == "unrolled":
-            return "compiling the unrolled 127-step LSTM is outside the CPU budget"
-        # Op-by-op JAX runs the 127-step LSTM at seconds per step on a CPU, for the per-op dispatch cost that
-        # GradStep_chain's op-by-op row already measures. GPU machines run it.
-        if case.workload == "lstm" and case.framework == "jax" and case.mode == "eager" and case.device == "cpu":
-            return "op-by-op JAX LSTM (seconds per step) is outside the CPU budget; GradStep_chain times op-by-op JAX"
+        if case.workload == "lstm":
+            reason = _skip_lstm(case)
+            if reason:
+                return reason
         # The fused kernel masks and normalises inside, so the styles differ only in the layer norm and silu, which
         # the written rows time in both styles; CUDA machines run every pair.
         if case.attention == "fused" and case.style == "default" and case.device == "cpu":
             return "fused attention runs in the matched style only on CPU (budget); CUDA machines run both styles"
         return _skip_formulation(case)
 
+
+def _skip_lstm(case) -> str | None:
+    """Where the LSTM's GradStep rows run: every row a pair of the two frameworks. On CPU, eager at the short
+    sequence (LSTM_CPU_EAGER_SIZE), compiled at the long one (LSTM_CPU_COMPILED_SIZE); compiled as scan only:
+    TorchDynamo unrolls the Python loop into one graph and XLA's compile of the unrolled loop grows faster than
+    linearly, so both compiles of the unrolled loop take minutes on a CPU."""
+    if case.device == "cpu":
+        if case.mode == "eager" and case.size == LSTM_CPU_COMPILED_SIZE:
+            return f"op-by-op LSTM steps on CPU run at {LSTM_CPU_EAGER_SIZE} (op-by-op JAX: seconds per step)"
+        if case.mode == "compiled" and case.size == LSTM_CPU_EAGER_SIZE:
+            return f"{LSTM_CPU_EAGER_SIZE} is the LSTM's op-by-op size on CPU"
+    if case.mode == "compiled" and case.formulation == "unrolled":
+        compiler = ("torch.compile (torch 2.13, Dynamo unrolls" if case.framework == "torch"
+                    else "jax.jit (XLA, unrolled")
+        return f"{compiler} the 127-step loop) takes minutes; the compiled LSTM pair is the scan form"
+    return None
 
 
 class _ForwardRecording(Benchmark):
@@ -100,7 +123,7 @@ class _GraphCost(_SavedBytes, _Flops, _StepCosts, Benchmark):
 
     def skip(self, case):
         if case.framework == "torch" and case.formulation == "scan":
-            return "PyTorch has no scan form"
+            return "PyTorch's scan form is timed only (GradStep): its graph is one scan node"
         return None
 
     def count_graph_size(self) -> int:

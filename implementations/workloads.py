@@ -325,11 +325,17 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "tiny": {"layers": 2, "chars": 5, "bits": 3},
                 "l2-c128-b14": {"layers": 2, "chars": 128, "bits": 14},
                 "l4-c1024-b1024": {"layers": 4, "chars": 1024, "bits": 1024},
+                # the CPU's op-by-op size: op-by-op JAX dispatches every op of every time step from Python
+                "l2-c32-b14": {"layers": 2, "chars": 32, "bits": 14},
             },
             _gen_lstm,
             _scalar,
             formulations=FORMULATIONS,
-            grid=grid({("GradStep", "GraphCost", "RematCost", "saved"): on("l2-c128-b14")}),
+            grid=grid({
+                # l2-c32-b14: the CPU's op-by-op pair (benchmarks/recording.py's LSTM_CPU_EAGER_SIZE)
+                ("GradStep",): on("l2-c128-b14", "l2-c32-b14", cuda="l2-c128-b14"),
+                ("GraphCost", "RematCost", "saved"): on("l2-c128-b14"),
+            }),
         ),
     )
 }

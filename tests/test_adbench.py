@@ -72,9 +72,55 @@ def test_gmm_jax(custom: bool) -> None:
 LSTM_VALUE_ATOL = 5e-9
 
 
-def test_lstm_torch() -> None:
-    value, grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF)
+@pytest.mark.parametrize("unroll", [True, False], ids=["unrolled", "scan"])
+def test_lstm_torch(unroll: bool) -> None:
+    value, grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF, unroll=unroll)
     _check(value, grad, LSTM_EXPECTED, LSTM_VALUE_ATOL)
+
+
+def _lstm_case() -> dict[str, np.ndarray]:
+    from implementations import workloads
+
+    inputs = workloads.make_inputs("lstm", "l2-c32-b14", "float64")
+    return {**inputs.params, **inputs.data}
+
+
+LSTM_ALL = ("main_params", "extra_params", "state", "sequence")  # every input, the sequence and the state too
+
+
+def _torch_scan_against_loop_and_jax(compile_scan: bool) -> None:
+    """torch's scan form: the loss and the gradients of every input equal the Python loop's and JAX's lax.scan's
+    in float64, to rounding (1e-13: the same operations in another order of accumulation at most)."""
+    arrays = _lstm_case()
+    objective = torch_adbench.lstm_objective
+    if compile_scan:
+        objective = torch.compile(objective, dynamic=False)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        scan_value, scan_grad = _torch_value_and_grad(objective, arrays, LSTM_ALL, unroll=False)
+    torch._dynamo.reset()
+    loop_value, loop_grad = _torch_value_and_grad(torch_adbench.lstm_objective, arrays, LSTM_ALL, unroll=True)
+    jax_value, jax_grad = _jax_value_and_grad(jax_adbench.lstm_objective,  # x64: tests/conftest.py
+                                              {k: jax.numpy.asarray(v) for k, v in arrays.items()}, LSTM_ALL)
+    assert scan_grad.shape == loop_grad.shape == jax_grad.shape
+    assert abs(scan_value - loop_value) < 1e-13 and abs(scan_value - jax_value) < 1e-13
+    np.testing.assert_allclose(scan_grad, loop_grad, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(scan_grad, jax_grad, rtol=0, atol=1e-13)
+    assert np.abs(scan_grad).max() > 1e-3  # a gradient that is there, not zeros on both sides
+
+
+def test_lstm_torch_scan_equals_the_loop_and_jax() -> None:
+    _torch_scan_against_loop_and_jax(compile_scan=False)
+
+
+@pytest.mark.slow  # torch.compile of the scan
+def test_compiled_lstm_torch_scan_equals_the_loop_and_jax() -> None:
+    _torch_scan_against_loop_and_jax(compile_scan=True)
+
+
+def test_lstm_torch_scan_refuses_remat() -> None:
+    arrays = {k: torch.tensor(v) for k, v in _lstm_case().items()}
+    with pytest.raises(ValueError, match="remat_full has no scan form"):
+        torch_adbench.lstm_objective(**arrays, remat_steps=True, unroll=False)
 
 
 def test_lstm_jax() -> None:

@@ -19,8 +19,6 @@ ONE_SIDED = {
 }
 # Defaults that differ on purpose, (module, function, parameter): the reason.
 DIFFERENT_DEFAULTS = {
-    # PyTorch ignores `unroll` (it always runs the Python loop), so its default says what it does.
-    ("adbench", "lstm_objective", "unroll"): "PyTorch always unrolls",
 }
 
 

@@ -111,3 +111,11 @@ def test_jitted_unrolled_form_equals_scan_form(workload: str, variant: str) -> N
         for name in grads_scan:
             assert grads_loop[name].shape == grads_scan[name].shape
             assert_close(f"d/d {name}", grads_loop[name], grads_scan[name], 1e-10)
+
+
+def test_torch_scan_workloads_are_the_modules_with_a_scan_form() -> None:
+    from benchmarks import recording
+
+    assert recording.TORCH_SCAN_WORKLOADS == tuple(
+        w for w, s in workloads.WORKLOADS.items() if getattr(torch_common.load(w), "SCAN_FORM", False))
+    assert torch_common.formulation_of("lstm", "scan") == "scan"

@@ -5,6 +5,8 @@ import jax
 
 from implementations.jax.adbench import lstm_objective
 
+SCAN_FORM = True  # formulation 'scan' exists (the mirror of implementations.torch.lstm)
+
 
 def forward(params: dict, data: dict, static: dict, variant: str = "plain",
             formulation: str | None = None) -> jax.Array:

@@ -71,20 +71,44 @@ def _lstm_step(hidden, cell, x_in, target, weights, biases, extra_params):
 
 
 def lstm_objective(main_params, extra_params, state, sequence, *, remat_steps: bool = False,
-                   unroll: bool = True) -> torch.Tensor:
+                   unroll: bool = False) -> torch.Tensor:
     layers, chars, bits = main_params.shape[0] // 2, sequence.shape[0], sequence.shape[1]
-    weights = [main_params[2 * i].split(bits) for i in range(layers)]
-    biases = [main_params[2 * i + 1].split(bits) for i in range(layers)]
     hidden = [state[2 * i] for i in range(layers)]
     cell = [state[2 * i + 1] for i in range(layers)]
+    if not unroll:
+        if remat_steps:
+            raise ValueError("remat_full has no scan form here: torch.utils.checkpoint is not traced inside scan")
+        return -_lstm_scan(main_params, extra_params, hidden, cell, sequence) / ((chars - 1) * bits)
+    weights = [main_params[2 * i].split(bits) for i in range(layers)]
+    biases = [main_params[2 * i + 1].split(bits) for i in range(layers)]
     step = _lstm_step
     if remat_steps:
         def step(*args):
             return checkpoint(_lstm_step, *args, use_reentrant=False)
-    # PyTorch has no loop primitive to differentiate: it always runs (and records) the Python loop; `unroll` is
-    # accepted for the mirror of JAX's signature.
     total = sequence.new_zeros(())
     for t in range(chars - 1):
         hidden, cell, term = step(hidden, cell, sequence[t], sequence[t + 1], weights, biases, extra_params)
         total = total + term
     return -total / ((chars - 1) * bits)
+
+
+def _lstm_scan(main_params, extra_params, hidden, cell, sequence) -> torch.Tensor:
+    """sum over characters of _lstm_step's term, as torch's scan (torch._higher_order_ops.scan, a prototype).
+
+    Its tracer refuses aliasing: the closed-over weights are split inside the body (views of one parameter would
+    alias each other), the initial state rows and the two shifted sequences are copies, and every carry leaf is a
+    clone (the compiled backward would otherwise save a tensor that is also a carry output)."""
+    from torch._higher_order_ops.scan import scan
+
+    layers, bits = len(hidden), sequence.shape[1]
+
+    def body(carry, pair):
+        weights = [main_params[2 * i].split(bits) for i in range(layers)]
+        biases = [main_params[2 * i + 1].split(bits) for i in range(layers)]
+        hidden, cell, total = carry
+        hidden, cell, term = _lstm_step(hidden, cell, pair[0], pair[1], weights, biases, extra_params)
+        return ([h.clone() for h in hidden], [c.clone() for c in cell], (total + term).clone()), ()
+
+    carry = ([h.clone() for h in hidden], [c.clone() for c in cell], sequence.new_zeros(()))
+    (_, _, total), _ = scan(body, carry, torch.stack((sequence[:-1], sequence[1:]), 1))
+    return total

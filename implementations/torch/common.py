@@ -132,10 +132,14 @@ def value_and_grad(inputs: Inputs, variant: str, device: str = "cpu",
 
 def formulation_of(workload: str, formulation: str | None = None) -> str | None:
     """`formulation`, checked against the workload's (a ValueError lists them), or the default where it has a loop:
-    'unrolled', the Python loop; None where it has none. PyTorch has no scan form: 'scan' is refused."""
+    'unrolled', the Python loop; None where it has none. 'scan' exists where the workload module has a scan form
+    (SCAN_FORM, torch's scan higher-order op); elsewhere it is refused."""
     validate(workload, formulation=formulation)
     if formulation == "scan":
-        raise ValueError("PyTorch has no scan form: torch.compile traces the Python loop (formulation 'unrolled')")
+        if not getattr(load(workload), "SCAN_FORM", False):
+            raise ValueError(f"PyTorch has no scan form of {workload}: torch.compile traces the Python loop "
+                             "(formulation 'unrolled')")
+        return "scan"
     return "unrolled" if spec(workload).formulations else None
 
 

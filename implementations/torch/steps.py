@@ -102,6 +102,15 @@ def _memory_budget(budget: float | None) -> contextlib.AbstractContextManager:
     return torch._functorch.config.patch(activation_memory_budget=budget)
 
 
+def _scan_lowering(formulation: str | None) -> contextlib.AbstractContextManager:
+    """The Dynamo setting under which torch.compile compiles the scan formulation: Inductor lowers torch's scan to
+    a while_loop that indexes the sequence with the loop counter's .item(), which Dynamo refuses to trace without
+    capture_scalar_outputs (DataDependentOutputException). Other formulations compile as before."""
+    if formulation != "scan":
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(capture_scalar_outputs=True)
+
+
 def _guarded(loss: Callable, budget: float | None) -> Callable:
     """`loss` with the budget as a constant that TorchDynamo guards on. Every grad_step compiles the same code
     object, and TorchDynamo reuses a compiled entry whose guards pass without looking at the partitioner's
@@ -137,7 +146,7 @@ def grad_step(inputs: Inputs, variant: str, mode: str, device: str = "cpu", form
         value = loss(params, data)
         return sync((value.detach(), torch.autograd.grad(value, targets)), device)
 
-    with _memory_budget(budget):
+    with _memory_budget(budget), _scan_lowering(formulation):
         return _warm(step, device)
 
 
