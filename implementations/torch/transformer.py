@@ -40,6 +40,11 @@ def causal(scores: torch.Tensor, style: str = "matched") -> torch.Tensor:
     return scores + torch.zeros(seq, seq, dtype=scores.dtype, device=scores.device).masked_fill(~keep, float("-inf"))
 
 
+def softmax(scores: torch.Tensor, style: str = "matched") -> torch.Tensor:
+    """Softmax over the last axis in both styles: its backward keeps its output, what JAX's matched softmax keeps."""
+    return scores.softmax(-1)
+
+
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, style: str = "matched") -> torch.Tensor:
     """Causal F.scaled_dot_product_attention of [batch, heads, seq, head_dim] arrays, on the one backend that
     workloads.attention_backend names for this device and dtype (sdpa_kernel: no silent fallback). The kernel
@@ -58,7 +63,7 @@ def attention(h: torch.Tensor, w_qkv: torch.Tensor, w_out: torch.Tensor, heads: 
         mixed = named(FUSED_ATTENTION, fused_attention, q, k, v, style)
     else:
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(width // heads)
-        mixed = causal(scores, style).softmax(-1) @ v
+        mixed = softmax(causal(scores, style), style) @ v
     return named("attention", torch.matmul, mixed.transpose(1, 2).reshape(batch, seq, width), w_out)
 
 

@@ -76,11 +76,24 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
             cells.append(_cell(row, divisor, sampled))
             if sampled:
                 cells.append(_spread(row, divisor))
-        cells.append(fmt.ratio(stats.compare(by_fw.get("torch"), by_fw.get("jax"))))
+        cells.append(_ratio(by_fw))
         if vary:
             cells.append("; ".join(by_fw[f]["memory_method"] if f in by_fw else "—" for f in frameworks.NAMES))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _ratio(by_fw: dict) -> str:
+    """The ratio cell; where one framework did not run the row, the reason its skip rule gives, never a bare "only
+    one framework ran"."""
+    missing = [fw for fw in frameworks.NAMES if fw not in by_fw]
+    if len(missing) == 1 and by_fw:
+        ran = next(iter(by_fw.values()))
+        params = json.dumps({**json.loads(ran["params"]), "framework": missing[0]}, separators=(",", ":"))
+        reason = skips.reason(ran["benchmark"], params)
+        if reason:
+            return f"— ({frameworks.label(missing[0])} not run: {reason})"
+    return fmt.ratio(stats.compare(by_fw.get("torch"), by_fw.get("jax")))
 
 
 def _case(r) -> str:
