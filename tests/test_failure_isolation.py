@@ -43,7 +43,9 @@ def test_failed_benchmark_is_recorded_and_the_run_goes_on(tmp_path: Path) -> Non
     per_framework = len(values) // len(frameworks)
     torch_values = values[:per_framework] if frameworks[0] == "torch" else values[per_framework:]
     jax_values = values[per_framework:] if frameworks[0] == "torch" else values[:per_framework]
-    assert all(v is None for v in jax_values), "every jax benchmark failed and is recorded as failed (null)"
+    # every jax combination that runs failed and is recorded as failed (null); those its skip rule leaves out are
+    # asv's NaN (the skip is decided before the framework loads)
+    assert any(v is None for v in jax_values) and all(v is None or v != v for v in jax_values), jax_values
     measured = [v for v in torch_values if v is not None and v == v]
     assert measured and all(v > 0 for v in measured), "the torch benchmarks still ran after the jax failures"
 

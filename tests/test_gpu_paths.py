@@ -682,7 +682,7 @@ def test_the_upper_bound_makes_room_for_the_counted_workspace() -> None:
     row = {"framework": "torch", "workload": "mlp", "size": "s", "peak_bytes": 1180, "lower_bytes": 1050,
            "upper_bytes": 1182, "workspace_bytes": 32, "method": "torch.cuda.max_memory_allocated", "verdict": "ok"}
     header, line = gpucheck.format_rows([row])
-    assert line.split()[3:7] == ["1,050", "1,180", "1,182", "32"] and "workspace" in header
+    assert line.split()[4:8] == ["1,050", "1,180", "1,182", "32"] and "workspace" in header  # after the program
 
 
 # --- CUDA graphs: torch.compile's mode and XLA's command buffers, recorded and applied ------------------------------

@@ -90,7 +90,7 @@ def _spec_runs(device: str) -> list[tuple[str, str, tuple[str, ...]]]:
 
 def test_every_consumer_runs_what_the_specs_say(views) -> None:
     device, real, _ = views
-    saved = {(w, size) for w, size, _, _ in real["saved"]}
+    saved = {(w, size) for w, size, *_ in real["saved"]}
     paired = {(group, w, size) for group, w, size, _ in real["paired"]}
     for w, family, sizes in _spec_runs(device):
         if family in pillars.SIDE_GRIDS:
@@ -115,7 +115,7 @@ def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
             assert toy["asv"][f"{family}_{TOY}"] == ["tiny"], f"{TOY} is not in {p.module}'s {family}"
             assert any(c.endswith(f".{family}_{TOY}") for c in toy["full"]), f"no GPU chunk runs {family}_{TOY}"
     assert toy["ran"] == (["torch", "jax"] if device == "cpu" else [])
-    assert [TOY, "tiny", "plain", "float32"] in toy["saved"]
+    assert [TOY, "tiny", "plain", "float32", "matched/written"] in toy["saved"]
     assert [TOY, "tiny"] in toy["gpucheck"]
     groups = {group for group, w, _, _ in toy["paired"] if w == TOY}
     assert groups == {"remat", "paired"}
