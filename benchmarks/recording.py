@@ -123,7 +123,9 @@ class _GraphCost(_SavedBytes, _Flops, _StepCosts, Benchmark):
 
     def skip(self, case):
         if case.framework == "torch" and case.formulation == "scan":
-            return "PyTorch's scan form is timed only (GradStep): its graph is one scan node"
+            if case.workload in TORCH_SCAN_WORKLOADS:
+                return "PyTorch's scan form is timed only (GradStep): its graph is one scan node"
+            return "PyTorch has no scan form"
         return None
 
     def count_graph_size(self) -> int:

@@ -5,11 +5,18 @@ The rule is this checkout's: a result of another commit is explained by today's 
 from __future__ import annotations
 
 import json
+import sys
 from functools import cache
+from pathlib import Path
+
+# The checkout this package is part of: the console script's sys.path has the virtualenv's bin folder, not it.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @cache
 def _classes() -> dict[str, type]:
+    if (ROOT / "benchmarks" / "common.py").is_file() and str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
     try:
         from benchmarks import common, counts
     except ImportError:  # an installed report without the suite's folder: no reasons, the lines say so
@@ -20,11 +27,11 @@ def _classes() -> dict[str, type]:
 def reason(benchmark: str, params: str) -> str | None:
     """The skip rule's reason for asv benchmark `benchmark` ('<pillar>.<Class>.<method>') at `params` (a row's JSON
     parameters); None where this checkout has no such class or its rule would run the combination."""
-    from benchmarks import common
-
     cls = _classes().get(benchmark.rsplit(".", 1)[0])
     if cls is None:
         return None
+    from benchmarks import common
+
     try:
         return cls().reason_to_skip(common.Case(json.loads(params))) or None
     except (AttributeError, KeyError, TypeError, ValueError):  # parameters of another version of the class
