@@ -129,10 +129,15 @@ def _silu_jvp(primals, tangents):
     return x * sig, sig * (1 + x * (1 - sig)) * t
 
 
+# Jitted as jax.nn.silu itself is: op by op, one dispatch of a cached program instead of the custom rule traced on
+# every call (which made the matched op-by-op mlp step a third slower than the default one).
+_matched_silu = jax.jit(_silu_one_residual)
+
+
 def silu(x: jax.Array, style: str = "matched") -> jax.Array:
     """silu in a style: jax.nn.silu (default, whose autodiff keeps its input and two more arrays of its shape), or
     a custom JVP keeping one array of its input's shape (matched: as many bytes as F.silu keeps)."""
-    return jax.nn.silu(x) if style == "default" else _silu_one_residual(x)
+    return jax.nn.silu(x) if style == "default" else _matched_silu(x)
 
 
 def remat_group(variant: str) -> int:
