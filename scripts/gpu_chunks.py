@@ -193,7 +193,8 @@ QUICK: tuple[Chunk, ...] = (
     Chunk("custom-swiglu", rf"custom_backward\.CustomStep_swiglu\.time_step\(.*'eager', {_F32}", 2),
     Chunk("inference-transformer", r"inference\.\w+_transformer\.", 2),
     # the transformer's out-of-the-box program and fused attention, against the matched program above
-    Chunk("gradstep-eager-programs", rf"recording\.GradStep_transformer\.time_step\(.*'eager', 'unrolled', {_OTHER}", 2),
+    Chunk("gradstep-eager-programs",
+          rf"recording\.GradStep_transformer\.time_step\(.*'eager', 'unrolled', {_OTHER}", 2),
     Chunk("gradstep-compiled-programs",
           rf"recording\.GradStep_transformer\.time_step\(.*'compiled', ('unrolled'|'scan'), {_OTHER}", 2),
     Chunk("gradstep-eager-precisions",

@@ -154,7 +154,8 @@ def run_all(device: str) -> list[dict]:
 
 def format_rows(rows: list[dict]) -> list[str]:
     """The table; an errored row (failed process, or a probe that returned an upper bound) shows no number."""
-    lines = [f"{'framework':9} {'mode':8} {'workload':11} {'size':20} {'program':16} {'lower':>13} {'peak':>13} {'upper':>13} "
+    lines = [f"{'framework':9} {'mode':8} {'workload':11} {'size':20} {'program':16} {'lower':>13} {'peak':>13} "
+             f"{'upper':>13} "
              f"{'of it workspace':>15}  verdict"]
     for row in rows:
         program = "/".join(v for v in (row.get("style"), row.get("attention")) if v) or "-"

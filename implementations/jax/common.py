@@ -6,7 +6,7 @@ Remat policies, matched by variant name with implementations.torch.common (where
 |---|---|---|---|
 | plain | no checkpoint | no checkpoint | - |
 | remat_full | jax.checkpoint (nothing saveable) | checkpoint(use_reentrant=False) | - |
-| remat_dots | dots_saveable, and a fused attention's output | selective checkpoint saving aten mm/addmm/bmm and the fused attention ops | (2) |
+| remat_dots | dots_saveable, a fused attention's output | checkpoint saving aten mm/addmm/bmm, fused attention | (2) |
 | remat_names | save_only_these_names(*SAVED_NAMES), named() | selective checkpoint of the ops inside named() | - |
 | remat_offload | offload_dot_with_no_batch_dims to pinned_host | save_on_cpu(pin_memory=True), no recompute | (1) |
 | remat_every<k> | jax.checkpoint around each group of k layers | checkpoint around each group of k layers | - |

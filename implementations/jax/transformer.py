@@ -12,7 +12,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-
 from jax._src import config as _config
 
 from implementations.jax.common import FUSED_ATTENTION, named, remat, remat_group, silu

@@ -10,7 +10,6 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
-
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from implementations.torch.common import FUSED_ATTENTION, named, remat, remat_group

@@ -13,8 +13,8 @@ import pandas as pd
 
 from implementations import frameworks, pillars
 from implementations.pillars import Across, Change, ProgramChange, Rule, Side
-from tape_vs_trace.report import breakdown, fmt, stats
 from tape_vs_trace import saved
+from tape_vs_trace.report import breakdown, fmt, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
 

@@ -43,10 +43,10 @@ def program_label(program: str) -> str:
     return ", ".join(f"{v} {w}" for v, w in zip(program.split("/"), words) if v) if program else ""
 
 
-COLUMNS = ["pillar", "workload", "size", "variant", "program", "framework", "metric", "unit", "value", "spread", "q25", "q75",
-           "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled", "comparable",
-           "type", "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env", "machine", "device",
-           "torch_version", "jax_version", "dtype", "precision", "memory_method", "status", "file"]
+COLUMNS = ["pillar", "workload", "size", "variant", "program", "framework", "metric", "unit", "value", "spread", "q25",
+           "q75", "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled",
+           "comparable", "type", "params", "benchmark", "benchmark_version", "commit", "date", "run_date", "env",
+           "machine", "device", "torch_version", "jax_version", "dtype", "precision", "memory_method", "status", "file"]
 
 Warn = Callable[[str], None]
 

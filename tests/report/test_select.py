@@ -24,7 +24,8 @@ def test_cells_look_up_one_case_and_list_cases_in_table_order() -> None:
     cells = select.Cells(table)
     assert cells.get("recording", "time_step", "mlp", "l", "", "eager", "jax")["value"] == 3.0
     # The row itself, column by column, and nothing else (no pandas index).
-    assert cells.get("recording", "time_step", "mlp", "l", "", "eager", "torch") == {**table.iloc[0].to_dict(), "program": ""}
+    row = cells.get("recording", "time_step", "mlp", "l", "", "eager", "torch")
+    assert row == {**table.iloc[0].to_dict(), "program": ""}
     assert cells.get("recording", "time_step", "mlp", "s", "", "eager", "torch") is None
     # Each (workload, size, program) once, first appearance first; other metrics and pillars are not cases of this.
     assert cells.cases("recording", "time_step") == [("mlp", "l", ""), ("lstm", "s", "")]
