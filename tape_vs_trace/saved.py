@@ -57,8 +57,8 @@ def suite_cases(device: str = "cpu") -> list[tuple[str, str, str, str, str]]:
 
 def _matched(workload: str) -> str:
     """The matched program with written attention (what the classes without program axes run), as named."""
-    return "/".join(p[0] for p in ((["matched"] if workloads.spec(workload).styles else []),
-                                   (["written"] if workloads.spec(workload).attentions else [])) if p)
+    s = workloads.spec(workload)
+    return "/".join(value for value, axis in (("matched", s.styles), ("written", s.attentions)) if axis)
 
 
 class SavedError(Exception):

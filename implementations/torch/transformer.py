@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from implementations.torch.common import FUSED_ATTENTION, named, remat, remat_group
+from implementations.torch.common import FUSED_ATTENTION, named, remat, remat_group, silu
 from implementations.workloads import attention_backend, attention_of, style_of
 
 LAYER_STACKED = ("ln1_scale", "ln1_bias", "w_qkv", "w_out", "ln2_scale", "ln2_bias", "w_gate", "w_up", "w_down")
@@ -20,8 +20,7 @@ LN_EPS = 1e-5
 
 
 # workloads.attention_backend's names: the one backend a fused call may use, so a fallback raises.
-_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-             "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}
+_BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
 
 
 def layer_norm(x: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor, style: str = "matched") -> torch.Tensor:
@@ -68,8 +67,8 @@ def attention(h: torch.Tensor, w_qkv: torch.Tensor, w_out: torch.Tensor, heads: 
 
 def swiglu(h: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
            style: str = "matched") -> torch.Tensor:
-    # swiglu.swiglu_mlp's math, with the hidden activation tagged for remat_names; F.silu in both styles.
-    return named("mlp_hidden", torch.mul, F.silu(h @ w_gate), h @ w_up) @ w_down
+    # swiglu.swiglu_mlp's math, with the hidden activation tagged for remat_names.
+    return named("mlp_hidden", torch.mul, silu(h @ w_gate, style), h @ w_up) @ w_down
 
 
 def block(x: torch.Tensor, layer: dict, heads: int, style: str = "matched", form: str = "written") -> torch.Tensor:
