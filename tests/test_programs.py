@@ -131,6 +131,21 @@ def test_the_fused_attention_formula_is_the_written_forms_matmuls() -> None:
     assert workloads.fused_attention_flops(6, 5, 7, 4, 6, backward=True) == 4 * 6 * 5 * 7 * (4 + 6)
 
 
+@pytest.mark.parametrize(("primitive", "backward"), [("dot_product_attention_fwd_wrapper", False),
+                                                     ("dot_product_attention_bwd_wrapper", True)])
+def test_jax_counts_cudnns_attention_primitives_by_the_same_formula(primitive: str, backward: bool) -> None:
+    # No CUDA here: an equation of the shape the cuDNN path binds ([batch 2, seq 5, heads 3, head 4] queries, 7 keys
+    # and values), counted as PyTorch's kernels are.
+    from types import SimpleNamespace
+
+    from implementations.jax import probe
+
+    shapes = [(2, 5, 3, 4), (2, 7, 3, 4), (2, 7, 3, 4), (0,)]
+    eqn = SimpleNamespace(primitive=SimpleNamespace(name=primitive),
+                          invars=[SimpleNamespace(aval=SimpleNamespace(shape=s)) for s in shapes])
+    assert probe._eqn_flops(eqn) == workloads.fused_attention_flops(6, 5, 7, 4, 4, backward)
+
+
 @pytest.mark.parametrize("variant", ["remat_full", "remat_names", "remat_dots"])
 @pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_the_remat_policies_see_the_fused_attention(framework: str, variant: str) -> None:

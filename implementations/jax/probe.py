@@ -253,7 +253,10 @@ def graph_size(fn: Callable[..., Any], *args: Any) -> int:
 # cuDNN's fused attention (jax.nn.dot_product_attention, implementation="cudnn"): primitives whose matmuls no
 # dot_general shows, counted by workloads.fused_attention_flops as PyTorch's probe counts its kernels. XLA's
 # composite (the CPU's) is dot_generals, which count the same.
-_ATTENTION_PRIMITIVES = {"dot_product_attention_fwd": False, "dot_product_attention_bwd": True}
+# jax.nn.dot_product_attention binds the "_wrapper" primitives (lowered to the others), in its [batch, seq, heads,
+# head_dim] layout.
+_ATTENTION_PRIMITIVES = {"dot_product_attention_fwd": False, "dot_product_attention_bwd": True,
+                         "dot_product_attention_fwd_wrapper": False, "dot_product_attention_bwd_wrapper": True}
 
 
 def _eqn_flops(eqn: Any) -> int:
