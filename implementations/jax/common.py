@@ -130,7 +130,7 @@ def _silu_jvp(primals, tangents):
 
 
 # Jitted as jax.nn.silu itself is: op by op, one dispatch of a cached program instead of the custom rule traced on
-# every call (which made the matched op-by-op mlp step a third slower than the default one).
+# every call, which made the matched op-by-op step slower than the default one (docs/history.md).
 _matched_silu = jax.jit(_silu_one_residual)
 
 
