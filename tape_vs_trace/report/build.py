@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace.report import breakdown, curve, figures, markdown, paired_results, readme
+from tape_vs_trace.report import breakdown, curve, figures, headline, markdown, paired_results, readme
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
-OUTPUTS = ["summary.csv", "summary.md", *figures.FIGURES]
+OUTPUTS = ["summary.csv", "summary.md", headline.NAME, *figures.FIGURES]
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -81,10 +81,12 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             names += curve.draw(data.paired.get(rows.machine.iloc[0]), data.machines.get(rows.machine.iloc[0], {}),
                                 staging / sub)
             drawn[group] = [sub + n for n in names]
-        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix()), encoding="utf-8")
+        top = headline.build(data, staging)
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top),
+                                            encoding="utf-8")
         if readme_path is not None:
             label = Path(os.path.relpath(out, readme_path.resolve().parent)).as_posix()
-            block = readme.section(data, drawn, label)
+            block = readme.section(data, drawn, label, top)
         if out.exists():
             out.rename(Path(tmp) / "old")
         staging.rename(out)

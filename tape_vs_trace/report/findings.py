@@ -5,16 +5,23 @@ A timing difference is stated as one only when the 95 % interval of its ratio (b
 otherwise the case reads "no difference measurable on this machine", and without samples no difference is claimed.
 Exact values (bytes, counts) differ when they differ. A rule with `ops` (saved bytes) also names, per case, the
 producing ops that make the difference, from the saved-bytes breakdown (report/breakdown.py) where there is one.
+
+Where the paired runner (`tape-vs-trace paired`) divides the same two asv combinations call by call, a step-time
+case gets one verdict: the method with the narrower interval states it and the other is shown as its cross-check;
+where their intervals miss each other, the case says so and states no finding.
 """
 
 from __future__ import annotations
+
+import json
+import math
 
 import pandas as pd
 
 from implementations import frameworks, pillars
 from implementations.pillars import Across, Change, ProgramChange, Rule, Side
 from tape_vs_trace import saved
-from tape_vs_trace.report import breakdown, fmt, stats
+from tape_vs_trace.report import breakdown, fmt, paired_section, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
 
@@ -90,7 +97,66 @@ def _program_cases(pillar: str, rule: ProgramChange, cells: Cells, bd: pd.DataFr
     return out
 
 
-def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None) -> list[str]:
+class Paired:
+    """The paired results of one run, looked up by the asv combinations their points time."""
+
+    def __init__(self, table: pd.DataFrame | None, device: str):
+        from tape_vs_trace import experiments
+
+        self.rows = {} if table is None else {(r["experiment"], r["point"]): r for r in
+                                              table[table.group == "paired"].to_dict("records")}
+        self.commit = "" if table is None or table.empty else table.commit.iloc[0]
+        # an asv combination can be a point of several experiments (the baseline of one, the variant of another)
+        self.points: dict[tuple[str, str], list[tuple[str, str, bool]]] = {}
+        for e in experiments.experiments(device) if self.rows else []:
+            if e.group != "paired":
+                continue
+            for p in e.points:
+                benchmark, params = experiments.asv_combination(e, p, device)
+                self.points.setdefault((benchmark, _key(params)), []).append((e.name, p.label, p == e.baseline))
+
+    def experiment(self, a: dict, b: dict) -> tuple[str, str] | None:
+        """(experiment, point) of the run's paired results with a as its baseline and b as its other point."""
+        if a.get("commit") != self.commit:
+            return None
+        of_a = self.points.get((a["benchmark"], _key(json.loads(a["params"]))), [])
+        of_b = self.points.get((b["benchmark"], _key(json.loads(b["params"]))), [])
+        bases = {name for name, _, base in of_a if base}
+        return next(((name, label) for name, label, base in of_b if not base and name in bases
+                     and (name, label) in self.rows), None)
+
+    def ratio(self, a: dict, b: dict) -> stats.Comparison | None:
+        """The paired ratio of b over a, where one experiment of the same commit divides exactly these two."""
+        found = self.experiment(a, b)
+        return paired_section.paired_ratio(self.rows[found]) if found else None
+
+
+def _key(params: dict) -> str:
+    return json.dumps({k: str(v) for k, v in params.items()}, sort_keys=True)
+
+
+def _width(c: stats.Comparison) -> float:
+    """The interval's width in log terms; infinite without one."""
+    if not (math.isfinite(c.low) and math.isfinite(c.high)) or c.low <= 0:
+        return math.inf
+    return math.log(c.high / c.low)
+
+
+PAIRED, ACROSS = "paired call by call in one process", "across processes"
+
+
+def one_verdict(asv: stats.Comparison, paired: stats.Comparison, a: dict, b: dict) -> str:
+    """One verdict for one question answered by both methods: the narrower interval's, the other as cross-check;
+    no finding where the two intervals miss each other."""
+    if _width(asv) < math.inf and _width(paired) < math.inf and (paired.high < asv.low or paired.low > asv.high):
+        return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired)}; {ACROSS}: "
+                f"{fmt.ratio(asv)}): no finding")
+    (first, how), (second, other) = sorted([(paired, PAIRED), (asv, ACROSS)], key=lambda m: _width(m[0]))
+    return f"{describe(first, a, b)}, {how}; cross-check {other}: {fmt.ratio(second)}"
+
+
+def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None,
+           paired: Paired | None = None) -> list[str]:
     if isinstance(rule, ProgramChange):
         return _program_cases(pillar, rule, cells, bd)
     out = []
@@ -102,7 +168,9 @@ def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None
                 c = stats.change(a, b)
                 if c.formed:
                     ops = _ops(bd, w, s, a, b, rule.base, rule.variant) if rule.ops else ""
-                    out.append(" ".join(v for v in (frameworks.label(fw), name, describe(c, a, b)) if v) + ops)
+                    pc = paired.ratio(a, b) if paired is not None else None
+                    told = describe(c, a, b) if pc is None else one_verdict(c, pc, a, b)
+                    out.append(" ".join(v for v in (frameworks.label(fw), name, told) if v) + ops)
             continue
         t, j = cells.get(*key, rule.variant, "torch"), cells.get(*key, rule.variant, "jax")
         if isinstance(rule, Side):
@@ -118,12 +186,13 @@ def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None
     return out
 
 
-def findings(cells: Cells, bd: pd.DataFrame | None = None) -> dict[str, list[str]]:
-    """Per pillar, one sentence per rule that has cases in the table; `bd` is the machine's saved-bytes breakdown.
-    A rule whose cases name ops lists them as a nested list (their text has semicolons of its own)."""
+def findings(cells: Cells, bd: pd.DataFrame | None = None, paired: Paired | None = None) -> dict[str, list[str]]:
+    """Per pillar, one sentence per rule that has cases in the table; `bd` is the machine's saved-bytes breakdown,
+    `paired` its paired results (a step-time case both answer gets one verdict). A rule whose cases name ops lists
+    them as a nested list (their text has semicolons of its own)."""
     out: dict[str, list[str]] = {}
     for pillar, rule in pillars.findings():
-        cases = _cases(pillar, rule, cells, bd)
+        cases = _cases(pillar, rule, cells, bd, paired)
         if not cases:
             continue
         what = display(rule.metric)
@@ -140,3 +209,18 @@ def findings(cells: Cells, bd: pd.DataFrame | None = None) -> dict[str, list[str
         else:
             out.setdefault(pillar, []).append(f"{head}: " + "; ".join(cases) + ".")
     return out
+
+
+def answered(cells: Cells, paired: Paired) -> set[str]:
+    """The paired experiments whose question a pillar's finding already answers (with one verdict)."""
+    names = set()
+    for pillar, rule in pillars.findings():
+        if not isinstance(rule, Change):
+            continue
+        for w, s, prog in cells.cases(pillar, rule.metric):
+            for fw in frameworks.NAMES:
+                a = cells.get(pillar, rule.metric, w, s, prog, rule.base, fw)
+                b = cells.get(pillar, rule.metric, w, s, prog, rule.variant, fw)
+                if a is not None and b is not None and (found := paired.experiment(a, b)):
+                    names.add(found[0])
+    return names

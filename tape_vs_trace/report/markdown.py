@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars
-from tape_vs_trace.report import fmt, hosts, paired_section, skips, stats
-from tape_vs_trace.report.findings import findings
+from tape_vs_trace.report import fmt, headline, hosts, paired_section, skips, stats
+from tape_vs_trace.report.findings import Paired, answered, findings
+from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.report.load import Results, program_label
 from tape_vs_trace.report.select import Cells, base_numerics, display, latest, ordered
 
@@ -133,8 +134,60 @@ def _unframed(row: dict) -> dict:
     return {k: v for k, v in json.loads(row["params"]).items() if k != "framework"}
 
 
+def readable(value) -> str:
+    """A recorded value as a reader reads it: nested records as 'key: value; ...', lists comma-separated, large
+    rates and byte counts with a unit."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable(v) for v in value) or "none"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+# how a calibration's rates read: (key, words, divisor, unit)
+CALIBRATION_WORDS = (("matmul_flops_per_s", "matmul rate (PyTorch; the roofline's)", 1e9, "GFLOP/s"),
+                     ("matmul_flops_per_s_jax", "matmul rate (JAX, for information)", 1e9, "GFLOP/s"),
+                     ("copy_bytes_per_s", "copy bandwidth", 1e9, "GB/s"),
+                     ("dispatch_seconds_per_op", "dispatch cost of a tiny op", 1e-6, "µs"))
+
+
+def _rate(value, divisor: float, unit: str) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {_rate(v, divisor, unit)}" for k, v in value.items())
+    return f"{value / divisor:.4g} {unit}" if isinstance(value, (int, float)) else readable(value)
+
+
 def _kv(title: str, values: dict) -> list[str]:
-    return [f"{title}:", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(values.items())] + [""]
+    """A host record as a two-column table; a calibration's rates in units, its raw samples left to the file."""
+    rows = []
+    if title.endswith("calibration"):
+        rows = [(words, _rate(values[key], divisor, unit)) for key, words, divisor, unit in CALIBRATION_WORDS
+                if key in values]
+        shown = {key for key, *_ in CALIBRATION_WORDS} | {"samples"}
+        rows += [(k, readable(v)) for k, v in sorted(values.items()) if k not in shown]
+    else:
+        for k, v in sorted(values.items()):
+            if isinstance(v, dict) and k == "cpu":  # the CPU record: one row per field
+                rows += [(f"cpu {kk}", readable(vv)) for kk, vv in v.items()]
+            elif k == "ram_bytes" and isinstance(v, (int, float)):
+                rows.append(("RAM", f"{v / 2 ** 30:.1f} GiB"))
+            else:
+                rows.append((k, readable(v)))
+    return [f"{title}:", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+
+
+def _host(info: dict, details: dict) -> str:
+    """'CPU, 2 cores, 23.5 GiB RAM, Linux x86_64': what the machine record has, the fingerprint's RAM where the
+    record has none; nothing printed for what neither knows."""
+    ram = info.get("ram")
+    fingerprint = details.get("fingerprint") if isinstance(details.get("fingerprint"), dict) else {}
+    if not ram and isinstance(fingerprint.get("ram_bytes"), (int, float)):
+        ram = f"{fingerprint['ram_bytes'] / 2 ** 30:.1f} GiB"
+    parts = [info.get("cpu"), f"{info['num_cpu']} cores" if info.get("num_cpu") else None,
+             f"{ram} RAM" if ram else None, " ".join(v for v in (info.get("os"), info.get("arch")) if v) or None]
+    return ", ".join(p for p in parts if p) or "no machine record"
 
 
 def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
@@ -150,13 +203,12 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
     lines = ["| | |", "|---|---|",
              f"| commit | `{commit}` (commit date {first.date}) |",
              f"| run date | {runs[0] + ' to ' + runs[-1] if runs else 'n/a'} |",
-             f"| machine | {machine}: {info.get('cpu', '?')}, {info.get('num_cpu', '?')} cores, {info.get('ram', '?')}"
-             f" RAM, {info.get('os', '?')} {info.get('arch', '')} |",
+             f"| machine | {machine}: {_host(info, details)} |",
              f"| device | {first.device} |", f"| torch | {first.torch_version} |", f"| jax | {first.jax_version} |",
              f"| python | {data.python.get((machine, commit)) or 'n/a'} (asv environment `{first.env}`) |",
              f"| dtype | {joined('dtype')} |", f"| matmul precision | {joined('precision')} |",
              f"| benchmark versions | {joined('benchmark_version')} |"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(details.items()) if k not in HOST_KEYS + RUNNER_KEYS]
+    lines += [f"| {k} | {readable(v)} |" for k, v in sorted(details.items()) if k not in HOST_KEYS + RUNNER_KEYS]
     lines += _runner_lines(details) + [""]
     for key in HOST_KEYS:
         if isinstance(details.get(key), dict):
@@ -187,54 +239,94 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
     return lines
 
 
-def markdown(data: Results, figures: dict[str, list[str]], results_label: str) -> str:
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    kept = "".join(ch for ch in heading.lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def _newest_first(groups: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFrame]]:
+    return sorted(groups.items(), key=lambda kv: (kv[1].date.max(), kv[0]), reverse=True)
+
+
+def headline_section(top: Headline | None) -> list[str]:
+    """The chart, one sentence per machine, the machines left out and why, and where there are several, each case
+    on every machine with on how many its finding holds."""
+    if top is None:
+        return []
+    lines = [f"![headline]({headline.NAME})", ""] if top.drawn else ["No JAX/PyTorch ratio to draw.", ""]
+    lines += [f"- {headline.sentence(top.rows, m, top.info.get(m, {}))}" for m in dict.fromkeys(r.machine
+                                                                                            for r in top.rows)]
+    lines += [f"- Not in the headline: {why}." for why in top.left_out]
+    table = headline.across(top.rows)
+    if table:
+        lines += ["", "Across machines (a finding holds on a machine where its ratio points the same way beyond the "
+                  "band a rerun moves it):", "", *table]
+    return lines + [""]
+
+
+def markdown(data: Results, figures: dict[str, list[str]], results_label: str, top: Headline | None = None) -> str:
+    """summary.md: contents, the headline, the latest run's findings per machine (newest first), then per machine
+    its tables, what was not run, the paired section and provenance; older commits last."""
     table = data.table
-    groups = latest(table)
-    several = len(groups) > 1
-    lines = ["# tape-vs-trace report", "",
-             f"Built by `tape-vs-trace report` from the asv results in `{results_label}` ({data.files} result file(s), "
-             f"{table.machine.nunique()} machine(s), {table.commit.nunique()} commit(s)). Every number below is "
-             "computed from `summary.csv` (the same numbers, unrounded), for each machine's latest commit. "
-             "`failed` marks a benchmark that ran and failed; `not run` one that was not run for that framework; a "
-             "dash gives the reason a ratio is not formed.", ""]
-    shown = {(r.machine.iloc[0], r.commit.iloc[0]) for r in groups.values()}
+    groups = _newest_first(latest(table))
+    shown = {(r.machine.iloc[0], r.commit.iloc[0]) for _, r in groups}
     older = sorted(set(zip(table.machine, table.commit)) - shown)
-    if older:
-        lines += ["Older commits, in summary.csv only: " + ", ".join(f"`{c[:8]}` ({m})" for m, c in older) + ".", ""]
-    for group, rows in groups.items():
-        h = "###" if several else "##"
-        lines += [f"## {group}", ""] if several else []
-        lines += [f"{h} Provenance", "", *provenance(data, rows), ""]
+    intro = (f"Built by `tape-vs-trace report` from the asv results in `{results_label}` ({data.files} result "
+             f"file(s), {table.machine.nunique()} machine(s), {table.commit.nunique()} commit(s)). Every number is "
+             "computed from `summary.csv` (the same numbers, unrounded), for each machine's latest commit. Ratios are "
+             "JAX/PyTorch: above 1, JAX is slower or keeps more. `failed` marks a benchmark that ran and failed; "
+             "`not run` one that was not run for that framework; a dash gives the reason a ratio is not formed.")
+    contents = ["## Contents", "", "- [Headline](#headline)", "- [Latest findings](#latest-findings)"]
+    contents += [f"  - [{g}](#{slug('Findings on ' + g)})" for g, _ in groups]
+    contents += [f"- [All results on {g}](#{slug('All results on ' + g)})" for g, _ in groups]
+    contents += ["- [Older commits](#older-commits)"] if older else []
+    lines = ["# tape-vs-trace report", "", intro, "", *contents, "", "## Headline", "", *headline_section(top),
+             "## Latest findings", ""]
+    body: list[str] = []
+    for group, rows in groups:
+        machine, commit = rows.machine.iloc[0], rows.commit.iloc[0]
         base = base_numerics(rows)
-        found = findings(Cells(base), data.saved.get(rows.machine.iloc[0]))
+        cells = Cells(base)
+        paired = Paired(data.paired.get(machine), rows.device.iloc[0])
+        found = findings(cells, data.saved.get(machine), paired)
         numerics = len(set(zip(rows.dtype, rows.precision)) - {("", "")}) > 1
+        lines += [f"### Findings on {group}", "", f"Commit `{commit[:8]}` ({rows.date.iloc[0]}), torch "
+                  f"{rows.torch_version.iloc[0]}, jax {rows.jax_version.iloc[0]}, device {rows.device.iloc[0]}.", ""]
         if numerics:
             first = base[base.dtype != ""].iloc[0]
             lines += [f"Findings and figures use {first.dtype} at matmul precision {first.precision}; the tables "
                       "show every dtype and precision.", ""]
+        for pillar in [p for p in pillars.PILLARS if found.get(p)]:
+            lines += [f"#### {pillar}", "", *[f"- {s}" for s in found[pillar]], ""]
+            if any(fmt.NO_INTERVAL in s for s in found[pillar]):
+                lines += [f"_{fmt.NO_INTERVAL}_: the ratio's results carry no between-process samples (recorded "
+                          "without --record-samples, or one process), so it is shown but not claimed as a "
+                          "difference.", ""]
+        body += [f"## All results on {group}", ""]
         skipped = data.skipped
         if len(skipped):
-            skipped = skipped[(skipped.machine == rows.machine.iloc[0]) & (skipped.commit == rows.commit.iloc[0])]
-        shown = [p for p in pillars.PILLARS if p in set(rows.pillar)]
-        for pillar in shown + sorted(set(rows.pillar) - set(pillars.PILLARS)):
-            lines += [f"{h} {pillar}", ""]
-            lines += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
-                      if Path(n).name == f"{pillar}.png"
-                      or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
+            skipped = skipped[(skipped.machine == machine) & (skipped.commit == commit)]
+        present = [p for p in pillars.PILLARS if p in set(rows.pillar)]
+        for pillar in present + sorted(set(rows.pillar) - set(pillars.PILLARS)):
+            body += [f"### {pillar}", ""]
+            body += [f"![{Path(n).stem}]({n})\n" for n in figures.get(group, [])
+                     if Path(n).name == f"{pillar}.png"
+                     or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
             sel = ordered(rows[rows.pillar == pillar])
             for metric in dict.fromkeys(sel.metric):
-                lines += metric_table(sel[sel.metric == metric], numerics) + [""]
+                body += metric_table(sel[sel.metric == metric], numerics) + [""]
             missing = not_run(skipped[skipped.pillar == pillar], rows) if len(skipped) else []
             if missing:
-                lines += ["Not run (asv recorded the combination as skipped):", "", *missing, ""]
-            if found.get(pillar):
-                lines += ["Findings:", ""] + [f"- {s}" for s in found[pillar]] + [""]
-                if any(fmt.NO_INTERVAL in s for s in found[pillar]):
-                    lines += [f"_{fmt.NO_INTERVAL}_: the ratio's results carry no between-process samples (recorded "
-                              "without --record-samples, or one process), so it is shown but not claimed as a "
-                              "difference.", ""]
+                body += ["Not run (asv recorded the combination as skipped):", "", *missing, ""]
         curves = [n for n in figures.get(group, []) if Path(n).name.startswith(CURVE_FIGURES)]
-        lines += paired_section.section(data.paired.get(rows.machine.iloc[0]), curves, rows.commit.iloc[0], h)
+        body += paired_section.section(data.paired.get(machine), curves, commit, "###",
+                                       answered(cells, paired) if paired.rows else set())
+        body += ["### Provenance", "", *provenance(data, rows), ""]
+    lines += body
+    if older:
+        lines += ["## Older commits", "", "In summary.csv only (the tables above are each machine's latest commit): "
+                  + ", ".join(f"`{c[:8]}` ({m})" for m, c in older) + ".", ""]
     return "\n".join(lines)
 
 

@@ -190,10 +190,12 @@ def across_table(table: pd.DataFrame) -> list[str]:
             "| JAX/PyTorch saved for backward |", "|---|---|---|---|---:|---:|---:|---:|", *lines]
 
 
-def paired_findings(table: pd.DataFrame) -> list[str]:
-    """One sentence per two-point experiment."""
+def paired_findings(table: pd.DataFrame, answered: set[str] = frozenset()) -> list[str]:
+    """One sentence per two-point experiment, but those `answered` (their verdict is a pillar finding's)."""
     out = []
-    for _, rows in table[table.group == "paired"].groupby("experiment", sort=False):
+    for name, rows in table[table.group == "paired"].groupby("experiment", sort=False):
+        if name in answered:
+            continue
         base = rows[rows.point == rows.baseline].to_dict("records")
         for r in rows[rows.point != rows.baseline].to_dict("records"):
             if not base:
@@ -205,9 +207,10 @@ def paired_findings(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: str) -> list[str]:
+def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: str,
+            answered: set[str] = frozenset()) -> list[str]:
     """summary.md's sections of the paired results of one machine: provenance, the remat curve (figures, findings,
-    every point, JAX against PyTorch) and the two-point experiments."""
+    every point, JAX against PyTorch) and the two-point experiments not `answered` in a pillar's findings."""
     if table is None:
         return []
     first = table.iloc[0]
@@ -241,8 +244,11 @@ def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: 
             lines += ["JAX/PyTorch on the curve, only between like rows (same size, mode, formulation and point; "
                       "memory measured by the same method): a JAX lax.scan is not divided by a PyTorch loop.", "",
                       *pairs, ""]
-    paired = paired_findings(table)
+    paired = paired_findings(table, answered)
     if paired:
         lines += ["Paired comparisons inside one framework (point against baseline, same process):", "",
                   *[f"- {s}." for s in paired], ""]
+    if answered:
+        lines += [f"{len(answered)} paired comparison(s) answer the same question as a pillar's finding: each has one "
+                  "verdict there, from the method with the narrower interval, with the other as its cross-check.", ""]
     return lines

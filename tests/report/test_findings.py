@@ -88,3 +88,49 @@ def test_findings_state_differences_only_outside_the_interval(synthetic_report, 
         in remat
     [peak] = [line for line in text.splitlines() if line.startswith("- **remat_full** against plain, peak memory")]
     assert "PyTorch mlp s −75.0 % (4 MiB → 1 MiB)" in peak and "JAX mlp s −50.0 % (6 MiB → 3 MiB)" in peak
+
+
+# One question, two methods: the asv rows across processes and the paired runner's call-by-call ratio of the same two
+# combinations (the custom backward of PyTorch's swiglu, eager, on a CPU: an experiment of experiments.py).
+CUSTOM = "custom_backward.CustomStep_swiglu.time_step"
+
+
+def custom_row(variant: str, commit: str = "c1") -> dict:
+    params = {"framework": "torch", "workload": "swiglu", "size": "64x256x1024", "variant": variant, "mode": "eager",
+              "style": "matched", "dtype": "float32", "precision": "highest", "device": "cpu"}
+    import json
+    return {"benchmark": CUSTOM, "params": json.dumps(params), "commit": commit, **secs(0.01)}
+
+
+def paired_table(ratio: float, low: float, high: float, commit: str = "c1"):
+    import pandas as pd
+    rows = [{"group": "paired", "experiment": "custom against autodiff swiglu torch eager", "point": point,
+             "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "commit": commit}
+            for point, r, lo, hi in (("autodiff", 1.0, 1.0, 1.0), ("custom", ratio, low, high))]
+    return pd.DataFrame(rows)
+
+
+def test_the_paired_lookup_divides_only_an_experiments_own_baseline_and_point() -> None:
+    paired = findings.Paired(paired_table(1.15, 1.12, 1.18), "cpu")
+    assert paired.ratio(custom_row("plain"), custom_row("custom")) == Comparison(1.15, 1.12, 1.18, resolution=0.03)
+    assert paired.ratio(custom_row("custom"), custom_row("plain")) is None  # the baseline is the divisor
+    assert paired.ratio(custom_row("plain", "c2"), custom_row("custom", "c2")) is None  # another run's samples
+    assert findings.Paired(None, "cpu").ratio(custom_row("plain"), custom_row("custom")) is None
+
+
+def test_one_question_gets_one_verdict_from_the_narrower_interval() -> None:
+    a, b = secs(0.01), secs(0.0115)
+    asv, paired = Comparison(1.25, 0.95, 1.6), Comparison(1.15, 1.12, 1.18, resolution=0.03)
+    assert findings.one_verdict(asv, paired, a, b) == (
+        "+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.12–1.18×), paired call by call in one process; cross-check "
+        "across processes: no difference measurable on this machine (1.25×, 95 % interval 0.95–1.6)")
+    # the asv interval narrower: it states the verdict, the paired ratio is the cross-check
+    assert findings.one_verdict(Comparison(1.15, 1.13, 1.17), Comparison(1.2, 1.0, 1.4, resolution=0.03), a, b) \
+        .startswith("+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.13–1.17×), across processes; cross-check paired")
+
+
+def test_two_methods_whose_intervals_miss_each_other_state_no_finding() -> None:
+    text = findings.one_verdict(Comparison(1.5, 1.3, 1.7), Comparison(1.1, 1.08, 1.12, resolution=0.03), secs(1),
+                                secs(1.5))
+    assert text.startswith("the two methods disagree beyond their intervals") and text.endswith("no finding")
+    assert "+" not in text.split("(")[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 
@@ -84,7 +85,7 @@ def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts(
         "| | |", "|---|---|",
         f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |",
         f"| run date | {RUN} to {RUN} |",
-        "| machine | box: ?, 2 cores, 16333648 RAM, Linux x86_64 |",
+        "| machine | box: 2 cores, 16333648 RAM, Linux x86_64 |",
         "| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |",
         "| python | n/a (asv environment `existing-venv`) |",
         "| dtype | float32 |", "| matmul precision | highest |", "| benchmark versions | v1 |"]
@@ -114,7 +115,7 @@ def test_provenance_of_a_single_row() -> None:
 
 def test_provenance_prints_fingerprint_calibration_and_samples(synthetic_report) -> None:
     _, text, _ = synthetic_report
-    assert "| cpu_model | Test CPU 9000 |" in text and "| matmul_gflops | 123.0 |" in text
+    assert "| cpu_model | Test CPU 9000 |" in text and "| matmul_gflops | 123 |" in text
     assert "| `recording.GradStep_mlp.time_step` | 3 | 12 | processes |" in text
     assert "| run date | 2023-11-14 22:13:20 UTC to 2023-11-14 22:13:20 UTC |" in text
     assert "different hosts" not in text
@@ -210,10 +211,27 @@ def test_markdown_separates_its_blocks_with_blank_lines() -> None:
 def test_markdown_heads_each_machine_of_several_with_a_blank_line_after() -> None:
     lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
     heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
-    assert [lines[i] for i in heads] == ["## box", "## lab"]
+    assert [lines[i] for i in heads] == ["## Contents", "## Headline", "## Latest findings", "## All results on lab",
+                                         "## All results on box"]
     for i in heads:
         assert lines[i + 1] == ""
-        assert lines[i + 2] == "### Provenance"
+
+
+def test_contents_link_every_section_by_its_anchor() -> None:
+    lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
+    anchors = {markdown.slug(line.lstrip("#").strip()) for line in lines if line.startswith("#")}
+    links = re.findall(r"\]\(#([^)]+)\)", "\n".join(lines[:lines.index("## Headline")]))
+    assert len(links) == 6 and set(links) <= anchors
+    assert markdown.slug("All results on cpu-x86 (2 cores)") == "all-results-on-cpu-x86-2-cores"
+
+
+def test_a_nested_record_reads_as_words_not_as_a_python_dict() -> None:
+    assert markdown.readable({"torch_compile_mode": "default", "flags": ["avx2", "fma"], "mhz": 2600.0}) == \
+        "torch_compile_mode: default; flags: avx2, fma; mhz: 2600"
+    lines = markdown._kv("Host calibration", {"matmul_flops_per_s": {"float32": 3.7e11}, "copy_bytes_per_s": 4.0e10,
+                                              "dispatch_seconds_per_op": {"torch": 1.9e-06}, "samples": {"x": 1}})
+    assert lines[4:] == ["| matmul rate (PyTorch; the roofline's) | float32 370 GFLOP/s |",
+                         "| copy bandwidth | 40 GB/s |", "| dispatch cost of a tiny op | torch 1.9 µs |", ""]
 
 
 def test_the_runner_record_is_one_readable_line() -> None:

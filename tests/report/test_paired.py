@@ -182,8 +182,8 @@ def test_the_file_of_the_shown_commit_is_chosen(tmp_path: Path) -> None:
     assert paired_results.load(results, table, warnings.append) == {}
 
 
-def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
-    # The README's results block is what readers see first: the within-framework differences belong there.
+def test_paired_findings_stay_in_summary_md_and_out_of_the_readme_block(tmp_path: Path) -> None:
+    # The README's block is the headline; a within-framework comparison is a finding of summary.md, stated once.
     results = tmp_path / "results"
     shutil.copytree(FIXTURE, results)
     write_csv(results / "paired", curve_rows() + paired_rows())
@@ -191,17 +191,10 @@ def test_readme_block_lists_the_paired_findings(tmp_path: Path) -> None:
     readme.write_text("# x\n\n<!-- report:start -->\n<!-- report:end -->\n")
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
                      str(readme)]) == 0
-    block = readme.read_text()
-    assert f"Paired comparisons inside one framework (`tape-vs-trace paired`, commit `{COMMIT[:8]}`" in block
-    assert "- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval " \
-           "10.0–30.0 %) (1.2 ms against 1 ms)" in block
-    # After the pillar findings: a blank line, the heading naming the paired file's commit, a blank line, the list.
-    lines = block.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("Paired comparisons"))
-    assert lines[at] == ("Paired comparisons inside one framework (`tape-vs-trace paired`, commit "
-                         f"`{COMMIT[:8]}`; the remat curve is in the figures below):")
-    assert lines[at - 1] == "" and lines[at - 2].startswith("- ") and lines[at + 1] == ""
-    assert lines[at + 2].startswith("- ") and lines[2] == "<!-- report:start -->"  # nothing before it was dropped
+    line = ("- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval "
+            "10.0–30.0 %) (1.2 ms against 1 ms).")
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert summary.count(line) == 1 and line not in readme.read_text()
 
 
 def test_a_point_with_equal_memory_and_more_time_is_not_beaten() -> None:

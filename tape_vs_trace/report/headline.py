@@ -1,0 +1,337 @@
+"""The headline: JAX/PyTorch ratios of the gradient step's time and of the bytes kept for the backward, one row per
+workload, mode, formulation and program, each machine's ratio side by side where there are several; drawn as
+results/report/headline.png, told as one sentence per machine, and as a table saying on how many machines each
+finding holds.
+
+Only like rows are divided (the one ratio rule, report.stats.compare), and only results of the suite's current
+benchmark versions take part: a ratio of an older version measured another program.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from implementations import workloads
+from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report.load import Results
+from tape_vs_trace.report.select import base_numerics, latest
+
+NAME = "headline.png"
+# (what the row measures, benchmark prefix, metric): the step people cite first, and what the tape and the trace keep
+MEASURES = (("step time", "recording.GradStep_", "time_step"),
+            ("saved for backward", "recording.GraphCost_", "track_saved_bytes"))
+# how each workload's size reads in words; a workload not listed gets its dimensions as `name value`
+SIZE_WORDS = {
+    "mlp": "batch {batch}, width {width}, hidden {hidden}",
+    "swiglu": "batch {batch}, width {width}, hidden {hidden}",
+    "transformer": "{layers} layers, batch {batch}, {seq} tokens, width {width}",
+    "chain": "{depth} tanh layers, batch {batch}, width {width}",
+    "lstm": "{layers} layers, {chars} characters",
+    "gmm": "{n} points, {k} components, {d} dimensions",
+}
+FORMULATION_WORDS = {"unrolled": "Python loop", "scan": "scan"}
+MACHINE_COLOURS = ("#1b6ca8", "#c0392b", "#2e8b57", "#8e44ad", "#d68910")
+MACHINE_MARKERS = ("o", "s", "D", "^", "v")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One JAX/PyTorch ratio of one machine."""
+
+    measure: str
+    case: tuple[str, ...]  # (workload, size, mode, formulation, style, attention): the same on every machine
+    label: str
+    machine: str
+    commit: str
+    comparison: stats.Comparison
+    torch: dict
+    jax: dict
+
+
+def size_words(workload: str, size: str) -> str:
+    """A size as a reader says it ('4 layers, batch 4, 64 tokens, width 128'); the name where the spec lacks it."""
+    try:
+        dims = workloads.spec(workload).sizes[size]
+    except (ValueError, KeyError):
+        return size
+    template = SIZE_WORDS.get(workload)
+    try:
+        return template.format(**dims) if template else ", ".join(f"{k} {v}" for k, v in dims.items())
+    except KeyError:
+        return ", ".join(f"{k} {v}" for k, v in dims.items())
+
+
+def workload_label(case: tuple[str, ...]) -> str:
+    """'transformer (4 layers, batch 4, 64 tokens, width 128)'."""
+    return f"{case[0]} ({size_words(case[0], case[1])})"
+
+
+KEY = "rows: mode · loop or scan · style (default/matched) · attention (written/fused)"
+
+
+def program_words(case: tuple[str, ...]) -> str:
+    """'compiled · Python loop · matched · written': the mode and how the program is written, in KEY's order."""
+    _, _, mode, formulation, style, attention = case
+    return " · ".join(p for p in (mode, FORMULATION_WORDS.get(formulation, formulation), style, attention) if p)
+
+
+def case_label(case: tuple[str, ...]) -> str:
+    """'transformer (4 layers, ...): compiled · Python loop · matched · written'."""
+    words = program_words(case)
+    return workload_label(case) + (f": {words}" if words else "")
+
+
+def _version(value) -> str:
+    text = str(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def current(data: Results) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """Per machine, its latest commit's rows at one dtype and precision; and, for each machine left out, why: its
+    latest results are of older benchmark versions than the suite's (results/benchmarks.json)."""
+    keep, left_out = {}, []
+    for group, rows in latest(data.table).items():
+        rows = base_numerics(rows)
+        mine = rows[_measured(rows)]
+        versions = {name: _version(b.get("version")) for name, b in data.benchmarks.items() if isinstance(b, dict)}
+        old = [b for b, v in zip(mine.benchmark, mine.benchmark_version)
+               if b in versions and _version(v) != versions[b]]
+        if len(mine) and len(old) == len(mine):
+            left_out.append(f"{group} (commit {rows.commit.iloc[0][:8]}): its latest results are of older benchmark "
+                            "versions, which measured other programs")
+            continue
+        keep[group] = rows[~rows.benchmark.isin(old)]
+    return keep, left_out
+
+
+def _measured(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are of a headline measure (its benchmark and metric)."""
+    hit = pd.Series(False, index=rows.index)
+    for _, prefix, metric in MEASURES:
+        hit |= rows.benchmark.str.startswith(prefix) & (rows.metric == metric)
+    return hit
+
+
+def _case(row: dict) -> tuple[str, ...]:
+    params = json.loads(row["params"])
+    return (row["workload"], row["size"], params.get("mode", ""), params.get("formulation", ""),
+            params.get("style", ""), params.get("attention", ""))
+
+
+def rows_of(groups: dict[str, pd.DataFrame]) -> list[Row]:
+    """Every formed JAX/PyTorch ratio of the headline measures, per machine, in the suite's order."""
+    out = []
+    for group, table in groups.items():
+        for measure, prefix, metric in MEASURES:
+            sel = table[table.benchmark.str.startswith(prefix) & (table.metric == metric)]
+            pairs: dict[tuple, dict[str, dict]] = {}
+            for r in sel.to_dict("records"):
+                unframed = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
+                pairs.setdefault((r["benchmark"], json.dumps(unframed, sort_keys=True)), {})[r["framework"]] = r
+            for by_fw in pairs.values():
+                c = stats.compare(by_fw.get("torch"), by_fw.get("jax"))
+                if not c.formed or not math.isfinite(c.ratio):
+                    continue
+                case = _case(by_fw["torch"])
+                out.append(Row(measure, case, case_label(case), group, by_fw["torch"]["commit"], c, by_fw["torch"],
+                               by_fw["jax"]))
+    return out
+
+
+def verdict(c: stats.Comparison, measure: str) -> str:
+    """Which way the ratio points, in words, or that no difference is measurable."""
+    more, less = ("slower", "faster") if measure == "step time" else ("keeps more", "keeps less")
+    if c.differs is None:
+        return f"{c.ratio:.3g}× ({fmt.NO_INTERVAL})"
+    if not c.differs:
+        return "equal" if c.low == c.high else "no difference measurable"
+    return f"JAX {more if c.ratio > 1 else less}"
+
+
+def _extremes(rows: list[Row]) -> str:
+    values = sorted(r.comparison.ratio for r in rows)
+    text = [f"{v:.2f}" if v < 10 else f"{v:.0f}" for v in (values[0], values[-1])]
+    return f"{text[0]}×" if text[0] == text[1] else f"{text[0]}–{text[1]}×"
+
+
+def sentence(rows: list[Row], machine: str, info: dict) -> str:
+    """The headline in one sentence per machine: per measure and mode, in how many cases JAX is slower (keeps more),
+    faster (keeps less) or not measurably different, with the range of those ratios."""
+    mine = [r for r in rows if r.machine == machine]
+    if not mine:
+        return ""
+    device = mine[0].torch["device"]
+    host = ", ".join(str(v) for v in (info.get("cpu"), f"{info['num_cpu']} cores" if info.get("num_cpu") else "")
+                     if v)
+    parts = []
+    for measure in dict.fromkeys(r.measure for r in mine):
+        for mode in dict.fromkeys(r.case[2] for r in mine if r.measure == measure):
+            sel = [r for r in mine if r.measure == measure and r.case[2] == mode]
+            counts: dict[str, list[Row]] = {}
+            for r in sel:
+                counts.setdefault(verdict(r.comparison, measure), []).append(r)
+            told = ", ".join(f"{w} in {len(rs)} ({_extremes(rs)})" if w.startswith("JAX") else f"{w} in {len(rs)}"
+                             for w, rs in counts.items())
+            what = f"{mode} step time" if measure == "step time" and mode else \
+                "bytes saved for the backward" if measure != "step time" else measure
+            parts.append(f"{what}: {told} of {len(sel)}")
+    return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {'; '.join(parts)}.")
+
+
+def across(rows: list[Row]) -> list[str]:
+    """summary.md's table: each case's ratio on every machine and on how many machines its direction holds (the
+    same direction, beyond the rerun band, on each machine that measured it)."""
+    machines = list(dict.fromkeys(r.machine for r in rows))
+    if len(machines) < 2:
+        return []
+    by_case: dict[tuple, dict[str, Row]] = {}
+    for r in rows:
+        by_case.setdefault((r.measure, r.case), {})[r.machine] = r
+    lines = ["| measure | case | " + " | ".join(machines) + " | holds on |", "|---|---|" + "---:|" * len(machines)
+             + "---|"]
+    for (measure, case), by_machine in by_case.items():
+        cells = [fmt.ratio(by_machine[m].comparison) if m in by_machine else "not measured" for m in machines]
+        lines.append(f"| {measure} | {case_label(case)} | " + " | ".join(cells) + f" | {holds(by_machine)} |")
+    return lines
+
+
+def holds(by_machine: dict[str, Row]) -> str:
+    """'JAX slower on 2 of 2 machines', or where the machines disagree, what each says."""
+    verdicts = {m: verdict(r.comparison, r.measure) for m, r in by_machine.items()}
+    stated = {v for v in verdicts.values() if v.startswith("JAX")}
+    if len(stated) == 1 and all(v in stated for v in verdicts.values()):
+        return f"{stated.pop()} on {len(verdicts)} of {len(verdicts)} machines"
+    if not stated:
+        return f"no finding on any of {len(verdicts)} machines"
+    return "not on every machine: " + "; ".join(f"{m} {v}" for m, v in verdicts.items())
+
+
+def _entries(rows: list[Row], measure: str) -> list[tuple[str, tuple | None]]:
+    """The panel's lines from the top: a heading per workload and size, then one line per case under it."""
+    out: list[tuple[str, tuple | None]] = []
+    for case in dict.fromkeys(r.case for r in rows if r.measure == measure):
+        head = workload_label(case)
+        if (head, None) not in out:
+            out.append((head, None))
+        out.append((program_words(case) or "the step", case))
+    return out
+
+
+def ratio_text(c: stats.Comparison) -> str:
+    """'4.7× [4.1–6.5]' (the marker tells whether it is a finding), or an exact '1.000001×' (as many digits as tell
+    it from 1)."""
+    if c.low == c.high == c.ratio:
+        if c.ratio == 1:
+            return "1× (equal)"
+        return f"{c.ratio:.{3 if abs(c.ratio - 1) >= 1e-3 else 7}g}×"
+    text = f"{c.ratio:.3g}×"
+    return text + f" [{c.low:.2g}–{c.high:.2g}]" if math.isfinite(c.low) else text
+
+
+def draw(rows: list[Row], path: Path, footer: str) -> bool:
+    """headline.png: per measure a panel of JAX/PyTorch ratios on a log axis with their 95 % intervals, a line at 1
+    and the rerun band shaded; each machine a marker of its own, filled where the ratio is a finding, its value
+    written at the right. False (and nothing written) where there is no ratio to draw."""
+    if not rows:
+        return False
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.transforms import blended_transform_factory as blended
+
+    machines = list(dict.fromkeys(r.machine for r in rows))
+    measures = [m for m, _, _ in MEASURES if any(r.measure == m for r in rows)]
+    entries = {m: _entries(rows, m) for m in measures}
+    step = 0.22 * len(machines)  # inches per line: room for each machine's ratio, written out
+    heights = [step * len(entries[m]) + 0.8 for m in measures]
+    font, total = 9, sum(heights) + 1.5
+    fig = Figure(figsize=(7.5, total), dpi=130)
+    axes = fig.subplots(len(measures), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    fig.suptitle("JAX / PyTorch: above 1, JAX is slower or keeps more", fontsize=font + 2)
+    fig.text(0.5, 1 - 0.45 / total, KEY, ha="center", fontsize=font, color="0.3")
+    offsets = [(k - (len(machines) - 1) / 2) * 0.8 / len(machines) for k in range(len(machines))]
+    for ax, measure in zip(axes, measures):
+        lines = entries[measure]
+        where = {case: i for i, (_, case) in enumerate(lines) if case is not None}
+        band = stats.BETWEEN_PROCESSES if measure == "step time" else 0.0
+        if band:
+            ax.axvspan(1 / (1 + band), 1 + band, color="0.88", zorder=0)
+        ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
+        mine = [r for r in rows if r.measure == measure]
+        for k, machine in enumerate(machines):
+            colour, marker = MACHINE_COLOURS[k % len(MACHINE_COLOURS)], MACHINE_MARKERS[k % len(MACHINE_MARKERS)]
+            for r in (r for r in mine if r.machine == machine):
+                c, y = r.comparison, where[r.case] + offsets[k]
+                err = [[c.ratio - c.low], [c.high - c.ratio]] if math.isfinite(c.low) and c.low != c.high else None
+                ax.errorbar(c.ratio, y, xerr=err, color=colour, marker=marker, capsize=3, linestyle="",
+                            markerfacecolor=colour if c.differs else "white", zorder=3)
+                ax.text(1.01, y, ratio_text(c), transform=ax.get_yaxis_transform(), va="center", fontsize=font,
+                        color=colour, in_layout=False)  # in the margin the layout's right edge leaves
+        ends = [v for r in mine for v in (r.comparison.low, r.comparison.high, r.comparison.ratio) if math.isfinite(v)]
+        low, high = min(ends + [1 / (1 + band)]), max(ends + [1 + band])
+        ax.set_xscale("log")
+        ax.set_xlim(low / 1.25, high * 1.25)
+        # a narrow axis needs more ticks than 1-2-5 to be read; a wide one fewer, or the labels collide
+        subs = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e3 * low \
+            else (1.0,)
+        ax.xaxis.set_major_locator(LogLocator(subs=subs))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}×"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        # a workload's heading spans the panel on a line of its own; the cases under it are the tick labels
+        ax.set_yticks(range(len(lines)), ["" if case is None else text for text, case in lines], fontsize=font)
+        for i, (text, case) in enumerate(lines):
+            if case is None:
+                # from the figure's left edge, on a line with no marker; left out of the layout, or it narrows the
+                # panel by its width
+                ax.text(0.01, i, text, transform=blended(fig.transFigure, ax.transData), va="center", fontsize=font,
+                        fontweight="bold", zorder=4, in_layout=False)
+        ax.set_ylim(len(lines) - 0.5, -0.5)
+        ax.tick_params(axis="y", length=0)
+        ax.tick_params(labelsize=font)
+        ax.grid(axis="x", which="major", alpha=0.3)
+        ax.set_xlabel(f"step time (forward + backward), JAX/PyTorch, log scale\nshaded: the ±"
+                      f"{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves such a ratio; bars: 95 % intervals"
+                      if band else "bytes saved for the backward, JAX/PyTorch, log scale (exact)", fontsize=font)
+    handles = [Line2D([], [], color=MACHINE_COLOURS[k % len(MACHINE_COLOURS)], linestyle="",
+                      marker=MACHINE_MARKERS[k % len(MACHINE_MARKERS)], label=m) for k, m in enumerate(machines)]
+    handles += [Line2D([], [], color="0.2", marker="o", linestyle="", label="filled: a finding"),
+                Line2D([], [], color="0.2", marker="o", markerfacecolor="white", linestyle="",
+                       label="hollow: no difference measurable")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=font, frameon=False,
+               bbox_to_anchor=(0.5, (0.12 + 0.16 * (textwrap.fill(footer, 105).count("\n") + 1)) / total))
+    foot = textwrap.fill(footer, 105)
+    fig.text(0.01, 0.05 / total, foot, fontsize=font, color="0.3")
+    fig.tight_layout(rect=(0, (0.3 + 0.16 * foot.count("\n") + 0.2 * math.ceil(len(handles) / 3)) / total, 0.8,
+                           1 - 0.5 / total))
+    fig.savefig(path)
+    return True
+
+
+def footer(rows: list[Row]) -> str:
+    commits = ", ".join(dict.fromkeys(f"{r.machine} at {r.commit[:8]}" for r in rows))
+    return (f"{commits}; bars: 95 % intervals across processes; ratios only between like rows (same mode, size, "
+            "dtype, precision, formulation, style and attention) · tape-vs-trace report")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What summary.md and the README say at the top: the rows, the machines left out, each machine's record."""
+
+    rows: list[Row]
+    left_out: list[str]
+    info: dict[str, dict]  # group -> machine.json
+    drawn: bool
+
+
+def build(data: Results, out: Path) -> Headline:
+    """The headline of the results, its chart drawn into `out` (where there is a ratio to draw)."""
+    groups, left_out = current(data)
+    rows = rows_of(groups)
+    info = {g: data.machines.get(t.machine.iloc[0], {}) for g, t in groups.items()}
+    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows)))

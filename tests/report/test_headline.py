@@ -1,0 +1,146 @@
+"""The headline (tape_vs_trace.report.headline): which ratios it shows, in which words, the machines it leaves out,
+the sentence it tells, the table across machines, and the chart as drawn (labels, the line at 1, no overlaps)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tape_vs_trace.report import headline, stats
+from tape_vs_trace.report.headline import Row
+from tape_vs_trace.report.load import load_results
+from tests.report.helpers import write_results
+
+
+def data_of(root: Path):
+    return load_results(write_results(root), lambda message: None)
+
+
+def test_sizes_read_as_words_and_an_unknown_size_as_its_name() -> None:
+    assert headline.size_words("transformer", "L4-B4-S64-D128") == "4 layers, batch 4, 64 tokens, width 128"
+    assert headline.size_words("mlp", "64x256x1024") == "batch 64, width 256, hidden 1024"
+    assert headline.size_words("mlp", "no-such-size") == "no-such-size"
+    assert headline.case_label(("transformer", "L4-B4-S64-D128", "compiled", "scan", "matched", "fused")) == \
+        "transformer (4 layers, batch 4, 64 tokens, width 128): compiled · scan · matched · fused"
+
+
+def test_the_rows_are_the_step_time_and_saved_bytes_ratios_of_like_rows(tmp_path: Path) -> None:
+    data = data_of(tmp_path)
+    groups, left_out = headline.current(data)
+    rows = headline.rows_of(groups)
+    assert left_out == [] and list(groups) == ["box"]
+    assert [(r.measure, r.label) for r in rows] == [("step time", "mlp (s): eager"), ("step time", "mlp (s): compiled"),
+                                                    ("saved for backward", "mlp (s)")]
+    table = data.table
+    for r in rows:
+        assert r.torch["framework"] == "torch" and r.jax["framework"] == "jax"
+        assert r.comparison == stats.compare(r.torch, r.jax)
+    saved = rows[-1].comparison
+    assert saved.ratio == saved.low == saved.high == 1.5  # 3 * 2**19 B against 2**20 B, exact
+    assert set(table[table.metric == "time_step"].framework) == {"torch", "jax"}
+
+
+def test_a_machine_whose_latest_results_are_of_older_benchmark_versions_is_left_out(tmp_path: Path) -> None:
+    data = data_of(tmp_path)
+    for name in ("recording.GradStep_mlp.time_step", "recording.GraphCost_mlp.track_saved_bytes"):
+        data.benchmarks[name]["version"] = "a newer one"
+    groups, left_out = headline.current(data)
+    assert groups == {} and headline.rows_of(groups) == []
+    assert left_out == ["box (commit abc12300): its latest results are of older benchmark versions, which measured "
+                        "other programs"]
+    assert not headline.draw([], tmp_path / "h.png", "") and not (tmp_path / "h.png").exists()
+
+
+def row(machine: str, ratio: float, low: float, high: float, mode: str = "eager", measure: str = "step time") -> Row:
+    case = ("mlp", "64x256x1024", mode, "", "matched", "")
+    return Row(measure, case, headline.case_label(case), machine, "c" * 40, stats.Comparison(ratio, low, high),
+               {"device": "cpu"}, {})
+
+
+def test_the_sentence_counts_each_verdict_per_mode_with_the_range_of_its_ratios() -> None:
+    rows = [row("a", 4.7, 4.0, 6.0), row("a", 2.0, 1.5, 2.5), row("a", 1.0, 0.8, 1.2),
+            row("a", 0.5, 0.4, 0.6, mode="compiled"), row("a", 2.0, 2.0, 2.0, mode="", measure="saved for backward")]
+    assert headline.sentence(rows, "a", {"cpu": "Test CPU", "num_cpu": 2}) == (
+        "On a (Test CPU, 2 cores, device cpu), JAX against PyTorch: eager step time: JAX slower in 2 (2.00–4.70×), "
+        "no difference measurable in 1 of 3; compiled step time: JAX faster in 1 (0.50×) of 1; bytes saved for the "
+        "backward: JAX keeps more in 1 (2.00×) of 1.")
+    assert headline.sentence(rows, "elsewhere", {}) == ""
+
+
+def test_across_machines_a_finding_holds_where_every_machine_points_the_same_way() -> None:
+    same = [row("a", 4.7, 4.0, 6.0), row("b", 3.0, 2.5, 3.5)]
+    assert headline.holds({r.machine: r for r in same}) == "JAX slower on 2 of 2 machines"
+    split = [row("a", 4.7, 4.0, 6.0), row("b", 1.05, 0.9, 1.2)]
+    assert headline.holds({r.machine: r for r in split}) == \
+        "not on every machine: a JAX slower; b no difference measurable"
+    opposite = [row("a", 4.7, 4.0, 6.0), row("b", 0.5, 0.4, 0.6)]
+    assert headline.holds({r.machine: r for r in opposite}) == "not on every machine: a JAX slower; b JAX faster"
+    table = headline.across(same + [row("a", 1.0, 0.9, 1.1, mode="compiled")])
+    assert table[0] == "| measure | case | a | b | holds on |"
+    assert table[2].endswith("| 4.7× [4–6] | 3× [2.5–3.5] | JAX slower on 2 of 2 machines |")
+    assert "| not measured | no finding on any of 1 machines |" in table[3]
+    assert headline.across(same[:1]) == []  # one machine: nothing to set side by side
+
+
+@pytest.fixture
+def drawn(monkeypatch, tmp_path: Path):
+    """The headline chart of two machines, with the figure kept to look at what is drawn."""
+    from matplotlib.figure import Figure
+
+    kept = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, *a, **k: (kept.append(fig), save(fig, path, *a, **k)))
+    rows = [row("a", 4.7, 4.0, 6.0), row("b", 1.05, 0.9, 1.2), row("a", 0.5, 0.4, 0.6, mode="compiled"),
+            row("a", 2.0, 2.0, 2.0, mode="", measure="saved for backward")]
+    assert headline.draw(rows, tmp_path / headline.NAME, headline.footer(rows))
+    assert (tmp_path / headline.NAME).read_bytes()[:4] == b"\x89PNG"
+    return kept[0]
+
+
+def test_the_chart_has_a_panel_per_measure_with_its_metric_a_line_at_one_and_every_case_labelled(drawn) -> None:
+    step, saved = drawn.axes
+    assert step.get_xscale() == saved.get_xscale() == "log"
+    assert "step time" in step.get_xlabel() and "JAX/PyTorch" in step.get_xlabel()
+    assert "bytes saved for the backward" in saved.get_xlabel()
+    assert [t.get_text() for t in step.get_yticklabels()] == ["", "eager · matched", "compiled · matched"]
+    texts = [t.get_text() for t in step.texts]
+    assert "mlp (batch 64, width 256, hidden 1024)" in texts  # the workload's heading
+    assert {"4.7× [4–6]", "1.05× [0.9–1.2]", "0.5× [0.4–0.6]"} <= set(texts)  # every ratio written out
+    assert any(list(line.get_xdata()) == [1.0, 1.0] for line in step.lines)  # the line at 1
+    assert len(step.patches) == 1 and not saved.patches  # the rerun band only where a rerun moves the ratio
+    band = step.patches[0]
+    assert band.get_x() == pytest.approx(1 / 1.1) and band.get_x() + band.get_width() == pytest.approx(1.1)
+    legend = [t.get_text() for t in drawn.legends[0].get_texts()]
+    assert legend[:2] == ["a", "b"] and "hollow: no difference measurable" in legend
+
+
+def test_no_two_labels_of_the_chart_overlap(drawn) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    renderer = FigureCanvasAgg(drawn).get_renderer()
+    drawn.draw(renderer)
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in drawn.findobj(Text)
+             if t.get_text().strip() and t.get_visible()]
+    clashes = [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:] if ba.overlaps(bb)]
+    assert not clashes
+
+
+def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path: Path) -> None:
+    from tape_vs_trace import cli
+
+    results = write_results(tmp_path / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- report:start -->\n<!-- report:end -->\n")
+    assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
+                     str(readme)]) == 0
+    summary = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    first_screen = summary[:summary.index("## Latest findings") + 1]
+    assert "![headline](headline.png)" in first_screen and first_screen[-1] == "## Latest findings"
+    assert any(line.startswith("- On box (Test CPU 9000, 4 cores, device cpu), JAX against PyTorch: eager step "
+                               "time: ") for line in first_screen)
+    block = readme.read_text()
+    assert "![JAX/PyTorch ratios of step time and saved bytes](out/headline.png)" in block
+    assert json.loads(json.dumps(block.count("\n"))) < 20  # a headline, not the report
