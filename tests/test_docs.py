@@ -210,6 +210,15 @@ def _commands() -> list[Command]:
 COMMANDS = _commands()
 
 
+class CommandError(Exception):
+    """A command of a page that does not work as written."""
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise CommandError(message)
+
+
 def _python() -> list[str]:
     """This interpreter as the tests run it (with -S where they run without site), the checkout on its path."""
     return [sys.executable, *(["-S"] if sys.flags.no_site else [])]
@@ -228,17 +237,19 @@ def _argv(command: Command) -> list[str]:
         return [*_python(), *args]
     if program == "cp":
         return ["cp", *args]
-    raise AssertionError(f"{command}: no rule to run `{program}`; add it to NOT_RUN with a reason, or a rule here")
+    raise CommandError(f"{command}: no rule to run `{program}`; add it to NOT_RUN with a reason, or a rule here")
 
 
 @functools.cache
-def _code_text() -> str:
-    return "\n".join(p.read_text(errors="replace") for pattern in CODE_FILES for p in ROOT.glob(pattern) if p.is_file())
+def _names_in_code() -> set[str]:
+    """Every upper-case name the code mentions: the environment variables it may read."""
+    return {name for pattern in CODE_FILES for p in ROOT.glob(pattern) if p.is_file()
+            for name in re.findall(r"\b[A-Z_][A-Z0-9_]*\b", p.read_text(errors="replace"))}
 
 
 def _help(argv: list[str]) -> str:
     done = subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr[-2000:]}"
+    _require(done.returncode == 0, f"{' '.join(argv)}: {done.stderr[-2000:]}")
     return done.stdout
 
 
@@ -246,40 +257,43 @@ def _flags(args: tuple[str, ...]) -> list[str]:
     return [a.split("=", 1)[0] for a in args if a.startswith("-")]
 
 
+def _has_option(text: str, flag: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
 def _check(command: Command) -> None:
     """A command not run: the program, its target and its options exist as written."""
     program, *args = command.argv
-    code = _code_text()
     for name, _ in command.env:
-        assert name in code, f"{command}: no code reads {name}"
+        _require(name in _names_in_code(), f"{command}: no code reads {name}")
     if program == "make":
         target = [a for a in args if "=" not in a]
         for name in (a.split("=", 1)[0] for a in args if "=" in a):
-            assert re.search(rf"^{name}\s*\??=", (ROOT / "Makefile").read_text(), flags=re.M), \
-                f"{command}: the Makefile has no variable {name}"
+            defined = re.search(rf"^{name}\s*\??=", (ROOT / "Makefile").read_text(), flags=re.M) is not None
+            _require(defined, f"{command}: the Makefile has no variable {name}")
         done = subprocess.run(["make", "-n", *args], cwd=ROOT, env=_env(command.env), capture_output=True, text=True,
                               timeout=RUN_TIMEOUT_S)
-        assert done.returncode == 0 and target, f"{command}: make -n failed: {done.stderr[-2000:]}"
+        _require(done.returncode == 0 and bool(target), f"{command}: make -n failed: {done.stderr[-2000:]}")
     elif program.startswith("scripts/"):
         script = ROOT / program
-        assert script.is_file() and os.access(script, os.X_OK), f"{command}: {program} is not an executable file"
+        _require(script.is_file() and os.access(script, os.X_OK), f"{command}: {program} is not an executable file")
         text = script.read_text()
         for arg in args[1:]:  # the first names a folder to create; the others are choices of a `case`, or options
-            assert re.search(rf"^\s*{re.escape(arg)}\)", text, flags=re.M) or (arg.startswith("-") and arg in text), \
-                f"{command}: {program} has no choice or option {arg}"
+            known = re.search(rf"^\s*{re.escape(arg)}\)", text, flags=re.M) or _has_option(text, arg)
+            _require(bool(known), f"{command}: {program} has no choice or option {arg}")
     elif command.name == "asv":
         sub, *rest = args
         if "--config" in rest:
-            assert (ROOT / rest[rest.index("--config") + 1]).is_file(), f"{command}: no such config"
+            _require((ROOT / rest[rest.index("--config") + 1]).is_file(), f"{command}: no such config")
         usage = _help([*_python(), "-m", "asv", sub, "--help"])
         for flag in _flags(tuple(rest)):
-            assert flag in usage, f"{command}: asv {sub} has no option {flag}"
+            _require(_has_option(usage, flag), f"{command}: asv {sub} has no option {flag}")
     elif program in TVT:
         usage = _help([*_python(), "-m", "tape_vs_trace.cli", args[0], "--help"])
         for flag in _flags(tuple(args[1:])):
-            assert flag in usage, f"{command}: tape-vs-trace {args[0]} has no option {flag}"
+            _require(_has_option(usage, flag), f"{command}: tape-vs-trace {args[0]} has no option {flag}")
     else:
-        raise AssertionError(f"{command}: no rule to check `{program}`")
+        raise CommandError(f"{command}: no rule to check `{program}`")
 
 
 def _current_suite_only(folder: Path) -> None:
@@ -329,19 +343,22 @@ def _run_block(commands: list[Command]) -> dict[Command, str | None]:
                                 _current_suite_only(where / arg)
                     done = subprocess.run(argv, cwd=where, env=_env(command.env), capture_output=True, text=True,
                                           timeout=RUN_TIMEOUT_S)
-                    assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stderr[-3000:]}"
+                    _require(done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stderr[-3000:]}")
                 outcome[command] = None
-            except (AssertionError, OSError, subprocess.SubprocessError) as exc:
+            except (CommandError, OSError, subprocess.SubprocessError) as exc:
                 outcome[command] = f"{exc.__class__.__name__}: {exc}"
     return outcome
 
 
 @pytest.fixture(scope="module")
-def outcomes() -> dict[Command, str | None]:
-    """Every block's commands, the blocks in parallel (each runs its commands in order)."""
+def outcomes(request: pytest.FixtureRequest) -> dict[Command, str | None]:
+    """The commands of every block with a selected test, the blocks in parallel (each runs its commands in order)."""
+    selected = {item.callspec.params["command"] for item in request.session.items
+                if getattr(item, "callspec", None) and "command" in item.callspec.params}
     blocks: dict[tuple[str, int], list[Command]] = {}
     for command in COMMANDS:
-        blocks.setdefault((command.page, command.block), []).append(command)
+        if any((c.page, c.block) == (command.page, command.block) for c in selected):
+            blocks.setdefault((command.page, command.block), []).append(command)
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         results = list(pool.map(_run_block, blocks.values()))
     return {c: o for r in results for c, o in r.items()}
@@ -349,7 +366,8 @@ def outcomes() -> dict[Command, str | None]:
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.page}:{c}" for c in COMMANDS])
 def test_command_works_as_written(command: Command, outcomes: dict[Command, str | None]) -> None:
-    assert outcomes[command] is None, outcomes[command]
+    if outcomes[command] is not None:
+        pytest.fail(outcomes[command], pytrace=False)
 
 
 def test_commands_not_run_are_the_pages_own() -> None:
