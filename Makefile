@@ -107,7 +107,7 @@ preview: $(STAMP)
 # without MUTATE_PATHS resumes where the last one stopped). Then `mutmut results`, `mutmut show NAME`.
 # Cost on a shared 2-core machine: the first run traces the selected tests once (minutes), later runs trace only
 # new tests; report mutants are fast, probe and steps mutants far slower (they run torch and JAX tests). All of them
-# take hours: see README "Mutation testing" for the sampled score.
+# take hours: see CONTRIBUTING.md "Mutation testing" for the sampled score.
 MUTATE_PATHS ?=
 MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)
