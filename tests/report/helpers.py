@@ -302,3 +302,14 @@ def captured_figures(monkeypatch) -> dict[str, object]:
                         lambda self, path, *args, **kwargs: figs.update({Path(path).name: self}))
     return figs
 
+
+def saved_groups(ax) -> dict[str, list[str]]:
+    """A saved-bytes figure's groups of side-by-side bars: the case named under each group -> the frameworks (tick
+    labels) whose bars stand in it, left to right."""
+    frameworks_at = {round(x): t.get_text() for x, t in zip(ax.get_xticks(), ax.get_xticklabels())}
+    cases = list(zip(ax.get_xticks(minor=True), (t.get_text() for t in ax.get_xticklabels(minor=True))))
+    out: dict[str, list[str]] = {case: [] for _, case in cases}
+    for x in sorted({round(bar.get_x() + bar.get_width() / 2) for bar in ax.patches if bar.get_height()}):
+        case = min(cases, key=lambda c: abs(c[0] - x))[1]
+        out[case].append(frameworks_at[x])
+    return out
