@@ -157,9 +157,9 @@ PILLARS: dict[str, Pillar] = {
         Pillar(
             "remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
             "jax.checkpoint and its policies", ("RematCost", "RematCurve"), ("variant",),
-            Figure("changes", "remat: memory saved per policy",
-                   (Panel("track_peak_bytes", "plain", _POLICIES, "peak memory change against plain"),
-                    Panel("track_saved_bytes", "plain", _POLICIES, "saved bytes change against plain"))),
+            Figure("changes", "remat: each policy's memory against plain (below 0: the policy saves memory)",
+                   (Panel("track_peak_bytes", "plain", _POLICIES, "peak memory, change against plain"),
+                    Panel("track_saved_bytes", "plain", _POLICIES, "saved for backward, change against plain"))),
             # the memory each policy saves; the transformer's curve, times included, is the paired runner's
             tuple(Change("track_peak_bytes", "plain", policy, policy) for policy in _POLICIES),
         ),
@@ -226,7 +226,8 @@ PILLARS: dict[str, Pillar] = {
             "harness", "harness overhead", "the suite's synchronised path against a direct call",
             "the suite's synchronised path against a direct call", (), ("path",),
             Figure("changes", "harness overhead: the suite's timed path against a direct call",
-                   (Panel("time_step", "raw", ("synchronized",), "synchronised path against a direct call"),)),
+                   (Panel("time_step", "raw", ("synchronized",),
+                          "step time, synchronised path against a direct call"),)),
             (Change("time_step", "raw", "synchronized", "the suite's synchronised path"),),
         ),
     )

@@ -18,8 +18,12 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from implementations import frameworks, workloads
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
+    from matplotlib.figure import Figure
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2.0 ** 20  # the report's memory unit (tape_vs_trace.report.fmt.MIB), without importing pandas here
@@ -29,6 +33,9 @@ ALL_FIELDS = ("workload", "size", "variant", "dtype", "program", "framework", "o
               "is_argument", "commit")
 # The variants whose breakdown explains the suite's saved-bytes rows (recording.GraphCost, custom_backward).
 SUITE_VARIANTS = ("plain", "custom")
+# The form of a layer or time loop that saved-all runs: the Python loop, which both frameworks have, as the suite's
+# like rows compare.
+LOOP = "unrolled"
 
 
 def programs(workload: str) -> list[str]:
@@ -75,8 +82,7 @@ def _batch_records(framework: str, cases: list[list[str]]) -> list[list[dict]]:
     fw = frameworks.load(framework, "highest", float64=any(case[3] == "float64" for case in cases))
     out = []
     for workload, size, variant, dtype, *program in cases:
-        # the Python loop where there is one: the form both frameworks run, as the suite's like rows compare
-        loop = "unrolled" if workloads.spec(workload).formulations else None
+        loop = LOOP if workloads.spec(workload).formulations else None
         inputs = with_program(workloads.make_inputs(workload, size, dtype), "".join(program))
         fn, args = fw.steps.loss_fn(inputs, variant, "cpu", loop)
         out.append([{"op": r.op, "shape": list(r.shape), "dtype": r.dtype, "nbytes": r.nbytes,
@@ -193,49 +199,61 @@ def format_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
-def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> None:
-    """Saved MiB (binary, as every memory figure of the report) stacked by producing op, one bar per framework,
-    PyTorch beside JAX; rows as ``rows_by_op`` makes them, optionally with a "case" key (one pair of bars per case).
-    Arguments and 'other ops' are drawn grey. 7.5 inches wide with 9 pt text: readable at page width."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> Figure:
+    """Saved MiB (binary, as every memory figure of the report) stacked by producing op, one bar per framework;
+    rows as ``rows_by_op`` makes them, optionally with a "case" key. A case is one group of bars, named under it:
+    only a case's bars stand side by side, so a case must name everything that makes two bars unlike (the loop's
+    form, the program). A framework without the case leaves its place empty and says so. Arguments and 'other ops'
+    are drawn grey. 7.5 inches wide with 9 pt text: readable at page width. Returns the Figure."""
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     rows = list(rows)
     cases = list(dict.fromkeys(r.get("case", "") for r in rows))
     names = [name for name in frameworks.NAMES if any(r["framework"] == name for r in rows)]
     ops = list(dict.fromkeys(r["op"] for r in sorted(rows, key=lambda r: (r["is_argument"], r["op"]))))
-    colors = {op: "#bbbbbb" if op in ("argument", "other ops") else plt.get_cmap("tab20")(i % 20)
+    colors = {op: "#bbbbbb" if op in ("argument", "other ops") else colormaps["tab20"](i % 20)
               for i, op in enumerate(ops)}
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig = Figure(figsize=(7.5, 4.5), dpi=130)
+    ax = fig.subplots()
     ticks, labels, drawn = [], [], set()
     for c, case in enumerate(cases):
         for f, name in enumerate(names):
             x = c * (len(names) + 1) + f
+            mine = [r for r in rows if r.get("case", "") == case and r["framework"] == name]
+            if not mine:  # not measured in this case's form: an empty place, not a zero
+                ax.text(x, 0.02, f"{frameworks.label(name)}: not measured", rotation=90, ha="center", va="bottom",
+                        fontsize=9, color="0.45", transform=ax.get_xaxis_transform())
+                continue
             bottom = 0.0
             for op in ops:
-                mib = sum(r["bytes"] for r in rows if r.get("case", "") == case and r["framework"] == name
-                          and r["op"] == op) / MIB
+                mib = sum(r["bytes"] for r in mine if r["op"] == op) / MIB
                 if mib:
                     ax.bar(x, mib, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color)
                     drawn.add(op)
                     bottom += mib
             ticks.append(x)
-            labels.append(f"{frameworks.label(name)}\n{case}".strip())
+            labels.append(frameworks.label(name))
+        if c:
+            ax.axvline(c * (len(names) + 1) - 1, color="0.6", linewidth=0.8)
     # One entry per op, in stacking order, without a framework's edge colour (the tick labels name the framework).
     ax.legend(handles=[Patch(facecolor=colors[op], label=op) for op in ops if op in drawn], fontsize=9,
               loc="upper left", bbox_to_anchor=(1, 1))
     ax.set_xticks(ticks, labels, fontsize=9)
+    if any(cases):  # each case named once, under its group of bars
+        ax.set_xticks([c * (len(names) + 1) + (len(names) - 1) / 2 for c in range(len(cases))], cases, minor=True,
+                      fontsize=9)
+        ax.tick_params(axis="x", which="minor", length=0, pad=18)
+    ax.set_xlim(-0.75, len(cases) * (len(names) + 1) - 1.25)
     ax.tick_params(labelsize=9)
-    ax.set_ylabel("saved for the backward pass (MiB)", fontsize=9)
+    ax.set_ylabel("saved for backward (MiB)", fontsize=9)
     ax.set_ylim(bottom=0)
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    fig.savefig(path)
+    return fig
 
 
 def run(workload: str, size: str | None, variant: str, dtype: str, fmt: str) -> str:

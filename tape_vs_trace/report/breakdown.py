@@ -13,28 +13,43 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks
+from implementations import frameworks, workloads
 from tape_vs_trace.report import fmt
-from tape_vs_trace.report.load import Warn, read_side_csv
-from tape_vs_trace.saved import ALL_FIELDS, saved_figure
+from tape_vs_trace.report.load import Warn, program_label, read_side_csv
+from tape_vs_trace.saved import ALL_FIELDS, LOOP, saved_figure
 
 FOLDER = "saved"
 TOP = 3  # ops named per side of a finding
 FIGURE_OPS = 9  # ops drawn by name in a figure; the rest are "other ops"
+# A file from before the program column ran each framework's own default form of a loop (JAX's lax.scan, PyTorch's
+# Python loop): its JAX and PyTorch bars of a loop workload are not like rows.
+EARLIER_LOOPS = {"jax": "scan", "torch": "unrolled"}
+# How a figure names a case, in words.
+BACKWARDS = {"plain": "autodiff backward", "custom": "custom backward"}
+LOOPS = {"unrolled": "unrolled loop", "scan": "scan loop"}
 
 
 def _read(path: Path) -> pd.DataFrame:
     """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
     # A file from before the program column holds the programs its commit ran, which named none.
     table = read_side_csv(path, tuple(f for f in ALL_FIELDS if f != "program"))
-    if "program" not in table.columns:
+    named = "program" in table.columns
+    if not named:
         table = table.assign(program="")
+    table = table.assign(formulation=[_loop(w, fw, named) for w, fw in zip(table.workload, table.framework)])
     nbytes = pd.to_numeric(table.nbytes, errors="coerce")
     if nbytes.isna().any() or (nbytes < 0).any() or (nbytes % 1 != 0).any():
         raise ValueError("nbytes is not a byte count on every row")
     if not table.is_argument.isin(["True", "False"]).all():
         raise ValueError("is_argument is not True/False on every row")
     return table.assign(nbytes=nbytes.astype("int64"), is_argument=table.is_argument == "True")
+
+
+def _loop(workload: str, framework: str, named_programs: bool) -> str:
+    """The form of the loop a breakdown row ran: '' where the workload has none (or is no longer in the suite)."""
+    if workload not in workloads.WORKLOADS or not workloads.spec(workload).formulations:
+        return ""
+    return LOOP if named_programs else EARLIER_LOOPS.get(framework, "")
 
 
 def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:
@@ -131,21 +146,30 @@ def note(a: pd.Series, b: pd.Series, value_a: float, value_b: float, commit: str
             f"{int(value_a):,} B and {int(value_b):,} B above)")
 
 
+def case_label(variant: str, formulation: str, program: str) -> str:
+    """A figure's case in words, a line each: the backward, the loop's form, the style and the attention."""
+    parts = [BACKWARDS.get(variant, variant), LOOPS.get(formulation, formulation), *program_label(program).split(", ")]
+    return "\n".join(p for p in parts if p)
+
+
 def _figure_rows(breakdown: pd.DataFrame, workload: str) -> list[dict]:
-    """Per (variant, framework): bytes per op, arguments left out, the FIGURE_OPS largest ops by name."""
+    """Per (case, framework): bytes per op, arguments left out, the FIGURE_OPS largest ops by name. A case is a
+    variant, loop form and program: only like rows share one."""
     sel = breakdown[(breakdown.workload == workload) & ~breakdown.is_argument]
     shared = {k for k, n in sel.groupby(sel.op.map(_key)).framework.nunique().items() if n > 1}
     sel = sel.assign(op=[_key(op) if _key(op) in shared else op for op in sel.op])
     named = set(sel.groupby("op").nbytes.sum().sort_values(ascending=False).head(FIGURE_OPS).index)
     sel = sel.assign(op=sel.op.where(sel.op.isin(named), "other ops"))
-    sel = sel.assign(case=[" ".join(x for x in (v, p) if x) for v, p in zip(sel.variant, _programs(sel))])
+    loops = sel["formulation"] if "formulation" in sel.columns else pd.Series("", index=sel.index)
+    sel = sel.assign(case=[case_label(v, f, p) for v, f, p in zip(sel.variant, loops, _programs(sel))])
     grouped = sel.groupby(["case", "framework", "op"], sort=False).nbytes.sum()
     return [{"case": case, "framework": fw, "op": op, "bytes": int(v), "is_argument": op == "other ops"}
             for (case, fw, op), v in grouped.items() if fw in frameworks.NAMES]
 
 
 def draw(breakdown: pd.DataFrame | None, out: Path) -> list[str]:
-    """One figure per workload of the breakdown, saved_<workload>.png; returns their file names."""
+    """One figure per workload of the breakdown, saved_<workload>.png (saved.saved_figure); returns their file
+    names."""
     if breakdown is None:
         return []
     names = []

@@ -1,14 +1,18 @@
 """The remat trade-off curve of the paired results, one figure per transformer size (remat_curve_<size>.png): step
 time against memory, one line per framework x mode x formulation through its points ordered by memory, every point
-labelled, the Pareto-optimal points of each line ringed.
+labelled, the Pareto-optimal points of each line ringed. Labels are placed once the panels are laid out, each where
+it overlaps no other label and stays inside its panel, with a leader line where it sits away from its point; the
+points of one line that coincide on the page share one label.
 
 Two panels: peak bytes where the framework's memory method sees the step (on a CPU not compiled PyTorch, not
 op-by-op JAX), and saved bytes, which every point has."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
@@ -17,10 +21,26 @@ from tape_vs_trace.report import fmt
 from tape_vs_trace.report.figures import DPI, FONT, WIDTH
 from tape_vs_trace.report.paired_results import curves, finite, pareto
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 # Line style and marker per (mode, formulation); colour per framework (the registry).
 STYLES = {("eager", "unrolled"): ("-", "o"), ("compiled", "unrolled"): ("--", "s"), ("compiled", "scan"): (":", "^"),
           ("eager", "scan"): ("-.", "D")}
 PANELS = (("peak_bytes", "peak memory (MiB)"), ("saved_bytes", "saved for backward (MiB)"))
+RING = 130  # the Pareto ring's area (points squared)
+RADII = (4, 7, 11, 16, 22, 30, 40, 52, 66, 82, 100)  # a label's distance from its point, points, nearest first
+ANGLES = (35, 145, -35, -145, 0, 180, 90, -90, 65, 115, -65, -115, 15, 165, -15, -165)  # preferred first
+
+
+class Label(NamedTuple):
+    """A point's label, to be placed: data coordinates, text, colour and the line it belongs to."""
+
+    x: float
+    y: float
+    text: str
+    color: str
+    line: int
 
 
 def short(point: str) -> str:
@@ -28,17 +48,23 @@ def short(point: str) -> str:
     return point.removeprefix("remat_").replace("budget ", "b=")
 
 
-def _log_y(ax) -> None:
-    from matplotlib.ticker import FuncFormatter
+def _log_y(ax, low: float, high: float) -> None:
+    """A log time axis from `low` to `high` whose labelled ticks read as plain numbers (20, 30, 50), never so dense
+    that they touch: 1-2-3-5 per decade on a narrow axis, 1-2-5 on a wider one, powers of ten beyond three decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    ax.set_ylim(low, high)
+    subs = (1.0, 2.0, 3.0, 5.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e3 * low else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, xlabel: str, t_div: float) -> None:
-    drawn = 0
+def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, xlabel: str,
+           t_div: float) -> list[Label]:
+    """Draws the lines of one panel; returns their points' labels, placed by `_place` once the figure is laid out."""
+    drawn, labels = 0, []
     for key, curve in lines:
         framework, mode, formulation, _ = key
         rows = [r for r in curve.to_dict("records") if finite(r[column], r["time_s"])]
@@ -54,11 +80,9 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
         ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker=marker, markersize=4, capsize=2,
                     linewidth=1.2, label=f"{frameworks.label(framework)} {mode} {formulation}")
         optimal = pareto([r["time_s"] for r in rows], [r[column] for r in rows])
-        ax.scatter([x for x, o in zip(xs, optimal) if o], [y for y, o in zip(ys, optimal) if o], s=130,
+        ax.scatter([x for x, o in zip(xs, optimal) if o], [y for y, o in zip(ys, optimal) if o], s=RING,
                    facecolors="none", edgecolors=color, linewidths=1.2, zorder=3)
-        for r, x, y in zip(rows, xs, ys):
-            ax.annotate(short(r["point"]), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=FONT,
-                        color=color)
+        labels += [Label(x, y, short(r["point"]), color, drawn) for r, x, y in zip(rows, xs, ys)]
         drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, "no curve has this memory\non this device", ha="center", va="center",
@@ -67,11 +91,101 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
     ax.set_xlabel(xlabel, fontsize=FONT)
     ax.tick_params(labelsize=FONT)
     ax.grid(alpha=0.3, which="both")
+    return labels
 
 
-def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
+def _merge(labels: list[Label], to_px, within: float) -> list[tuple[tuple[float, float], str, str]]:
+    """(position in pixels, text, colour) per group of one line's points closer than `within` pixels to another
+    of the group: points that coincide on the page share a label, 'full, every2'."""
+    out = []
+    for line in dict.fromkeys(label.line for label in labels):
+        groups: list[list[tuple[Label, tuple[float, float]]]] = []
+        for label in (p for p in labels if p.line == line):
+            xy = tuple(to_px((label.x, label.y)))
+            near = [g for g in groups if any(math.dist(xy, q) < within for _, q in g)]
+            for g in near[1:]:  # a point near two groups joins them
+                near[0] += g
+                groups.remove(g)
+            if near:
+                near[0].append((label, xy))
+            else:
+                groups.append([(label, xy)])
+        for g in groups:
+            x, y = (sum(q[i] for _, q in g) / len(g) for i in (0, 1))
+            out.append(((x, y), ", ".join(dict.fromkeys(p.text for p, _ in g)), g[0][0].color))
+    return out
+
+
+def _box(x: float, y: float, w: float, h: float, ha: str, va: str) -> tuple[float, float, float, float]:
+    x0 = {"left": x, "right": x - w, "center": x - w / 2}[ha]
+    y0 = {"bottom": y, "top": y - h, "center": y - h / 2}[va]
+    return x0, y0, x0 + w, y0 + h
+
+
+def _hits(a: tuple[float, ...], b: tuple[float, ...], pad: float = 1.0) -> bool:
+    return a[0] < b[2] + pad and b[0] < a[2] + pad and a[1] < b[3] + pad and b[1] < a[3] + pad
+
+
+def _place(ax, labels: list[Label], renderer) -> None:
+    """Each label at the nearest place, around its point, that overlaps no placed label and stays inside the panel,
+    one that covers no point's marker first; a leader line to the point where it sits away from it."""
+    scale = ax.figure.dpi / 72  # pixels per point
+    ring = math.sqrt(RING) / 2 * scale  # the radius of a ring, pixels
+    frame = ax.get_window_extent(renderer)
+    inside = (frame.x0 + 2, frame.y0 + 2, frame.x1 - 2, frame.y1 - 2)
+    markers = [tuple(ax.transData.transform((p.x, p.y))) for p in labels]
+    markers = [(x - ring, y - ring, x + ring, y + ring) for x, y in markers]
+    placed: list[tuple[float, float, float, float]] = []
+    for (px, py), text, color in _merge(labels, ax.transData.transform, 0.8 * ring):
+        probe = ax.text(0, 0, text, fontsize=FONT)
+        extent = probe.get_window_extent(renderer)
+        probe.remove()
+        w, h = extent.width, extent.height
+        candidates = []
+        for r in RADII:
+            for angle in ANGLES:
+                dx, dy = r * scale * math.cos(math.radians(angle)), r * scale * math.sin(math.radians(angle))
+                ha = "left" if dx > 0.3 * r * scale else "right" if dx < -0.3 * r * scale else "center"
+                va = "bottom" if dy > 0.3 * r * scale else "top" if dy < -0.3 * r * scale else "center"
+                candidates.append((dx, dy, ha, va))
+        # beyond the rings of candidates, anywhere in the panel, nearest first
+        step = max(4.0, h / 2)
+        grid = [(x - px, y - py, "center", "center")
+                for x in _range(inside[0] + w / 2, inside[2] - w / 2, step)
+                for y in _range(inside[1] + h / 2, inside[3] - h / 2, step)]
+        candidates += sorted(grid, key=lambda c: math.hypot(c[0], c[1]))
+        choice = None
+        for avoid_markers in (True, False):
+            for dx, dy, ha, va in candidates:
+                box = _box(px + dx, py + dy, w, h, ha, va)
+                if not (box[0] >= inside[0] and box[1] >= inside[1] and box[2] <= inside[2] and box[3] <= inside[3]):
+                    continue
+                if any(_hits(box, b) for b in placed) or (avoid_markers and any(_hits(box, m, 0) for m in markers)):
+                    continue
+                choice = (dx, dy, ha, va, box)
+                break
+            if choice:
+                break
+        if choice is None:  # a panel too full for one more label: beside its point, where it falls
+            choice = (4 * scale, 3 * scale, "left", "bottom", _box(px + 4 * scale, py + 3 * scale, w, h, "left",
+                                                                   "bottom"))
+        dx, dy, ha, va, box = choice
+        placed.append(box)
+        far = math.hypot(dx, dy) > 1.6 * ring
+        ax.annotate(text, ax.transData.inverted().transform((px, py)), xytext=(dx / scale, dy / scale),
+                    textcoords="offset points", ha=ha, va=va, fontsize=FONT, color=color,
+                    arrowprops=dict(arrowstyle="-", color=color, linewidth=0.6, shrinkA=1, shrinkB=ring / scale)
+                    if far else None)
+
+
+def _range(start: float, stop: float, step: float) -> list[float]:
+    return [start + i * step for i in range(int((stop - start) // step) + 1)] if stop >= start else []
+
+
+def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     """Step time (log, with 95 % interval bars) against peak memory (left) and saved bytes (right) at one size, one
-    row of panels per mode (eager, compiled): fewer lines per panel, labels that can be read."""
+    row of panels per mode (eager, compiled): fewer lines per panel, labels that can be read. Returns the Figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     lines = [(k, c) for k, c in curves(table) if k[3] == size]
@@ -82,15 +196,15 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
     fig = Figure(figsize=(WIDTH, 1.9 + 3.3 * len(modes)), dpi=DPI)
     axes = fig.subplots(len(modes), 2, sharey=True, squeeze=False)
     fig.suptitle(f"remat trade-off, transformer {size}: step time against memory", fontsize=FONT + 2)
+    point_labels = {}
     for row, mode in zip(axes, modes):
         for ax, (column, xlabel) in zip(row, PANELS):
-            _panel(ax, [(k, c) for k, c in lines if k[1] == mode], column, xlabel, t_div)
+            point_labels[ax] = _panel(ax, [(k, c) for k, c in lines if k[1] == mode], column, xlabel, t_div)
             ax.set_title(f"{mode}: {'peak, where measured' if column == 'peak_bytes' else 'saved, every line'}",
                          fontsize=FONT)
         row[0].set_ylabel(f"step time ({t_unit}, log)", fontsize=FONT)
-    _log_y(axes[0][0])
     # With few processes an interval can span decades: the axis follows the points and the bars run off it.
-    axes[0][0].set_ylim(times.min() / t_div / 1.4, times.max() / t_div * 1.4)
+    _log_y(axes[0][0], times.min() / t_div / 1.4, times.max() / t_div * 1.4)
     handles, labels = [], []
     for ax in axes.flat:
         for h, label in zip(*ax.get_legend_handles_labels()):
@@ -100,7 +214,7 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
     height = fig.get_figheight()
     note = ("bars: 95 % interval across processes (cut at the axis); ringed: Pareto-optimal within its line (no point "
             "of the line both faster and smaller); labels: policy without 'remat_', or torch.compile memory budget "
-            "(b=0.5)")
+            "(b=0.5), one label for the points of a line that coincide")
     text = textwrap.fill(note, 105) + "\n" + foot
     fig.text(0.01, 0.05 / height, text, ha="left", va="bottom", fontsize=FONT, color="0.3")
     lines_below = text.count("\n") + 1
@@ -108,7 +222,11 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> None:
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, legend_y), ncol=3, fontsize=FONT,
                frameon=False)
     fig.tight_layout(rect=(0, legend_y + 0.2 * (1 + (len(labels) - 1) // 3) / height, 1, 1 - 0.1 / height))
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the panels' final places: labels are placed in pixels
+    for ax, found in point_labels.items():
+        _place(ax, found, renderer)
     fig.savefig(path)
+    return fig
 
 
 def footer(table: pd.DataFrame, machine_info: dict) -> str:

@@ -1,18 +1,24 @@
 """Figures (matplotlib, Agg): times as dots with their 95 % interval on log axes, memory in MiB on axes from zero,
-and differences (remat cost, harness overhead) as differences in %, zero marked. Every font is at least 9 pt at
-the saved size, and figures are 7.5 inches wide: readable at page width."""
+and differences (remat cost, harness overhead) as differences in %, zero marked. One panel per metric, its axis
+named by the metric and its unit. Two frameworks' rows sit side by side only where they may be divided: peaks
+measured by different methods get a panel per framework. Every font is at least 9 pt at the saved size, and
+figures are 7.5 inches wide: readable at page width."""
 
 from __future__ import annotations
 
 import math
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
-from implementations import frameworks, pillars
+from implementations import frameworks, metrics, pillars
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.select import Cells, display, ordered
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # File names are stable: the README links them.
 # The transformer's remat trade-off curve is report/curve.py's (remat_curve_<size>.png, from the paired results).
@@ -20,6 +26,18 @@ FIGURES = [f"{name}.png" for name in pillars.PILLARS]
 WIDTH, FONT, DPI = 7.5, 9, 130
 # Compile times get a panel of their own (seconds, but not step times): this suite's and that of version 4 and older.
 COMPILE_METRICS = ("time_compile_seconds", "track_compile_seconds")
+TITLE_WIDTH = 95  # characters of a panel title per line: it stays inside the figure
+
+
+class Panel(NamedTuple):
+    """One panel of a values figure: the rows of one metric; `alone` names the one framework a panel holds where
+    the frameworks' values may not be divided (peaks measured by different methods), else ""."""
+
+    rows: pd.DataFrame
+    metric: str
+    dots: bool
+    alone: str = ""
+    method: str = ""
 
 
 def _figure(heights: list[float], title: str, footer: str):
@@ -88,54 +106,87 @@ def _style(ax, labels: list[str], xlabel: str) -> None:
     ax.set_axisbelow(True)
 
 
-def _rows_panel(ax, rows: pd.DataFrame, title: str, dots: bool) -> None:
-    """Both frameworks per case: dots with interval bars on a log axis (times), or bars in MiB from zero."""
+def _title(ax, text: str) -> None:
+    """A panel's note, right-aligned over its axis: a note wider than the axis runs left over the row labels'
+    column, not off the figure."""
+    ax.set_title(textwrap.fill(text, TITLE_WIDTH), fontsize=FONT, loc="right")
+
+
+def _not_drawn(ax, notes: dict[int, list[tuple[str, str, str, bool]]], alone: str) -> None:
+    """(framework, 'PyTorch: not run', colour, bold) per row index, at the left of the row: a lone note at its
+    framework's place in the row, two on one line at the row's middle, the second after the first."""
+    for row, found in notes.items():
+        fw = found[0][0]
+        y = row if alone or len(found) > 1 else row + (frameworks.NAMES.index(fw) - 0.5) * 0.4
+        previous = None
+        for _, text, color, bold in found:
+            kw = dict(fontsize=FONT, color=color, va="center", fontweight="bold" if bold else "normal")
+            if previous is None:
+                previous = ax.text(0.01, y, text, transform=ax.get_yaxis_transform(), **kw)
+            else:
+                previous = ax.annotate(f"   {text}", xy=(1, 0.5), xycoords=previous, ha="left", **kw)
+
+
+def _rows_panel(ax, rows: pd.DataFrame, what: str, dots: bool, alone: str = "", method: str = "") -> None:
+    """Both frameworks per case, or `alone`'s only: dots with interval bars on a log axis (times), or bars in MiB
+    from zero. `what` names the metric on the axis."""
     if rows.empty:
-        _no_data(ax, title)
+        _no_data(ax, what)
         return
     rows = rows.assign(label=_labels(rows, rows.metric.nunique() > 1))
     labels = list(dict.fromkeys(rows.label))
     divisor, unit = fmt.scale(rows.unit.iloc[0], rows.value)
-    for k, fw in enumerate(frameworks.NAMES):
-        color, y0 = frameworks.FRAMEWORKS[fw].color, (k - 0.5) * 0.4
+    notes: dict[int, list[tuple[str, str, str, bool]]] = {}
+    for k, fw in enumerate([alone] if alone else frameworks.NAMES):
+        color, y0 = frameworks.FRAMEWORKS[fw].color, 0.0 if alone else (k - 0.5) * 0.4
         have = rows[rows.framework == fw]
-        for missing in sorted(set(labels) - set(have.label)):
-            ax.text(0.01, labels.index(missing) + y0, f"{frameworks.label(fw)}: not run", fontsize=FONT,
-                    color="0.45", va="center", transform=ax.get_yaxis_transform())
+        for missing in [] if alone else sorted(set(labels) - set(have.label)):
+            notes.setdefault(labels.index(missing), []).append((fw, f"{frameworks.label(fw)}: not run", "0.45", False))
         for r in have.itertuples(index=False):
             y = labels.index(r.label) + y0
             if r.status != "ok":
-                ax.text(0.01, y, f"{frameworks.label(fw)}: failed", fontsize=FONT, color=color, va="center",
-                        fontweight="bold", transform=ax.get_yaxis_transform())
+                notes.setdefault(labels.index(r.label), []).append((fw, f"{frameworks.label(fw)}: failed", color,
+                                                                     True))
             elif dots:
                 err = None
                 if math.isfinite(r.ci_low) and r.basis != "exact":
                     err = [[(r.value - r.ci_low) / divisor], [(r.ci_high - r.value) / divisor]]
                 ax.errorbar(r.value / divisor, y, xerr=err, color=color, marker="o", capsize=3, linestyle="")
             else:
-                ax.barh(y, r.value / divisor, 0.4, color=color)
+                ax.barh(y, r.value / divisor, 0.6 if alone else 0.4, color=color)
+    _not_drawn(ax, dict(sorted(notes.items())), alone)
     if dots:
         _log(ax)
     else:
         ax.set_xlim(left=0)
-    _style(ax, labels, f"{title} ({unit}, {'log scale' if dots else 'from zero'})")
-    methods = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
-    if not dots and methods.nunique() > 1:  # CPU peaks today: the bars compare within a framework only
-        ax.set_title("peaks measured differently per framework: compare within one", fontsize=FONT)
+    who = f"{frameworks.label(alone)} " if alone else ""
+    _style(ax, labels, f"{who}{what} ({unit}, {'log scale' if dots else 'from zero'})")
+    if method:
+        _title(ax, f"measured by {method}" + ("; the other framework measures its peaks differently: no ratio, "
+                                              "compare within this panel" if alone else ""))
     if dots:
         has = (rows.basis != "exact") & rows.ci_low.notna()
-        ax.set_title("dot: median; bar: 95 % interval across processes" if has.any()
-                     else "dot: median (no interval: no between-process samples)", fontsize=FONT)
+        _title(ax, "dot: median; bar: 95 % interval across processes" if has.any()
+               else "dot: median (no interval: no between-process samples)")
 
 
-def _differences(ax, items: list[tuple[str, str, stats.Comparison]], xlabel: str) -> None:
+def _sign(metric: str, base: str) -> str:
+    """Which way a change points: every metric here is a cost, so above 0 is worse than `base`."""
+    unit = metrics.METRICS[metric].unit if metric in metrics.METRICS else ""
+    more = {"seconds": "slower than", "bytes": "more memory than"}.get(unit, "more than")
+    return f"above 0: {more} {base}"
+
+
+def _differences(ax, items: list[tuple[str, str, stats.Comparison]], label: str, metric: str = "",
+                 base: str = "") -> None:
     """(label, framework, b/a) as a change in % with its interval; a hollow dot has no interval."""
     if not items:
-        _no_data(ax, xlabel)
+        _no_data(ax, label)
         return
-    labels = list(dict.fromkeys(label for label, _, _ in items))
-    for label, fw, c in items:
-        y = labels.index(label) + (frameworks.NAMES.index(fw) - 0.5) * 0.4
+    labels = list(dict.fromkeys(row for row, _, _ in items))
+    hollow = False
+    for row, fw, c in items:
+        y = labels.index(row) + (frameworks.NAMES.index(fw) - 0.5) * 0.4
         x = (c.ratio - 1) * 100
         color = frameworks.FRAMEWORKS[fw].color
         if math.isfinite(c.low):
@@ -143,8 +194,10 @@ def _differences(ax, items: list[tuple[str, str, stats.Comparison]], xlabel: str
             ax.errorbar(x, y, xerr=err, color=color, marker="o", capsize=3, linestyle="")
         else:
             ax.plot(x, y, marker="o", markerfacecolor="none", color=color, linestyle="")
+            hollow = True
     ax.axvline(0, color="0.2", linewidth=1)
-    _style(ax, labels, f"{xlabel} (%; 0 = no change; hollow: no interval)")
+    notes = [_sign(metric, base) if base else "0: no change"] + ["hollow: no interval"] * hollow
+    _style(ax, labels, f"{label} (%)\n{'; '.join(notes)}")
 
 
 def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[str, ...]):
@@ -152,37 +205,60 @@ def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[
     for w, s, prog in cells.cases(pillar, metric):
         for v in variants:
             for fw in frameworks.NAMES:
-                c = stats.change(cells.get(pillar, metric, w, s, prog, base, fw),
-                                 cells.get(pillar, metric, w, s, prog, v, fw))
+                a, b = cells.get(pillar, metric, w, s, prog, base, fw), cells.get(pillar, metric, w, s, prog, v, fw)
+                c = stats.change(a, b)
                 if c.formed:
-                    items.append((" ".join(x for x in (w, s, v, prog) if x), fw, c))
+                    # each framework's own change; where the two run different forms, the row says so
+                    unlike = metrics.unlike_formulations(a["benchmark"])
+                    label = " ".join(x for x in (w, s, v, prog) if x) + (f" ({unlike})" if unlike else "")
+                    items.append((label, fw, c))
     return items
 
 
-def pillar_figure(rows: pd.DataFrame, pillar: str, title: str, footer: str, path: Path) -> None:
-    """Times (and compile times) as dots, memory as bars in MiB."""
+def value_panels(sel: pd.DataFrame) -> list[Panel]:
+    """The panels of a values figure, one per metric in registry order: times (and compile times) as dots, memory
+    as bars; a metric whose frameworks' values were measured by different methods gets a panel per method."""
+    out = []
+    for metric in dict.fromkeys(sel.metric):
+        rows = sel[sel.metric == metric]
+        unit, sampled = rows.unit.iloc[0], bool(rows.sampled.iloc[0])
+        if unit == "seconds" and (sampled or metric in COMPILE_METRICS):
+            out.append(Panel(rows, metric, True))
+        elif unit == "bytes":
+            methods = list(dict.fromkeys(rows.memory_method))
+            if methods == [""]:
+                out.append(Panel(rows, metric, False))
+                continue
+            for method in methods:
+                sub = rows[rows.memory_method == method]
+                fws = list(dict.fromkeys(sub.framework))
+                out.append(Panel(sub, metric, False, fws[0] if len(fws) == 1 else "", method))
+    return out
+
+
+def pillar_figure(rows: pd.DataFrame, pillar: str, title: str, footer: str, path: Path) -> Figure:
+    """Times (and compile times) as dots, memory as bars in MiB, a panel per metric; returns the Figure."""
     sel = ordered(rows[rows.pillar == pillar])
-    compile_ = sel.metric.isin(COMPILE_METRICS)
-    panels = [(t, p, d) for t, p, d in (("time", sel[sel.sampled & (sel.unit == "seconds") & ~compile_], True),
-                                         ("compile time", sel[compile_], True),
-                                         ("memory", sel[sel.unit == "bytes"], False)) if len(p)]
-    panels = panels or [(pillar, sel, True)]
-    heights = [max(1.6, 0.32 * p.assign(l=_labels(p, True)).l.nunique() + 0.9) for _, p, _ in panels]
+    drawn = value_panels(sel) or [Panel(sel, pillar, True)]
+    heights = [max(1.6, 0.32 * _labels(p.rows, False).nunique() + 0.9 + 0.15 * bool(p.method)) for p in drawn]
     fig, axes, rect = _figure(heights, title, footer)
-    for ax, (what, p, dots) in zip(axes, panels):
-        _rows_panel(ax, p, what, dots)
+    for ax, p in zip(axes, drawn):
+        _rows_panel(ax, p.rows, display(p.metric), p.dots, p.alone, p.method)
     _finish(fig, rect, path)
+    return fig
 
 
 def difference_figure(cells: Cells, panels: list[tuple[str, str, str, tuple[str, ...], str]], title: str,
-                      footer: str, path: Path) -> None:
-    """One panel per (pillar, metric, base, variants, axis label): each variant's change against base."""
+                      footer: str, path: Path) -> Figure:
+    """One panel per (pillar, metric, base, variants, axis label): each variant's change against base; returns the
+    Figure."""
     items = [_changes(cells, *p[:4]) for p in panels]
     heights = [max(1.6, 0.32 * len({i[0] for i in it}) + 0.9) for it in items]
     fig, axes, rect = _figure(heights, title, footer)
     for ax, it, p in zip(axes, items, panels):
-        _differences(ax, it, p[4])
+        _differences(ax, it, p[4], p[1], p[2])
     _finish(fig, rect, path)
+    return fig
 
 
 def footer(rows: pd.DataFrame, machine_info: dict) -> str:

@@ -8,10 +8,15 @@ import csv
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
+from implementations import metrics
 from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report.load import COLUMNS
 
@@ -236,3 +241,75 @@ def curve_point(framework: str, mode: str, formulation: str, point: str, time: t
             "point": point, "baseline": "plain", "time_s": time[0], "time_ci_low": time[1], "time_ci_high": time[2],
             "ratio": ratio[0], "ratio_ci_low": ratio[1], "ratio_ci_high": ratio[2], "saved_bytes": saved * MIB,
             "peak_bytes": peak * MIB, "peak_method": peak_method, "flops": gflop * 1e9}
+
+
+# --- what a figure shows a reader: the texts it draws, where, and the metrics its axes name ---------------------
+
+METRIC_NAMES = tuple(sorted({m.display for m in metrics.METRICS.values()}, key=len, reverse=True))
+UNIT = re.compile(r"\((MiB|s|ms|µs|ns|%)[,;)]")  # a unit in parentheses: "(MiB, from zero)", "(%)", "(ms, log)"
+
+
+def drawn_texts(fig) -> list[tuple[str, Bbox]]:
+    """(text, its box in pixels) of every non-empty text a draw of `fig` puts on the page: tick labels, axis labels,
+    titles, legend entries, annotations (the text, not its leader line), notes. Recorded as drawn, so a tick label
+    outside the axis' range, which matplotlib keeps but does not draw, is not one."""
+    seen: list[tuple[str, Bbox]] = []
+    draw = Text.draw
+
+    def record(self, renderer) -> None:
+        draw(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            seen.append((self.get_text(), Text.get_window_extent(self, renderer)))
+
+    canvas = FigureCanvasAgg(fig)
+    Text.draw = record
+    try:
+        canvas.draw()
+    finally:
+        Text.draw = draw
+    return seen
+
+
+def overlapping(fig) -> list[tuple[str, str]]:
+    """The pairs of drawn texts whose boxes intersect (touching edges do not)."""
+    return [(a, b) for (a, p), (b, q) in itertools.combinations(drawn_texts(fig), 2)
+            if p.x0 < q.x1 and q.x0 < p.x1 and p.y0 < q.y1 and q.y0 < p.y1]
+
+
+def off_the_page(fig) -> list[str]:
+    """The drawn texts that run over an edge of the figure (more than a pixel)."""
+    width, height = fig.bbox.width, fig.bbox.height
+    return [t for t, box in drawn_texts(fig)
+            if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1]
+
+
+def unnamed_axes(fig) -> list[str]:
+    """The axes that show data but whose x and y labels name no metric of the registry with its unit."""
+    out = []
+    for ax in fig.axes:
+        if not ax.has_data():
+            continue
+        label = f"{ax.get_xlabel()} | {ax.get_ylabel()}"
+        if not (any(name in label for name in METRIC_NAMES) and UNIT.search(label)):
+            out.append(label)
+    return out
+
+
+def captured_figures(monkeypatch) -> dict[str, object]:
+    """From here on, each Figure that is saved is kept by the name of its file instead of being written."""
+    figs: dict[str, object] = {}
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig",
+                        lambda self, path, *args, **kwargs: figs.update({Path(path).name: self}))
+    return figs
+
+
+def saved_groups(ax) -> dict[str, list[str]]:
+    """A saved-bytes figure's groups of side-by-side bars: the case named under each group -> the frameworks (tick
+    labels) whose bars stand in it, left to right."""
+    frameworks_at = {round(x): t.get_text() for x, t in zip(ax.get_xticks(), ax.get_xticklabels())}
+    cases = list(zip(ax.get_xticks(minor=True), (t.get_text() for t in ax.get_xticklabels(minor=True))))
+    out: dict[str, list[str]] = {case: [] for _, case in cases}
+    for x in sorted({round(bar.get_x() + bar.get_width() / 2) for bar in ax.patches if bar.get_height()}):
+        case = min(cases, key=lambda c: abs(c[0] - x))[1]
+        out[case].append(frameworks_at[x])
+    return out

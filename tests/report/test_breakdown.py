@@ -12,7 +12,16 @@ import pytest
 
 from tape_vs_trace import cli, saved
 from tape_vs_trace.report import breakdown
-from tests.report.helpers import FIXTURE, MACHINE, MIB
+from tests.report.helpers import (
+    FIXTURE,
+    MACHINE,
+    MIB,
+    captured_figures,
+    off_the_page,
+    overlapping,
+    saved_groups,
+    unnamed_axes,
+)
 
 
 def fixture_commit() -> str:
@@ -135,9 +144,9 @@ def test_figure_rows_merge_the_same_op_under_its_short_name() -> None:
         {"workload": "mlp", "variant": "plain", "framework": "jax", "op": "x", "nbytes": 8, "is_argument": True},
     ])
     assert breakdown._figure_rows(sel, "mlp") == [
-        {"case": "plain", "framework": "torch", "op": "mul", "bytes": 100, "is_argument": False},
-        {"case": "plain", "framework": "torch", "op": "aten.addmm", "bytes": 40, "is_argument": False},
-        {"case": "plain", "framework": "jax", "op": "mul", "bytes": 60, "is_argument": False},
+        {"case": "autodiff backward", "framework": "torch", "op": "mul", "bytes": 100, "is_argument": False},
+        {"case": "autodiff backward", "framework": "torch", "op": "aten.addmm", "bytes": 40, "is_argument": False},
+        {"case": "autodiff backward", "framework": "jax", "op": "mul", "bytes": 60, "is_argument": False},
     ]
 
 
@@ -159,3 +168,51 @@ def test_a_breakdown_row_may_hold_zero_bytes_but_not_a_bad_flag(tmp_path) -> Non
         breakdown._read(one_row_breakdown(tmp_path, "-1", "False"))
     with pytest.raises(ValueError, match="^is_argument is not True/False on every row$"):
         breakdown._read(one_row_breakdown(tmp_path, "8", "yes"))
+
+
+def transformer_breakdown(tmp_path: Path, with_programs: bool) -> pd.DataFrame:
+    """A transformer breakdown as saved-all writes it: with the program column (both frameworks in the Python loop,
+    every program), or from before it (each framework's own default loop: JAX's lax.scan, PyTorch's Python loop)."""
+    programs = saved.programs("transformer") if with_programs else [""]
+    rows = [record("transformer", "plain", fw, op, nbytes * (1 + k), size="L4") | {"program": program}
+            for k, program in enumerate(programs)
+            for fw, op, nbytes in (("torch", "aten.mm", 4 * MIB), ("jax", "dot_general", 5 * MIB))]
+    fields = saved.ALL_FIELDS if with_programs else tuple(f for f in saved.ALL_FIELDS if f != "program")
+    path = tmp_path / "m-abcdef12.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return breakdown._read(path)
+
+
+def test_a_jax_scan_is_never_beside_a_pytorch_loop(tmp_path: Path, monkeypatch) -> None:
+    figs = captured_figures(monkeypatch)
+    assert breakdown.draw(transformer_breakdown(tmp_path, with_programs=False), tmp_path) == ["saved_transformer.png"]
+    [ax] = figs["saved_transformer.png"].axes
+    # two groups of one bar each, each named by its loop's form; the empty place says it was not measured
+    assert saved_groups(ax) == {"autodiff backward\nunrolled loop": ["PyTorch"],
+                                "autodiff backward\nscan loop": ["JAX"]}
+    assert sorted(t.get_text() for t in ax.texts) == ["JAX: not measured", "PyTorch: not measured"]
+
+
+def test_like_rows_stand_side_by_side_named_by_loop_and_program(tmp_path: Path, monkeypatch) -> None:
+    figs = captured_figures(monkeypatch)
+    breakdown.draw(transformer_breakdown(tmp_path, with_programs=True), tmp_path)
+    [ax] = figs["saved_transformer.png"].axes
+    assert saved_groups(ax) == {f"autodiff backward\nunrolled loop\n{style} style\n{attention} attention":
+                                ["PyTorch", "JAX"] for style in ("default", "matched")
+                                for attention in ("written", "fused")}
+    assert not ax.texts
+
+
+def test_saved_figures_read_without_overlaps_and_name_their_metric(results: Path, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    write_breakdown(results, HAND_MADE)
+    figs = captured_figures(monkeypatch)
+    assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "report")]) == 0
+    # and the most crowded case: four programs of both frameworks, under the report's two-line title
+    breakdown.draw(transformer_breakdown(tmp_path, with_programs=True), tmp_path)
+    for name in ("saved_mlp.png", "saved_swiglu.png", "saved_transformer.png"):
+        fig = figs[name]
+        assert not overlapping(fig) and not off_the_page(fig) and not unnamed_axes(fig), name

@@ -14,7 +14,15 @@ from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
 from tape_vs_trace.report import curve, paired_results
-from tests.report.helpers import SIZE, curve_point, curve_rows
+from tests.report.helpers import (
+    SIZE,
+    captured_figures,
+    curve_point,
+    curve_rows,
+    off_the_page,
+    overlapping,
+    unnamed_axes,
+)
 
 NAN = math.nan
 
@@ -135,3 +143,41 @@ def test_curve_figure_rings_the_pareto_points_and_labels_every_point(tmp_path: P
     # PyTorch eager peaks: plain (12 MiB, 10 ms), dots (9, 11), full (6, 12) ringed; every2 (7, 14) not
     assert (6.0, pytest.approx(12.0)) in seen["rings"] and all(r[0] != 7.0 for r in seen["rings"])
     assert seen["fonts"] >= 9 and seen["width"] <= 7.5
+
+
+def crowded() -> pd.DataFrame:
+    """Three compiled lines whose remat points nearly coincide (saved bytes near zero, times within a few %), as a
+    real CPU run's compiled panels have them, each with its plain point far off."""
+    points = ("plain", "remat_full", "remat_every2", "remat_names", "remat_dots", "budget 0")
+    return pd.DataFrame([
+        curve_point(fw, "compiled", form, p, (t * (1 + 0.02 * i), NAN, NAN), ONE, 13 if p == "plain" else 0.1 * i,
+                    20 + 0.2 * i, "m", 1)
+        for fw, form, t in (("torch", "unrolled", 0.019), ("jax", "unrolled", 0.027), ("jax", "scan", 0.030))
+        for i, p in enumerate(points)])
+
+
+def paired_table() -> pd.DataFrame:
+    table = pd.DataFrame(curve_rows())
+    for c in paired_results.NUMBERS:
+        table[c] = pd.to_numeric(table[c].replace("", math.nan))
+    return table
+
+
+@pytest.mark.parametrize(("name", "make", "size"), [("two modes", table, "S"), ("paired rows", paired_table, SIZE),
+                                                    ("crowded", crowded, "S")])
+def test_no_two_labels_overlap_every_point_is_named_and_the_axes_name_their_metric(name, make, size, tmp_path,
+                                                                                   monkeypatch) -> None:
+    captured_figures(monkeypatch)  # not written: the figure is read back
+    data = make()
+    fig = curve.figure(data, size, SHORT, tmp_path / "x.png")
+    assert not overlapping(fig), name
+    assert not off_the_page(fig), name
+    assert not unnamed_axes(fig), name
+    for ax, (column, _) in zip(fig.axes, curve.PANELS * 2):
+        mode = ax.get_title().split(":")[0]
+        # each point of each line drawn here named once, in one label of its own or one it shares
+        shown = sorted(part for t in ax.texts if t.get_text() != "no curve has this memory\non this device"
+                       for part in t.get_text().split(", "))
+        lines = [c for _, c in paired_results.curves(data) if (c["mode"] == mode).all()
+                 and c[column].map(lambda v: math.isfinite(v)).all()]
+        assert shown == sorted(curve.short(p) for c in lines for p in c.point), (name, ax.get_title())

@@ -5,14 +5,24 @@ Colours, font sizes, dpi and legend placement are left to the figure's style and
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.colors
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from implementations import frameworks
+from implementations import frameworks, pillars
+from tape_vs_trace import report
 from tape_vs_trace.report import figures, stats
 from tape_vs_trace.report.select import Cells
-from tests.report.helpers import summary_row
+from tests.report.helpers import (
+    FIXTURE,
+    captured_figures,
+    off_the_page,
+    overlapping,
+    summary_row,
+    unnamed_axes,
+    write_results,
+)
 
 matplotlib.use("Agg")
 
@@ -83,17 +93,57 @@ def test_rows_panel_draws_a_dot_per_ok_row_names_a_failed_one_and_draws_bars_as_
     assert [p.get_width() for p in ax.patches] == [2.0, 2.0]  # MiB
 
 
-def test_rows_panel_says_when_the_frameworks_peaks_were_measured_differently() -> None:
+def peak(framework: str, method: str, value: float = 2 ** 20, workload: str = "mlp") -> dict:
+    return summary_row(framework, value=value, workload=workload, metric="track_peak_bytes", unit="bytes") | {
+        "memory_method": method, "sampled": False}
+
+
+def colours(ax) -> set[str]:
+    """The frameworks whose colour a panel's bars have."""
+    by_colour = {matplotlib.colors.to_hex(f.color): f.name for f in frameworks.FRAMEWORKS.values()}
+    return {by_colour[matplotlib.colors.to_hex(p.get_facecolor())] for p in ax.patches}
+
+
+def test_peaks_measured_by_different_methods_get_a_panel_per_framework_named_by_its_method(monkeypatch) -> None:
+    figs = capture(monkeypatch)
     first, second = frameworks.NAMES
-    peaks = [summary_row(fw, value=2 ** 20, metric="track_peak_bytes", unit="bytes") | {"memory_method": m}
-             for fw, m in ((first, "tracker"), (second, "buffer plan"))]
-    ax = Figure().subplots()
-    figures._rows_panel(ax, pd.DataFrame(peaks), "peak", False)
-    assert ax.get_title() == "peaks measured differently per framework: compare within one"
-    same = [p | {"memory_method": "allocator"} for p in peaks]
-    ax = Figure().subplots()
-    figures._rows_panel(ax, pd.DataFrame(same), "peak", False)
-    assert ax.get_title() == ""
+    rows = frame(peak(first, "tracker"), peak(second, "buffer plan"), peak(first, "tracker", workload="cnn"),
+                 summary_row(first, 2 ** 20, metric="track_saved_bytes", unit="bytes") | {"sampled": False},
+                 summary_row(second, 2 ** 21, metric="track_saved_bytes", unit="bytes") | {"sampled": False})
+    figures.pillar_figure(rows, "recording", "t", "f", "x.png")
+    peaks_a, peaks_b, saved = figs["x.png"].axes
+    # a panel of one framework's bars each, its axis naming the framework, its note the method; no "not run" for the
+    # other framework, which has a panel of its own
+    assert colours(peaks_a) == {first} and colours(peaks_b) == {second}
+    assert peaks_a.get_xlabel().startswith(f"{frameworks.label(first)} peak memory (MiB")
+    assert peaks_b.get_xlabel().startswith(f"{frameworks.label(second)} peak memory (MiB")
+    assert peaks_a.get_title(loc="right").startswith("measured by tracker; ")
+    assert peaks_b.get_title(loc="right").startswith("measured by buffer plan; ")
+    assert not peaks_a.texts and not peaks_b.texts
+    # saved bytes are counted the same way on both sides: one panel, the frameworks side by side
+    assert colours(saved) == {first, second} and saved.get_xlabel().startswith("saved for backward (MiB")
+
+
+def test_peaks_measured_by_one_method_stand_side_by_side() -> None:
+    first, second = frameworks.NAMES
+    [panel] = figures.value_panels(frame(peak(first, "allocator"), peak(second, "allocator")))
+    assert panel.alone == "" and panel.method == "allocator" and len(panel.rows) == 2
+
+
+def test_a_scan_row_is_never_beside_a_loop_row(monkeypatch) -> None:
+    figs = capture(monkeypatch)
+    first, second = frameworks.NAMES
+    saved = {"metric": "track_saved_bytes", "unit": "bytes", "sampled": False}
+    rows = frame(*(summary_row(fw, value * 2 ** 20, workload="transformer", variant=loop) | saved
+                   for fw, loop, value in ((first, "unrolled", 1), (second, "unrolled", 2), (second, "scan", 3))))
+    figures.pillar_figure(rows, "recording", "t", "f", "x.png")
+    [ax] = figs["x.png"].axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    widths = {}
+    for bar in ax.patches:
+        widths.setdefault(labels[round(bar.get_y() + bar.get_height() / 2)], []).append(bar.get_width())
+    assert widths == {"transformer small unrolled": [1.0, 2.0], "transformer small scan": [3.0]}
+    assert [t.get_text() for t in ax.texts] == [f"{frameworks.label(first)}: not run"]
 
 
 def test_differences_place_each_framework_a_fifth_of_a_row_either_side_of_its_case() -> None:
@@ -109,7 +159,7 @@ def test_differences_place_each_framework_a_fifth_of_a_row_either_side_of_its_ca
 def test_the_rows_panel_says_when_no_row_has_an_interval() -> None:
     ax = Figure().subplots()
     figures._rows_panel(ax, pd.DataFrame([summary_row(fw) for fw in frameworks.NAMES]), "time", True)
-    assert ax.get_title() == "dot: median (no interval: no between-process samples)"
+    assert ax.get_title(loc="right") == "dot: median (no interval: no between-process samples)"
 
 
 def test_a_difference_bar_spans_its_interval_in_percent_beside_one_zero_line() -> None:
@@ -120,6 +170,23 @@ def test_a_difference_bar_spans_its_interval_in_percent_beside_one_zero_line() -
     assert sorted(round(x, 6) for x in segment[:, 0]) == [5.0, 20.0]  # (1.05 - 1) and (1.2 - 1) in %
     zero = [line for line in ax.lines if list(line.get_xdata()) == [0, 0]]
     assert len(zero) == 1
+
+
+def test_a_change_axis_says_which_way_its_sign_points_and_explains_only_the_markers_drawn() -> None:
+    ax = Figure().add_subplot()
+    figures._differences(ax, [("mlp", "torch", stats.Comparison(1.1, 1.1, 1.1))], "peak memory, change against plain",
+                         "track_peak_bytes", "plain")
+    assert ax.get_xlabel() == "peak memory, change against plain (%)\nabove 0: more memory than plain"
+    assert not [line for line in ax.lines if line.get_markerfacecolor() == "none"]
+    ax = Figure().add_subplot()
+    figures._differences(ax, [("mlp", "torch", stats.Comparison(0.9))], "step time, change", "time_step", "raw")
+    assert ax.get_xlabel() == "step time, change (%)\nabove 0: slower than raw; hollow: no interval"
+    assert [line.get_markerfacecolor() for line in ax.lines if line.get_marker() == "o"] == ["none"]
+
+
+def test_the_remat_figure_title_says_a_negative_change_saves_memory() -> None:
+    title = pillars.PILLARS["remat"].figure.title
+    assert "memory saved" not in title and "below 0: the policy saves memory" in title
 
 
 def frame(*rows: dict) -> pd.DataFrame:
@@ -150,7 +217,7 @@ def test_pillar_figure_draws_only_the_pillars_rows_in_a_time_and_a_memory_panel(
                  summary_row("torch", 3e-3, workload="lstm") | {"pillar": "engine"})
     figures.pillar_figure(rows, "recording", "t", "f", None)
     (fig,) = figs.values()
-    assert [ax.get_ylabel() or ax.get_xlabel() for ax in fig.axes] and len(fig.axes) == 2  # time and memory
+    assert [ax.get_xlabel().split(" (")[0] for ax in fig.axes] == ["step time", "peak memory"]
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels()]
     assert labels and all("mlp" in t for t in labels) and not any("lstm" in t for t in labels)
 
@@ -161,7 +228,37 @@ def test_draw_labels_the_saved_bytes_panel_and_forms_the_harness_change_against_
                for v, t in (("raw", 1e-3), ("synchronized", 2e-3))]
     figures.draw(frame(*harness), {}, tmp_path)
     remat, harness_fig = figs["remat.png"], figs["harness.png"]
-    assert [t.get_text() for t in remat.axes[1].texts] == ["no results for saved bytes change against plain"]
+    assert [t.get_text() for t in remat.axes[1].texts] == ["no results for saved for backward, change against plain"]
     (bars,) = harness_fig.axes[0].collections or [None]  # no interval: a hollow dot
     dots = [line for line in harness_fig.axes[0].lines if list(line.get_xdata()) == [100.0]]
     assert len(dots) == 1 and bars is None  # 2 ms against 1 ms raw: +100 %
+
+
+FIGURE_SOURCES = {  # results folders the report draws every pillar figure from
+    "asv fixture": lambda tmp: FIXTURE,
+    "transforms fixture": lambda tmp: FIXTURE.parent / "transforms_fixture",
+    "synthetic": lambda tmp: write_results(tmp / "results"),
+}
+
+
+@pytest.fixture(scope="module", params=list(FIGURE_SOURCES))
+def pillar_figures(request, tmp_path_factory) -> dict[str, Figure]:
+    """Every pillar figure of the report built from one results folder, by file name, as it would be saved."""
+    tmp = tmp_path_factory.mktemp("figures")
+    with pytest.MonkeyPatch.context() as mp:
+        figs = captured_figures(mp)
+        report.write_report(FIGURE_SOURCES[request.param](tmp), tmp / "report", lambda _: None)
+    drawn = {name: fig for name, fig in figs.items() if name in figures.FIGURES}
+    assert sorted(drawn) == sorted(figures.FIGURES)
+    return drawn
+
+
+def test_no_two_texts_of_a_pillar_figure_overlap_and_none_runs_off_the_page(pillar_figures) -> None:
+    for name, fig in pillar_figures.items():
+        assert not overlapping(fig), name
+        assert not off_the_page(fig), name
+
+
+def test_every_axis_with_data_names_its_metric_and_unit(pillar_figures) -> None:
+    for name, fig in pillar_figures.items():
+        assert not unnamed_axes(fig), name
