@@ -12,6 +12,7 @@ from typing import Any
 
 from implementations.frameworks import DEVICES
 from tape_vs_trace import host_check, machine
+from tape_vs_trace.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Command:
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    sys.stderr.write(f"warning: {message}\n")  # one write: a progress line from another thread cannot split it
 
 
 def _machine(args: argparse.Namespace) -> int:
@@ -69,7 +70,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from tape_vs_trace import report  # pandas and matplotlib: only this subcommand pays for them
 
-    written = report.write_report(args.results, args.out, _warn, args.readme)
+    with Progress("report") as step:
+        written = report.write_report(args.results, args.out, _warn, args.readme, step=step)
     print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.relative_to(args.out.resolve()).as_posix()
                                                                   for p in written))
     return 0
@@ -78,7 +80,8 @@ def _report(args: argparse.Namespace) -> int:
 def _publish(args: argparse.Namespace) -> int:
     from tape_vs_trace import publish
 
-    folder, pages = publish.publish(args.config, args.results, args.out)
+    with Progress("publish") as step:
+        folder, pages = publish.publish(args.config, args.results, args.out, step)
     print(f"wrote the dashboard to {folder}: {len(pages)} pages, scripts and stylesheets in {publish.ASSET_DIR}/")
     return 0
 
@@ -108,7 +111,9 @@ def _run(args: argparse.Namespace) -> int:
 def _saved_all(args: argparse.Namespace) -> int:
     from tape_vs_trace import saved
 
-    print(f"wrote {saved.run_all(args.out)}")
+    with Progress("saved-all") as step:
+        path = saved.run_all(args.out, step=step)
+    print(f"wrote {path}")
     return 0
 
 

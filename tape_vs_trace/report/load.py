@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars, workloads
+from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import roofline, stats
 
 
@@ -118,8 +119,9 @@ def machine_folders(results: Path) -> list[Path]:
             if d.is_dir() and d.name != "report" and (d / "machine.json").is_file()]
 
 
-def load_results(results: Path, warn: Warn) -> Results:
-    """Read every machine folder and result file of an asv results folder into one tidy table."""
+def load_results(results: Path, warn: Warn, step: Step = quiet) -> Results:
+    """Read every machine folder and result file of an asv results folder into one tidy table; `step` hears each
+    machine."""
     if not results.exists():
         raise ReportError(f"results folder {results} does not exist")
     if not results.is_dir():
@@ -144,9 +146,9 @@ def load_results(results: Path, warn: Warn) -> Results:
         except ReportError as exc:
             warn(f"skipped machine folder {folder.name}: {exc}")
             continue
-        for path in sorted(folder.glob("*.json")):
-            if path.name == "machine.json":
-                continue
+        paths = [p for p in sorted(folder.glob("*.json")) if p.name != "machine.json"]
+        step(f"reading the {len(paths)} result file(s) of {folder.name}")
+        for path in paths:
             seen += 1
             try:
                 data = _read_json(path)

@@ -12,7 +12,7 @@ import pytest
 
 from tape_vs_trace import cli, saved
 from tape_vs_trace.report import breakdown
-from tests.report.helpers import FIXTURE, MACHINE, MIB
+from tests.report.helpers import FIXTURE, MACHINE, MIB, messages
 
 
 def fixture_commit() -> str:
@@ -58,7 +58,7 @@ def build(results: Path, tmp_path: Path, capsys) -> tuple[Path, list[str]]:
     assert cli.main(["report", "--results", str(results), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    return out, err.splitlines()
+    return out, messages(err.splitlines())
 
 
 def test_difference_names_the_top_ops_of_each_side() -> None:
