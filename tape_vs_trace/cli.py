@@ -71,7 +71,7 @@ def _report(args: argparse.Namespace) -> int:
     from tape_vs_trace import report  # pandas and matplotlib: only this subcommand pays for them
 
     with Progress("report") as step:
-        written = report.write_report(args.results, args.out, _warn, args.readme, step=step)
+        written = report.write_report(args.results, args.out, _warn, args.readme, args.verbose, step)
     print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.relative_to(args.out.resolve()).as_posix()
                                                                   for p in written))
     return 0
@@ -120,17 +120,19 @@ def _saved_all(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from tape_vs_trace import compare
 
-    return compare.run(args.results_a, args.results_b, args.normalise, args.strict, _warn)
+    return compare.run(args.results_a, args.results_b, args.normalise, args.strict, _warn, args.verbose)
 
 
 def _cite(args: argparse.Namespace) -> int:
     from tape_vs_trace import cite
 
-    print(cite.run(args.query, args.filters, args.results, args.format, _warn))
+    print(cite.run(args.query, args.filters, args.results, args.format, _warn, args.verbose))
     return 0
 
 
 REPORT_ERROR = "tape_vs_trace.report.load:ReportError"
+VERBOSE = _arg("--verbose", action="store_true",
+               help="one warning per older result file, naming its skipped benchmarks, instead of one line for all")
 
 COMMANDS: tuple[Command, ...] = (
     Command("cite", "one citable block for a benchmark result, with its provenance", _cite,
@@ -139,7 +141,7 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("query"), _arg("filters", nargs="*", metavar="key=value"),
                        _arg("--results", type=Path, default=Path("results"),
                             help="asv results folder (default: results)"),
-                       _arg("--format", choices=("text", "markdown", "json"), default="text")),
+                       _arg("--format", choices=("text", "markdown", "json"), default="text"), VERBOSE),
             errors=(REPORT_ERROR, "tape_vs_trace.cite:CiteError")),
     Command("compare", "rerun check: two results folders of the same commit, row by row", _compare,
             description="For every row in both folders: both values with their intervals and whether they agree; "
@@ -148,7 +150,8 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("results_a", type=Path), _arg("results_b", type=Path),
                        _arg("--normalise", choices=host_check.NORMALISATION_KINDS,
                             help="compare times of different hosts in this calibrated unit instead of not at all"),
-                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")),
+                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree"),
+                       VERBOSE),
             errors=(REPORT_ERROR,)),
     Command("report", "summary.csv, summary.md and figures from asv results", _report,
             description="Read every machine folder and commit of an asv results folder and write summary.csv, "
@@ -158,7 +161,8 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--out", type=Path, default=Path("results/report"),
                             help="report folder (default: results/report)"),
                        _arg("--readme", type=Path, help="also put the headline table, findings and figures between "
-                                                        "the report markers of this README")),
+                                                        "the report markers of this README"),
+                       VERBOSE),
             errors=(REPORT_ERROR,)),
     Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
                    "results", _run,

@@ -42,21 +42,22 @@ def check_out(results: Path, out: Path) -> None:
         raise ReportError(f"--out {out} is a non-empty folder without summary.md, not a report; not replacing it")
 
 
-def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None,
+def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None, verbose: bool = False,
                  step: Step = quiet) -> list[Path]:
     """Build the whole report in a temporary folder beside --out, then swap it in: a failure leaves the old one.
-    `step` hears each step as it starts."""
+    `verbose` lists older result files one by one (load_results); `step` hears each step as it starts."""
     try:
-        return _write_report(results, out, warn, readme_path, step)
+        return _write_report(results, out, warn, readme_path, verbose, step)
     except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
         raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
 
 
-def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, step: Step) -> list[Path]:
+def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, verbose: bool,
+                  step: Step) -> list[Path]:
     check_out(results, out)
     if readme_path is not None:
         readme.split(readme_path)  # refuse before building anything
-    data = load_results(results, warn, step=step)
+    data = load_results(results, warn, verbose, step)
     step(f"reading the saved-bytes breakdowns and paired results beside them ({results / 'saved'}, "
          f"{results / 'paired'})")
     data.saved = breakdown.load(results, data.table, warn)
