@@ -65,6 +65,8 @@ CALIBRATION := $(abspath .asv/calibration.json)
 # subfolder each; their state before the run (entries, "warm" or "cold") goes into every result file.
 COMPILE_CACHE := $(abspath .asv/compile-cache)
 COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
+# Said before the report runs: README.md is a tracked file, and its results block changes under the user's feet.
+REPORT_NOTE := rewriting README.md's results block (between its report markers) and results/report/
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
@@ -85,7 +87,7 @@ bench: $(STAMP)
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
-	echo "report: results/report/, and README.md's results section (between its report markers) rewritten" && \
+	echo "$(REPORT_NOTE)" && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \
@@ -93,6 +95,7 @@ bench: $(STAMP)
 
 # The report alone, from the results already in results/.
 report: $(STAMP)
+	@echo "$(REPORT_NOTE)"
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md
 
 # Serve the dashboard built by `make bench` (asv publish) at http://127.0.0.1:8080.

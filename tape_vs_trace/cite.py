@@ -244,6 +244,7 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
     return "\n\n".join(blocks)
 
 
-def run(query: str, filters: list[str], results: Path, form: str, warn: Callable[[str], None]) -> str:
-    loaded = load_results(results, warn)
+def run(query: str, filters: list[str], results: Path, form: str, warn: Callable[[str], None],
+        verbose: bool = False) -> str:
+    loaded = load_results(results, warn, verbose)
     return render(loaded, select(loaded, query, parse_filters(filters)), form)

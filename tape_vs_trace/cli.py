@@ -1,10 +1,11 @@
-"""`tape-vs-trace` command line: machine record and result hygiene for `make bench`, and the report."""
+"""`tape-vs-trace` command line: run the suite, report and cite its results, and the plumbing of `make bench`."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,9 @@ from typing import Any
 
 from implementations.frameworks import DEVICES
 from tape_vs_trace import host_check, machine
+from tape_vs_trace.progress import Progress
+
+PLUMBING = "(plumbing for make bench)"
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,11 @@ class Command:
     arguments: tuple[Argument, ...] = ()
     errors: tuple[str, ...] = ()
     description: str | None = None
+    plumbing: bool = False  # a step of `make bench`, listed after the commands a user runs
 
 
 def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    sys.stderr.write(f"warning: {message}\n")  # one write: a progress line from another thread cannot split it
 
 
 def _machine(args: argparse.Namespace) -> int:
@@ -69,7 +74,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from tape_vs_trace import report  # pandas and matplotlib: only this subcommand pays for them
 
-    written = report.write_report(args.results, args.out, _warn, args.readme)
+    with Progress("report") as step:
+        written = report.write_report(args.results, args.out, _warn, args.readme, args.verbose, step)
     print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.relative_to(args.out.resolve()).as_posix()
                                                                   for p in written))
     return 0
@@ -78,7 +84,8 @@ def _report(args: argparse.Namespace) -> int:
 def _publish(args: argparse.Namespace) -> int:
     from tape_vs_trace import publish
 
-    folder, pages = publish.publish(args.config, args.results, args.out)
+    with Progress("publish") as step:
+        folder, pages = publish.publish(args.config, args.results, args.out, step)
     print(f"wrote the dashboard to {folder}: {len(pages)} pages, scripts and stylesheets in {publish.ASSET_DIR}/")
     return 0
 
@@ -108,42 +115,53 @@ def _run(args: argparse.Namespace) -> int:
 def _saved_all(args: argparse.Namespace) -> int:
     from tape_vs_trace import saved
 
-    print(f"wrote {saved.run_all(args.out)}")
+    with Progress("saved-all") as step:
+        path = saved.run_all(args.out, step=step)
+    print(f"wrote {path}")
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
     from tape_vs_trace import compare
 
-    return compare.run(args.results_a, args.results_b, args.normalise, args.strict, _warn)
+    return compare.run(args.results_a, args.results_b, args.normalise, args.strict, _warn, args.verbose)
 
 
 def _cite(args: argparse.Namespace) -> int:
     from tape_vs_trace import cite
 
-    print(cite.run(args.query, args.filters, args.results, args.format, _warn))
+    print(cite.run(args.query, args.filters, args.results, args.format, _warn, args.verbose))
     return 0
 
 
 REPORT_ERROR = "tape_vs_trace.report.load:ReportError"
+VERBOSE = _arg("--verbose", action="store_true",
+               help="one warning per older result file, naming its skipped benchmarks, instead of one line for all")
 
 COMMANDS: tuple[Command, ...] = (
     Command("cite", "one citable block for a benchmark result, with its provenance", _cite,
             description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
                         "(commit=, machine= too). Latest commit per machine by default.",
-            arguments=(_arg("query"), _arg("filters", nargs="*", metavar="key=value"),
+            arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step"),
+                       _arg("filters", nargs="*", metavar="key=value",
+                            help="parameter values that narrow the rows, e.g. mode=eager dtype=float32; commit= and "
+                                 "machine= too"),
                        _arg("--results", type=Path, default=Path("results"),
                             help="asv results folder (default: results)"),
-                       _arg("--format", choices=("text", "markdown", "json"), default="text")),
+                       _arg("--format", choices=("text", "markdown", "json"), default="text",
+                            help="text (default), markdown to paste, or json"),
+                       VERBOSE),
             errors=(REPORT_ERROR, "tape_vs_trace.cite:CiteError")),
     Command("compare", "rerun check: two results folders of the same commit, row by row", _compare,
             description="For every row in both folders: both values with their intervals and whether they agree; "
                         "the direction of every JAX/PyTorch ratio that excludes 1; times of different hosts under "
                         "one machine name are flagged, not compared.",
-            arguments=(_arg("results_a", type=Path), _arg("results_b", type=Path),
+            arguments=(_arg("results_a", type=Path, help="asv results folder of the first run"),
+                       _arg("results_b", type=Path, help="asv results folder of the rerun, same commit"),
                        _arg("--normalise", choices=host_check.NORMALISATION_KINDS,
                             help="compare times of different hosts in this calibrated unit instead of not at all"),
-                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree")),
+                       _arg("--strict", action="store_true", help="exit 1 if fewer than 95 %% of timing rows agree"),
+                       VERBOSE),
             errors=(REPORT_ERROR,)),
     Command("report", "summary.csv, summary.md and figures from asv results", _report,
             description="Read every machine folder and commit of an asv results folder and write summary.csv, "
@@ -153,7 +171,8 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--out", type=Path, default=Path("results/report"),
                             help="report folder (default: results/report)"),
                        _arg("--readme", type=Path, help="also put the headline table, findings and figures between "
-                                                        "the report markers of this README")),
+                                                        "the report markers of this README"),
+                       VERBOSE),
             errors=(REPORT_ERROR,)),
     Command("run", "the asv suite measured by worker processes (a process per framework and round), saved as asv "
                    "results", _run,
@@ -183,9 +202,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("saved", "bytes each framework keeps for the backward pass, by producing op", _saved,
             description="Run PyTorch and JAX, each in its own process, on the loss of one workload and print what "
                         "each keeps for the backward pass, grouped by the op that produced it.",
-            arguments=(_arg("workload"), _arg("--size", help="workload size (default: its test size)"),
-                       _arg("--variant", default="plain"), _arg("--dtype", default="float32"),
-                       _arg("--format", choices=("text", "csv"), default="text")),
+            arguments=(_arg("workload", help="a workload of implementations.workloads, e.g. mlp, transformer"),
+                       _arg("--size", help="workload size (default: its test size)"),
+                       _arg("--variant", default="plain",
+                            help="what is differentiated: plain (default) or one of the workload's variants, e.g. "
+                                 "remat_full, custom"),
+                       _arg("--dtype", default="float32", help="float32 (default), float64 or bfloat16"),
+                       _arg("--format", choices=("text", "csv"), default="text", help="text (default) or csv")),
             errors=("tape_vs_trace.saved:SavedError",)),
     Command("paired", "paired comparisons inside one framework and the remat trade-off curve", _paired,
             description="Every experiment of tape_vs_trace.experiments: each point's samples from tape-vs-trace "
@@ -205,26 +228,84 @@ COMMANDS: tuple[Command, ...] = (
                             help="calibration file (default: .asv/calibration.json)"),
                        _arg("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")),
             errors=("tape_vs_trace.calibrate:CalibrationError",)),
-    Command("machine", "(plumbing for make bench) write this machine's asv record to ~/.asv-machine.json and print "
-                       "its name", _machine,
-            errors=("builtins:ValueError",)),  # a bad TVT_TORCH_COMPILE_MODE
-    Command("saved-all", "(plumbing for make bench) the saved-bytes breakdown of every workload the suite costs, as "
-                         "CSV", _saved_all,
+    Command("machine", "write this machine's asv record to ~/.asv-machine.json and print its name", _machine,
+            errors=("builtins:ValueError",), plumbing=True),  # a bad TVT_TORCH_COMPILE_MODE
+    Command("saved-all", "the saved-bytes breakdown of every workload the suite costs, as CSV", _saved_all,
+            plumbing=True,
             description="PyTorch and JAX, one process each for the whole list, on the loss of every workload whose "
                         "saved bytes the suite reports; writes OUT/<machine>-<commit8>.csv, which the report reads.",
             arguments=(_arg("--out", type=Path, default=Path("results/saved"),
                             help="folder of the CSV (default: results/saved)"),),
             errors=("tape_vs_trace.saved:SavedError",)),
-    Command("scrub-results", "(plumbing for make bench) remove interpreter paths from asv result files", _scrub_results,
-            arguments=(_arg("results", type=Path, nargs="?", default=Path("results")),)),
+    Command("scrub-results", "remove interpreter paths from asv result files; store the host's fingerprint, "
+                             "calibration and compile-cache state in fresh ones", _scrub_results, plumbing=True,
+            arguments=(_arg("results", type=Path, nargs="?", default=Path("results"),
+                            help="asv results folder (default: results)"),)),
 )
 
 
+# Every TVT_* variable the code, the Makefile and the scripts read, by who reads it (tests/test_cli.py checks the list
+# against the sources): the top-level --help prints them.
+ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("the suite and tape-vs-trace (make bench sets the first five)", (
+        ("TVT_DEVICE", "cpu or cuda: the grid run, the machine's name, calibrate's device (default: cuda where "
+                       "nvidia-smi is)"),
+        ("TVT_INPUT_CACHE", "folder keeping the generated workload inputs between processes (unset: generated in "
+                            "each)"),
+        ("TVT_COMPILE_CACHE", "folder of both frameworks' persistent compilation caches (unset: each one's default)"),
+        ("TVT_CALIBRATION", "calibration file scrub-results stores in fresh results (default: .asv/calibration.json)"),
+        ("TVT_COMPILE_CACHE_STATE", "file of the caches' state at the run's start, which scrub-results stores"),
+        ("TVT_TORCH_COMPILE_MODE", "torch.compile's mode for every compiled step: default, or reduce-overhead (CUDA "
+                                   "graphs)"),
+        ("TVT_INJECT_FAILURE", "tests only: torch or jax, whose loading then fails as out of memory would"),
+        ("TVT_COUNT_ROOTS", "internal: the package folders benchmarks/counts.py hands its count processes"),
+    )),
+    ("make setup", (
+        ("TVT_OFFLINE", "1: set up .venv without network, reusing the installed torch and jax (also "
+                        "scripts/gpu_bench.sh)"),
+    )),
+    ("scripts/setup_offline.sh", (
+        ("TVT_VENV", "the virtual environment it makes (default: .venv)"),
+        ("TVT_WHEELS", "folder of local wheels for asv and asv-runner (default: .whl)"),
+    )),
+    ("scripts/gpu_bench.sh", (
+        ("TVT_BUDGET_S", "seconds the quick profile may take, set-up included (default 420; full: no budget)"),
+        ("TVT_RUNNER", "worker (tape-vs-trace run, the default) or asv (asv run)"),
+        ("TVT_GPU_BENCHMARKS", "\"regex ...\": these chunks instead of the profile's"),
+        ("TVT_CHUNK_TIMEOUT_S", "seconds each of those chunks may take (default 600)"),
+        ("TVT_COSTS", "cost file to plan the chunks from, instead of a pre-flight"),
+        ("TVT_PREFLIGHT", "0: plan from the stated defaults, without a pre-flight"),
+        ("TVT_PREFLIGHT_S", "seconds the pre-flight may take (default 60)"),
+        ("TVT_CURVE", "0: no tape-vs-trace paired (paired comparisons, remat curve) after the chunks"),
+        ("TVT_PAIRED_TIMEOUT_S", "seconds tape-vs-trace paired may take (default 3600)"),
+        ("TVT_SETUP", "0: no set-up step"),
+        ("TVT_CALIBRATE", "0: no calibration step"),
+        ("TVT_PEAKCHECK", "0: no allocator peak check (tape_vs_trace.gpucheck)"),
+        ("TVT_PYTHON", "the interpreter (default: .venv/bin/python)"),
+        ("TVT_ASV", "the asv command (default: .venv/bin/asv)"),
+        ("TVT_CLI", "the tape-vs-trace command (default: the interpreter's -m tape_vs_trace.cli)"),
+    )),
+)
+
+
+def _epilog() -> str:
+    width = max(len(name) for _, names in ENVIRONMENT for name, _ in names)
+    lines = ["environment variables:"]
+    for reader, names in ENVIRONMENT:
+        lines.append(f"  read by {reader}:")
+        lines += [textwrap.fill(meaning, 100, initial_indent=f"    {name:<{width}}  ",
+                                subsequent_indent=" " * (width + 6)) for name, meaning in names]
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tape-vs-trace", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        sub_parser = sub.add_parser(command.name, help=command.help, description=command.description)
+    """The commands a user runs first, then the plumbing, each marked so."""
+    parser = argparse.ArgumentParser(prog="tape-vs-trace", description=__doc__, epilog=_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+    for command in sorted(COMMANDS, key=lambda c: c.plumbing):
+        text = f"{PLUMBING} {command.help}" if command.plumbing else command.help
+        sub_parser = sub.add_parser(command.name, help=text, description=command.description or text)
         for argument in command.arguments:
             sub_parser.add_argument(*argument.flags, **argument.options)
         sub_parser.set_defaults(run=command)

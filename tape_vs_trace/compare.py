@@ -32,10 +32,10 @@ KEY = ("machine", "env", "commit", "benchmark", "params")
 BASE, OTHER = frameworks.NAMES[0], frameworks.NAMES[1]  # the report's ratio: OTHER / BASE (JAX / PyTorch)
 
 
-def load(folder: Path, warn: Callable[[str], None]) -> Results:
+def load(folder: Path, warn: Callable[[str], None], verbose: bool = False) -> Results:
     """A results folder, or ReportError: a file the report would skip (corrupt, not asv's) is fatal here, as a rerun
     check that silently drops a file counts fewer rows than it claims."""
-    return load_results(folder, warn=lambda m: _fatal(m) if m.startswith("skipped ") else warn(m))
+    return load_results(folder, warn=lambda m: _fatal(m) if m.startswith("skipped ") else warn(m), verbose=verbose)
 
 
 def _fatal(message: str) -> None:
@@ -266,9 +266,10 @@ def directions(both: int, one_run: int, decided: int) -> str:
             f"both runs, {one_run} in one run only with the other run's ratio on the same side of 1)")
 
 
-def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None]) -> int:
+def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None],
+        verbose: bool = False) -> int:
     """Print the report; exit status 1 only under --strict with too few timing rows agreeing (or none compared)."""
-    report = compare_runs(load(folder_a, warn), load(folder_b, warn), normalise)
+    report = compare_runs(load(folder_a, warn, verbose), load(folder_b, warn, verbose), normalise)
     paired_lines = compare_paired(folder_a, folder_b)
     print("\n".join(paired_lines[:-2] + report.lines[:-3] + paired_lines[-2:] + report.lines[-3:]))
     if strict and report.timing_share < AGREEMENT:

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from tape_vs_trace import history
+from tape_vs_trace.progress import Step, quiet
 
 ASSETS = Path(__file__).with_name("dashboard_assets")
 ASSET_DIR = "offline-assets"  # the vendored copies' folder inside the published site
@@ -35,14 +36,17 @@ _URL_ATTR = re.compile(r"""\b(src|href)\s*=\s*(["'])(.*?)\2""", re.IGNORECASE | 
 # a CORS mode on a same-folder file only gets in the way of opening the site from disk.
 _CDN_ATTRS = re.compile(r"""\s+(?:integrity|crossorigin|referrerpolicy)\s*=\s*(["']).*?\1""", re.IGNORECASE)
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+_ASV_STAGE = re.compile(r"^\[\s*([\d.]+)%\] · (.*)$")  # asv's progress line: "[33.33%] · Loading results"
 
 
 class PublishError(Exception):
     """Bad input or a failed `asv publish`: the command line prints it as one line."""
 
 
-def publish(config: Path, results: Path | None = None, out: Path | None = None) -> tuple[Path, list[Path]]:
-    """Build the dashboard of `results` (default: the config's results_dir) into `out` (default: its html_dir).
+def publish(config: Path, results: Path | None = None, out: Path | None = None,
+            step: Step = quiet) -> tuple[Path, list[Path]]:
+    """Build the dashboard of `results` (default: the config's results_dir) into `out` (default: its html_dir);
+    `step` hears each step as it starts, asv publish's own stages among them.
 
     Returns the output folder and the pages whose CDN references now point at the vendored copies.
     """
@@ -54,12 +58,13 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None) 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}-publish-", dir=out.parent) as scratch:
         site = Path(scratch) / "site"
-        view = _results_view(results.resolve(), Path(scratch) / "results")
+        view = _results_view(results.resolve(), Path(scratch) / "results", step)
         # asv's reader drops the "version" key it checked; asv publish wants it back
         conf.update(version=1, results_dir=str(view), html_dir=str(site))
         scratch_config = Path(scratch) / "asv.conf.json"
         scratch_config.write_text(json.dumps(conf, indent=2))
-        _run_asv(scratch_config)
+        _run_asv(scratch_config, step)
+        step("pointing every page at the offline copies of its scripts and stylesheets")
         shutil.copytree(ASSETS, site / ASSET_DIR)
         (site / "history.html").write_text(history.page(results, f"{ASSET_DIR}/bootstrap/css/bootstrap.min.css"),
                                            encoding="utf-8")
@@ -107,7 +112,7 @@ def _check_paths(results: Path, out: Path) -> None:
         raise PublishError(f"{out} is not empty and holds no asv dashboard; not replacing it")
 
 
-def merged_benchmarks(results: Path) -> dict:
+def merged_benchmarks(results: Path, step: Step = quiet) -> dict:
     """`results`' benchmarks.json with every benchmark's parameter values extended by those its result files hold
     on any machine: the discovered values first, then new ones in the order they first appear."""
     from asv import util
@@ -124,6 +129,7 @@ def merged_benchmarks(results: Path) -> dict:
             machine = json.loads(machine_json.read_text())["machine"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # asv publish skips this folder and says why
+        step(f"reading the parameter values of {machine}'s results")
         for file in sorted(machine_json.parent.glob("*.json")):
             if file.name in ("machine.json", "benchmarks.json"):
                 continue
@@ -152,7 +158,7 @@ def _extend(benchmark: dict, params: list[list[str]]) -> bool:
     return True
 
 
-def _results_view(results: Path, view: Path) -> Path:
+def _results_view(results: Path, view: Path, step: Step = quiet) -> Path:
     """A folder that asv reads as `results`: links to its result files and the merged benchmarks.json."""
     for file in sorted(results.rglob("*.json")):
         link = view / file.relative_to(results)
@@ -164,21 +170,27 @@ def _results_view(results: Path, view: Path) -> Path:
         except OSError:  # a file system without symbolic links
             shutil.copy2(file, link)
     view.mkdir(parents=True, exist_ok=True)
-    (view / "benchmarks.json").write_text(json.dumps(merged_benchmarks(results), indent=4))
+    (view / "benchmarks.json").write_text(json.dumps(merged_benchmarks(results, step), indent=4))
     return view
 
 
-def _run_asv(config: Path) -> None:
-    """`python -m asv publish` with this interpreter; asv's last line on failure. Its warnings go to stderr."""
-    done = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", str(config)],
-                          capture_output=True, text=True)
-    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    if done.returncode != 0:
-        raise PublishError(f"asv publish failed: {lines[-1] if lines else f'exit status {done.returncode}'}")
+def _run_asv(config: Path, step: Step = quiet) -> None:
+    """`python -m asv publish` with this interpreter, each of its stages a step as it starts; asv's last line on
+    failure. Its warnings go to stderr."""
+    with subprocess.Popen([sys.executable, "-m", "asv", "publish", "--config", str(config)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as asv:  # one pipe: no deadlock on a full other one
+        lines = []
+        for line in asv.stdout:
+            stage = _ASV_STAGE.match(line.strip())
+            if stage:
+                step(f"asv publish: {stage.group(2)} ({float(stage.group(1)):.0f} %)")
+            elif line.strip():
+                lines.append(line.strip())
+    if asv.returncode != 0:
+        raise PublishError(f"asv publish failed: {lines[-1] if lines else f'exit status {asv.returncode}'}")
     # e.g. results of a commit on no branch of the config, which asv leaves off the dashboard
     for line in lines:
-        if not re.match(r"^\[\s*[\d.]+%\] · ", line):
-            print(f"asv: {line}", file=sys.stderr)
+        print(f"asv: {line}", file=sys.stderr)
 
 
 def localise(html: str, page: Path, site: Path, manifest: dict[str, dict[str, str]]) -> str:

@@ -16,11 +16,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from implementations import frameworks, workloads
+from tape_vs_trace.progress import Step, quiet
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
     from matplotlib.figure import Figure
@@ -36,6 +38,7 @@ SUITE_VARIANTS = ("plain", "custom")
 # The form of a layer or time loop that saved-all runs: the Python loop, which both frameworks have, as the suite's
 # like rows compare.
 LOOP = "unrolled"
+CASE_LINE = "saved-case:"  # how the subprocess marks, on stderr, the case it starts: the parent's progress
 
 
 def programs(workload: str) -> list[str]:
@@ -81,7 +84,9 @@ def _batch_records(framework: str, cases: list[list[str]]) -> list[list[dict]]:
     """saved_breakdown of every case in this one process: the framework is imported and configured once."""
     fw = frameworks.load(framework, "highest", float64=any(case[3] == "float64" for case in cases))
     out = []
-    for workload, size, variant, dtype, *program in cases:
+    for i, (workload, size, variant, dtype, *program) in enumerate(cases, 1):
+        named = " ".join(filter(None, (workload, size, variant, dtype, *program)))
+        print(f"{CASE_LINE} case {i} of {len(cases)}, {named}", file=sys.stderr, flush=True)
         loop = LOOP if workloads.spec(workload).formulations else None
         inputs = with_program(workloads.make_inputs(workload, size, dtype), "".join(program))
         fn, args = fw.steps.loss_fn(inputs, variant, "cpu", loop)
@@ -90,14 +95,23 @@ def _batch_records(framework: str, cases: list[list[str]]) -> list[list[dict]]:
     return out
 
 
-def _subprocess(argv: list[str]) -> list:
+def _subprocess(argv: list[str], step: Step = quiet) -> list:
+    """The subprocess's JSON answer; each case it starts is a step. SavedError with its last line if it fails."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.saved", *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SavedError(f"{frameworks.label(argv[0])} failed: {last}")
-    return json.loads(done.stdout)
+    # stdout into a file, stderr read as it comes: no pipe fills up unread while the other is read
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stdout:
+        with subprocess.Popen([sys.executable, "-m", "tape_vs_trace.saved", *argv], stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT) as child:
+            other = []
+            for line in child.stderr:
+                if line.startswith(CASE_LINE):
+                    step(f"{frameworks.label(argv[0])}: {line.removeprefix(CASE_LINE).strip()}")
+                elif line.strip():
+                    other.append(line.strip())
+        if child.returncode != 0:
+            raise SavedError(f"{frameworks.label(argv[0])} failed: {(other or ['no output'])[-1]}")
+        stdout.seek(0)
+        return json.load(stdout)
 
 
 def collect(framework: str, workload: str, size: str, variant: str, dtype: str) -> list[dict]:
@@ -105,9 +119,9 @@ def collect(framework: str, workload: str, size: str, variant: str, dtype: str) 
     return _subprocess([framework, workload, size, variant, dtype])
 
 
-def collect_all(framework: str, cases: Iterable[tuple[str, str, str, str]]) -> list[list[dict]]:
+def collect_all(framework: str, cases: Iterable[tuple[str, str, str, str]], step: Step = quiet) -> list[list[dict]]:
     """The records of every case for one framework, from one fresh subprocess (one import of the framework)."""
-    return _subprocess([framework, "--batch", json.dumps([list(c) for c in cases])])
+    return _subprocess([framework, "--batch", json.dumps([list(c) for c in cases])], step)
 
 
 def _commit() -> str:
@@ -118,8 +132,9 @@ def _commit() -> str:
 
 
 def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None, machine_name: str | None = None,
-            commit: str | None = None) -> Path:
-    """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv (replaced whole); returns it."""
+            commit: str | None = None, step: Step = quiet) -> Path:
+    """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv (replaced whole); returns it.
+    `step` hears each framework's start and each case as its process starts it."""
     from tape_vs_trace import machine
 
     cases = suite_cases() if cases is None else list(cases)
@@ -140,7 +155,8 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None,
     machine_name = machine_name or machine.record()["machine"]
     rows = []
     for name in frameworks.NAMES:
-        answers = collect_all(name, cases)
+        step(f"{frameworks.label(name)}: {len(cases)} case(s) in one process (importing {frameworks.label(name)})")
+        answers = collect_all(name, cases, step)
         if len(answers) != len(cases):
             raise SavedError(f"{frameworks.label(name)} answered {len(answers)} of {len(cases)} cases")
         for case, records in zip(cases, answers):

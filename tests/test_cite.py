@@ -99,3 +99,25 @@ def test_ambiguous_or_empty_queries_fail_with_one_line(results, capsys, argv, na
     lines = [x for x in err.splitlines() if not x.startswith("warning: ")]  # the synthetic folder's known ones
     assert rc == 1 and out == "" and len(lines) == 1 and lines[0].startswith("error: ")
     assert all(n in lines[0] for n in names) and "Traceback" not in err
+
+
+def test_older_files_are_one_warning_per_call_and_verbose_names_each(tmp_path, capsys) -> None:
+    """Every cite reads every older file: what they hold that the suite dropped is one line, not one per file."""
+    root = write_results(tmp_path / "results")
+    path = root / "box" / "abc12300-existing-venv.json"
+    data = json.loads(path.read_text())
+    data["results"]["remat.RematStep_transformer.time_step"] = data["results"]["recording.GradStep_mlp.time_step"]
+    for commit in ("abc12300", "def45600"):
+        data["commit_hash"] = commit + "0" * 32
+        (root / "box" / f"{commit}-existing-venv.json").write_text(json.dumps(data, allow_nan=True))
+    rc, out, err = cite(capsys, root, "GradStep_mlp.time_step", "framework=torch", "mode=eager")
+    assert rc == 0 and "1.55 ms" in out
+    # the synthetic files record no calibration either: the same line says so
+    assert [x for x in err.splitlines() if "older" in x or "time_over_matmul_peak" in x] == [
+        f"warning: 2 older result file(s) in {root} hold 1 benchmark(s) no longer in the suite or with other "
+        "parameters (skipped); 2 result file(s) give no time_over_matmul_peak (no calibration or matmul flops count "
+        "recorded); --verbose lists them by file"]
+    rc, _, err = cite(capsys, root, "GradStep_mlp.time_step", "framework=torch", "mode=eager", "--verbose")
+    assert rc == 0 and [x for x in err.splitlines() if "skipped" in x] == [
+        f"warning: {root.as_posix()}/box/{commit}-existing-venv.json: skipped 1 benchmark(s) no longer in the suite "
+        "(remat.RematStep_transformer.time_step)" for commit in ("abc12300", "def45600")]

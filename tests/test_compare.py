@@ -162,6 +162,18 @@ def test_bad_folders_get_one_line_and_exit_1(runs, capsys, tmp_path, damage) -> 
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err
 
 
+def test_older_results_are_a_warning_not_a_failure(runs, capsys) -> None:
+    """A benchmark the suite has dropped since a file was written is skipped, as the report skips it: one warning
+    line per folder (the same in both runs), not an error, as a corrupt file is."""
+    for root in runs:
+        edit(root, lambda data: data["results"].update({"remat.RematStep_transformer.time_step": [None]}))
+    rc, out, err = run(capsys, *map(str, runs))
+    assert rc == 0 and out
+    older = [x for x in err.splitlines() if "older" in x]
+    assert len(older) == 2 and all(line.startswith(f"warning: 1 older result file(s) in {root} hold 1 benchmark(s) no "
+                                                   "longer in the suite") for line, root in zip(older, runs)), older
+
+
 def _paired_csv(folder: Path, rows: list[tuple[str, float, float, float, float, float, float]]) -> None:
     """results/paired/m-abcdef12.csv with rows (point, time_s, low, high, ratio, ratio_low, ratio_high) of one
     experiment whose baseline is 'plain'."""

@@ -155,6 +155,20 @@ def test_replaces_an_earlier_dashboard_only(tmp_path: Path, capsys: pytest.Captu
     assert [p.name for p in tmp_path.iterdir()] == ["html"], "scratch folder left behind"
 
 
+def test_progress_names_each_step_and_asvs_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On stderr, a line as each step starts, asv publish's own stages among them (asv's progress lines, which
+    publish otherwise keeps to itself); stdout keeps its one line."""
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--results", str(FIXTURE),
+                     "--out", str(tmp_path / "html")]) == 0
+    captured = capsys.readouterr()
+    steps = [re.sub(r"^\[publish \d+ s\] ", "", line) for line in captured.err.splitlines()
+             if line.startswith("[publish ")]
+    assert steps[0] == f"reading the parameter values of {CPU}'s results"
+    assert any(re.fullmatch(r"asv publish: Loading results \(\d+ %\)", s) for s in steps), steps
+    assert steps[-1] == "pointing every page at the offline copies of its scripts and stylesheets"
+    assert captured.out.startswith("wrote the dashboard to") and captured.out.count("\n") == 1
+
+
 def test_history_page_marks_where_a_benchmark_version_changes(tmp_path: Path) -> None:
     """asv drops results of older benchmark versions from its graphs without a word; the published history page
     says where that happened, and the dashboard's navigation bar links it."""

@@ -19,8 +19,13 @@ from tape_vs_trace import cli, saved
 @pytest.mark.slow
 def test_saved_all_writes_each_case_under_its_own_name(tmp_path: Path) -> None:
     cases = [("mlp", "tiny", "plain", "float32"), ("swiglu", "tiny", "custom", "float32")]
-    path = saved.run_all(tmp_path / "saved", cases, machine_name="m", commit="0123456789abcdef")
+    steps: list[str] = []
+    path = saved.run_all(tmp_path / "saved", cases, machine_name="m", commit="0123456789abcdef", step=steps.append)
     assert path == tmp_path / "saved" / "m-01234567.csv"
+    # progress: each framework's process, then each case as that process starts it
+    assert steps == [line for label in ("PyTorch", "JAX") for line in (
+        f"{label}: 2 case(s) in one process (importing {label})", f"{label}: case 1 of 2, mlp tiny plain float32",
+        f"{label}: case 2 of 2, swiglu tiny custom float32")]
     with path.open() as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == saved.ALL_FIELDS

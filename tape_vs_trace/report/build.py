@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
+from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import breakdown, curve, figures, headline, markdown, paired_results, readme
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
@@ -41,19 +42,24 @@ def check_out(results: Path, out: Path) -> None:
         raise ReportError(f"--out {out} is a non-empty folder without summary.md, not a report; not replacing it")
 
 
-def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None) -> list[Path]:
-    """Build the whole report in a temporary folder beside --out, then swap it in: a failure leaves the old one."""
+def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None = None, verbose: bool = False,
+                 step: Step = quiet) -> list[Path]:
+    """Build the whole report in a temporary folder beside --out, then swap it in: a failure leaves the old one.
+    `verbose` lists older result files one by one (load_results); `step` hears each step as it starts."""
     try:
-        return _write_report(results, out, warn, readme_path)
+        return _write_report(results, out, warn, readme_path, verbose, step)
     except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
         raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
 
 
-def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None) -> list[Path]:
+def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, verbose: bool,
+                  step: Step) -> list[Path]:
     check_out(results, out)
     if readme_path is not None:
         readme.split(readme_path)  # refuse before building anything
-    data = load_results(results, warn)
+    data = load_results(results, warn, verbose, step)
+    step(f"reading the saved-bytes breakdowns and paired results beside them ({results / 'saved'}, "
+         f"{results / 'paired'})")
     data.saved = breakdown.load(results, data.table, warn)
     data.paired = paired_results.load(results, data.table, warn)
     present = set(data.table.framework)
@@ -71,16 +77,20 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         staging = Path(tmp) / "new"
         staging.mkdir()
         extra = [paired_results.tidy(t) for t in data.paired.values()]
+        step("writing summary.csv")
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         groups = latest(data.table)
         drawn: dict[str, list[str]] = {}
-        for group, rows in groups.items():
+        for i, (group, rows) in enumerate(groups.items(), 1):
             sub = "" if len(groups) == 1 else f"{group}/"
-            names = figures.draw(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}), staging / sub)
-            names += breakdown.draw(data.saved.get(rows.machine.iloc[0]), staging / sub)
-            names += curve.draw(data.paired.get(rows.machine.iloc[0]), data.machines.get(rows.machine.iloc[0], {}),
-                                staging / sub)
+            machine = rows.machine.iloc[0]
+            step(f"drawing the figures of {group} ({i} of {len(groups)}): one per pillar")
+            names = figures.draw(base_numerics(rows), data.machines.get(machine, {}), staging / sub)
+            step(f"drawing the figures of {group} ({i} of {len(groups)}): saved bytes by op, remat curves")
+            names += breakdown.draw(data.saved.get(machine), staging / sub)
+            names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
             drawn[group] = [sub + n for n in names]
+        step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top),
                                             encoding="utf-8")
@@ -91,5 +101,6 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             out.rename(Path(tmp) / "old")
         staging.rename(out)
     if readme_path is not None:
+        step(f"rewriting the results block of {readme_path} (between its report markers)")
         readme.update(readme_path, block)
     return sorted(p for p in out.rglob("*") if p.is_file())

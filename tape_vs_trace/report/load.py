@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars, workloads
+from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import roofline, stats
 
 
@@ -118,8 +119,9 @@ def machine_folders(results: Path) -> list[Path]:
             if d.is_dir() and d.name != "report" and (d / "machine.json").is_file()]
 
 
-def load_results(results: Path, warn: Warn) -> Results:
-    """Read every machine folder and result file of an asv results folder into one tidy table."""
+def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = quiet) -> Results:
+    """Read every machine folder and result file of an asv results folder into one tidy table. What older result
+    files hold that the suite no longer has is one warning (`verbose`: one per file); `step` hears each machine."""
     if not results.exists():
         raise ReportError(f"results folder {results} does not exist")
     if not results.is_dir():
@@ -144,9 +146,9 @@ def load_results(results: Path, warn: Warn) -> Results:
         except ReportError as exc:
             warn(f"skipped machine folder {folder.name}: {exc}")
             continue
-        for path in sorted(folder.glob("*.json")):
-            if path.name == "machine.json":
-                continue
+        paths = [p for p in sorted(folder.glob("*.json")) if p.name != "machine.json"]
+        step(f"reading the {len(paths)} result file(s) of {folder.name}")
+        for path in paths:
             seen += 1
             try:
                 data = _read_json(path)
@@ -167,12 +169,12 @@ def load_results(results: Path, warn: Warn) -> Results:
             out.python[key] = "/".join(Path(python).parts[-3:]) if "/" in python else python
             if isinstance(data.get("tape_vs_trace"), dict):
                 out.details[key] = data["tape_vs_trace"]
-    if stale.line():
-        warn(stale.line())
     if not rows:
         found = f"{seen} result file(s), none readable" if seen else "no result files"
         raise ReportError(f"no benchmark results in {results} ({found})")
-    rows.extend(_derived(out, pd.DataFrame(rows, columns=COLUMNS), warn))
+    rows.extend(_derived(out, pd.DataFrame(rows, columns=COLUMNS), stale.no_roofline.append))
+    for line in stale.lines(results, verbose):
+        warn(line)
     out.table = pd.DataFrame(rows, columns=COLUMNS).astype({"processes": "Int64", "samples": "Int64"})
     out.skipped = pd.DataFrame(skipped, columns=COLUMNS)
     return out
@@ -220,25 +222,39 @@ def _file_columns(data: dict, machine: dict, machine_name: str, path: Path) -> d
 
 @dataclass
 class Stale:
-    """Results of benchmarks the suite has dropped or re-parametrised since they ran, by file: skipped, and said in
-    one line per load, not one per benchmark and file on every command."""
+    """What result files ("machine/file") hold that the report cannot use: results of benchmarks the suite has
+    dropped or re-parametrised since they ran (skipped), and steps without a roofline (roofline.derive's line per
+    file). Every cite and report reads every older file, so by default this is one line, not one per file."""
 
     gone: dict[str, list[str]] = field(default_factory=dict)
     reshaped: dict[str, list[str]] = field(default_factory=dict)
+    no_roofline: list[str] = field(default_factory=list)
 
-    def line(self) -> str | None:
+    def lines(self, results: Path, verbose: bool) -> list[str]:
+        """The warnings about the results folder `results`: one line summing up, or (`verbose`) one per file."""
         gone = {f: names for f, names in self.gone.items() if names}
         files = sorted(set(gone) | set(self.reshaped))
-        if not files:
-            return None
+        if verbose:
+            return [f"{results.as_posix()}/{line}" for line in [
+                *(_skipped(f, gone.get(f, []), self.reshaped.get(f, [])) for f in files), *self.no_roofline]]
         parts = []
-        if gone:
-            names = sorted({n for v in gone.values() for n in v})
-            parts.append(f"{len(names)} benchmark(s) no longer in the suite ({', '.join(names)})")
-        if self.reshaped:
-            names = sorted({n for v in self.reshaped.values() for n in v})
-            parts.append(f"{len(names)} with other parameters than benchmarks.json lists ({', '.join(names)})")
-        return (f"skipped older results in {len(files)} file(s) ({', '.join(files)}): " + "; ".join(parts))
+        if files:
+            names = {n for v in [*gone.values(), *self.reshaped.values()] for n in v}
+            parts.append(f"{len(files)} older result file(s) in {results} hold {len(names)} benchmark(s) no longer in "
+                         "the suite or with other parameters (skipped)")
+        if self.no_roofline:
+            parts.append(f"{len(self.no_roofline)} result file(s){'' if files else f' in {results}'} give no "
+                         f"{roofline.METRIC} (no calibration or matmul flops count recorded)")
+        return ["; ".join(parts) + "; --verbose lists them by file"] if parts else []
+
+
+def _skipped(file: str, gone: list[str], reshaped: list[str]) -> str:
+    """The verbose line of one result file's skipped benchmarks."""
+    parts = [f"{len(gone)} benchmark(s) no longer in the suite ({', '.join(sorted(gone))})"] if gone else []
+    if reshaped:
+        parts.append(f"{len(reshaped)} with other parameters than benchmarks.json lists "
+                     f"({', '.join(sorted(reshaped))})")
+    return f"{file}: skipped " + "; ".join(parts)
 
 
 def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
@@ -249,7 +265,7 @@ def _result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str,
     shared = _file_columns(data, machine, machine_name, path)
     rows, skips = [], []
     stale = stale if stale is not None else Stale()
-    stale.gone[path.name] = [name for name in data["results"] if name not in benchmarks]
+    stale.gone[f"{machine_name}/{path.name}"] = [name for name in data["results"] if name not in benchmarks]
     for name, entry in data["results"].items():
         if name.split(".")[1].split("_")[0] in pillars.PAIRED_FAMILIES:
             continue  # the paired section reports these, divided pass by pass (results/paired)
@@ -273,7 +289,7 @@ def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shar
         if stale is None:
             warn(f"{shared['file']}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
         else:
-            stale.reshaped.setdefault(shared["file"], []).append(name)
+            stale.reshaped.setdefault(f"{shared['machine']}/{shared['file']}", []).append(name)
         return [], []
     combos = list(itertools.product(*params)) if params else [()]
     n = len(combos)

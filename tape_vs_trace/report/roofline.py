@@ -56,7 +56,7 @@ def _flops(table: pd.DataFrame) -> dict[tuple, float]:
 
 def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Callable[[str], None]) -> list[dict]:
     """The derived rows (dicts in the tidy table's columns). A result file without a calibration, or without a
-    flops count for a step that needs one, gets no derived row for it, and one warning."""
+    flops count for a step that needs one, gets no derived row for it, and one warning ("machine/file: ...")."""
     steps = table[table.benchmark.isin([source(w) for w in WORKLOADS]) & (table.status == "ok")]
     flops = _flops(table)
     meaning = metrics.get(METRIC)
@@ -64,7 +64,8 @@ def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Call
     for (machine, file), rows in steps.groupby(["machine", "file"], sort=False):
         calibration = (details.get((machine, rows.commit.iloc[0])) or {}).get("calibration")
         if not isinstance(calibration, dict):
-            warn(f"{file}: no calibration recorded (tape-vs-trace scrub-results stores it): no {METRIC} derived")
+            warn(f"{machine}/{file}: no calibration recorded (tape-vs-trace scrub-results stores it): "
+                 f"no {METRIC} derived")
             continue
         missing = set()
         for row in rows.to_dict("records"):
@@ -84,7 +85,7 @@ def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Call
                         "benchmark": name(row["workload"]),
                         "method": f"{METHOD} ({rate:.6g} flop/s, {count:.6g} flops)"})
         if missing:
-            warn(f"{file}: no {METRIC} derived where the result file has no {', '.join(sorted(missing))}")
+            warn(f"{machine}/{file}: no {METRIC} derived where the result file has no {', '.join(sorted(missing))}")
     return out
 
 

@@ -21,6 +21,7 @@ from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report.load import COLUMNS
 
 FIXTURE = Path(__file__).parents[1] / "data" / "asv_fixture"  # real, scrubbed asv output (see its README)
+PROGRESS_LINE = re.compile(r"^\[[\w-]+ \d+ s\] ")  # tape_vs_trace.progress: "[report 3 s] writing summary.csv"
 MS = 1e-3
 MIB = 2 ** 20
 
@@ -38,6 +39,11 @@ GRAD = {("torch", "eager"): [1.15, 2.15, 1.55], ("torch", "compiled"): [1.0, 1.2
 
 REMAT = {("torch", "plain"): [2.0, 2.1, 2.2], ("torch", "remat_full"): [3.0, 3.1, 3.3],
          ("jax", "plain"): [2.0, 2.4, 2.2], ("jax", "remat_full"): [2.1, 2.3, 2.5]}
+
+
+def messages(lines: list[str]) -> list[str]:
+    """stderr's warnings and errors: its lines but the progress ones."""
+    return [line for line in lines if not PROGRESS_LINE.match(line)]
 
 
 def chunk(median: float) -> list[float]:

@@ -17,6 +17,7 @@ from tests.report.helpers import (
     MACHINE,
     MIB,
     captured_figures,
+    messages,
     off_the_page,
     overlapping,
     saved_groups,
@@ -67,7 +68,7 @@ def build(results: Path, tmp_path: Path, capsys) -> tuple[Path, list[str]]:
     assert cli.main(["report", "--results", str(results), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    return out, err.splitlines()
+    return out, messages(err.splitlines())
 
 
 def test_difference_names_the_top_ops_of_each_side() -> None:

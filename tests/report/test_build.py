@@ -20,7 +20,7 @@ import pytest
 from implementations import metrics, pillars
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import build, figures
-from tests.report.helpers import FIXTURE
+from tests.report.helpers import FIXTURE, PROGRESS_LINE, messages
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -255,7 +255,8 @@ def test_failed_benchmark_reads_failed(results: Path, tmp_path: Path, capsys) ->
     before = snapshot(results)
     code, _, err = run(capsys, results, tmp_path / "out")
     assert code == 0 and snapshot(results) == before
-    assert len(err) == 1 and err[0].startswith("warning:") and "failed" in err[0]
+    [warning] = messages(err)
+    assert warning.startswith("warning:") and "failed" in warning
     table = read_csv(tmp_path / "out" / "summary.csv")
     [row] = table[(table.benchmark == name) & (table.framework == "torch") & (table.variant == "plain")].itertuples()
     assert row.status == "failed" and math.isnan(row.value)
@@ -283,8 +284,8 @@ def test_corrupt_file_among_good_ones_is_skipped(results: Path, tmp_path: Path, 
     before = snapshot(results)
     code, _, err = run(capsys, results, tmp_path / "out")
     assert code == 0 and snapshot(results) == before
-    assert len(err) == 1 and err[0].startswith("warning: skipped") and corrupt.name in err[0]
-    assert "not valid JSON" in err[0]
+    [warning] = messages(err)
+    assert warning.startswith("warning: skipped") and corrupt.name in warning and "not valid JSON" in warning
     assert (tmp_path / "out" / "summary.md").is_file()
 
 
@@ -315,7 +316,8 @@ def test_one_framework_gives_no_ratios(results: Path, tmp_path: Path, capsys) ->
     before = snapshot(results)
     code, _, err = run(capsys, results, tmp_path / "out")
     assert code == 0 and snapshot(results) == before
-    assert len(err) == 1 and err[0].startswith("warning:") and "JAX only" in err[0]
+    [warning] = messages(err)
+    assert warning.startswith("warning:") and "JAX only" in warning
     table = read_csv(tmp_path / "out" / "summary.csv")
     assert set(table.framework) == {"jax"} and len(table) > 20
     rows = md_rows((tmp_path / "out" / "summary.md").read_text())
@@ -366,7 +368,15 @@ def test_readme_block_is_replaced(results: Path, tmp_path: Path, capsys) -> None
     readme.write_text("# title\n\nbefore\n<!-- report:start -->\nold block\n<!-- report:end -->\nafter\n")
     code = cli.main(["report", "--results", str(results), "--out", str(tmp_path / "docs" / "report"),
                      "--readme", str(readme)])
-    assert code == 0 and "Traceback" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert code == 0 and "Traceback" not in captured.err and captured.out.count("\n") == 1
+    # progress on stderr, a line as each step starts (the heartbeat is tests/test_progress.py's), the README's last
+    steps = [PROGRESS_LINE.sub("", line) for line in captured.err.splitlines() if PROGRESS_LINE.match(line)]
+    [machine] = [p.name for p in results.iterdir() if (p / "machine.json").is_file()]
+    assert steps[0] == f"reading the 1 result file(s) of {machine}"
+    assert f"drawing the figures of {machine} (1 of 1): one per pillar" in steps
+    assert steps[-2:] == ["writing summary.md: tables and findings",
+                          f"rewriting the results block of {readme} (between its report markers)"]
     text = readme.read_text()
     assert text.startswith("# title\n\nbefore\n<!-- report:start -->") and text.endswith("<!-- report:end -->\nafter\n")
     assert "old block" not in text and "(docs/report/summary.md)" in text

@@ -147,7 +147,8 @@ def test_unknown_metric_is_sampled_only_when_timed(kind: str, word: str, sampled
 
 def test_benchmarks_gone_from_the_suite_are_one_warning_per_load(tmp_path: Path) -> None:
     # Results of benchmarks later removed from the suite (remat.RematStep_* of version 3, say) or re-parametrised
-    # are skipped with one line per load naming them and their files, not one line per benchmark and file.
+    # are skipped with one line per load that counts them and their files, not one line per benchmark or file:
+    # every cite and report reads every older file. --verbose gives each file's line, naming its benchmarks.
     root = write_results(tmp_path)
     path = root / "box" / "abc12300-existing-venv.json"
     data = json.loads(path.read_text())
@@ -156,11 +157,21 @@ def test_benchmarks_gone_from_the_suite_are_one_warning_per_load(tmp_path: Path)
     results["remat.RematCost_transformer.track_flops"] = results["recording.GraphCost_mlp.track_graph_size"]
     results["recording.GradStep_mlp.time_step"][1] = results["recording.GradStep_mlp.time_step"][1] + [["'x'"]]
     path.write_text(json.dumps(data, allow_nan=True))
+    del results["remat.RematStep_transformer.time_step"], results["recording.GradStep_mlp.time_step"]
+    data["commit_hash"] = "def45600" + "0" * 32
+    path.with_name("def45600-existing-venv.json").write_text(json.dumps(data, allow_nan=True))
     warnings: list[str] = []
     loaded = load.load_results(root, warn=warnings.append)
-    stale = [w for w in warnings if w.startswith("skipped older results")]
-    assert stale == ["skipped older results in 1 file(s) (abc12300-existing-venv.json): 2 benchmark(s) no longer in "
-                     "the suite (remat.RematCost_transformer.track_flops, remat.RematStep_transformer.time_step); 1 "
-                     "with other parameters than benchmarks.json lists (recording.GradStep_mlp.time_step)"]
+    assert [w for w in warnings if "older" in w] == [
+        f"2 older result file(s) in {root} hold 3 benchmark(s) no longer in the suite or with other parameters "
+        "(skipped); --verbose lists them by file"]
     assert not any("parameters, benchmarks.json names" in w for w in warnings)
     assert not loaded.table.benchmark.str.contains("transformer").any()
+    warnings.clear()
+    load.load_results(root, warn=warnings.append, verbose=True)
+    assert [w for w in warnings if "skipped" in w] == [
+        f"{root.as_posix()}/box/abc12300-existing-venv.json: skipped 2 benchmark(s) no longer in the suite "
+        "(remat.RematCost_transformer.track_flops, remat.RematStep_transformer.time_step); 1 with other parameters "
+        "than benchmarks.json lists (recording.GradStep_mlp.time_step)",
+        f"{root.as_posix()}/box/def45600-existing-venv.json: skipped 1 benchmark(s) no longer in the suite "
+        "(remat.RematCost_transformer.track_flops)"]

@@ -25,6 +25,7 @@ from tests.report.helpers import (
     SIZE,
     curve_point,
     curve_rows,
+    messages,
     paired_rows,
     point,
     summary_row,
@@ -155,13 +156,13 @@ def test_corrupt_csv_is_one_warning_and_the_report_is_built(tmp_path: Path, caps
     rows = [{k: v for k, v in r.items() if k != "ratio_ci_high"} for r in paired_rows()]
     write_csv(results / "paired", rows)
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
-    err = capsys.readouterr().err.splitlines()
+    err = messages(capsys.readouterr().err.splitlines())
     assert len(err) == 1 and err[0].startswith("warning: skipped the paired results") and "ratio_ci_high" in err[0]
     text = (tmp_path / "out" / "summary.md").read_text()
     assert "## recording" in text and "tape-vs-trace paired" not in text
     (results / "paired" / f"{MACHINE}-{COMMIT[:8]}.csv").write_bytes(b"\xff\xfe\x00garbage")
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
-    err = capsys.readouterr().err.splitlines()
+    err = messages(capsys.readouterr().err.splitlines())
     assert len(err) == 1 and err[0].startswith("warning: skipped the paired results") and "Traceback" not in err[0]
 
 

@@ -111,8 +111,13 @@ def test_without_a_calibration_nothing_is_derived_and_one_warning_says_so(tmp_pa
     table = load_results(root, warnings.append).table
     assert not (table.metric == roofline.METRIC).any()
     assert [w for w in warnings if roofline.METRIC in w] == [
-        "abc12300-existing-venv.json: no calibration recorded (tape-vs-trace scrub-results stores it): "
-        "no time_over_matmul_peak derived"]
+        f"1 result file(s) in {root} give no time_over_matmul_peak (no calibration or matmul flops count recorded); "
+        "--verbose lists them by file"]
+    warnings.clear()
+    load_results(root, warnings.append, verbose=True)
+    assert [w for w in warnings if roofline.METRIC in w] == [
+        f"{root.as_posix()}/box/abc12300-existing-venv.json: no calibration recorded (tape-vs-trace scrub-results "
+        "stores it): no time_over_matmul_peak derived"]
 
 
 def test_without_a_flops_count_nothing_is_derived_for_that_framework(tmp_path: Path) -> None:
@@ -122,11 +127,11 @@ def test_without_a_flops_count_nothing_is_derived_for_that_framework(tmp_path: P
     data["results"]["recording.GraphCost_mlp.track_flops"][0] = [None, FLOPS["jax"]]  # PyTorch's count failed
     path.write_text(json.dumps(data))
     warnings: list[str] = []
-    table = load_results(root, warnings.append).table
+    table = load_results(root, warnings.append, verbose=True).table
     assert set(table[table.metric == roofline.METRIC].framework) == {"jax"}
     assert [w for w in warnings if roofline.METRIC in w] == [
-        "abc12300-existing-venv.json: no time_over_matmul_peak derived where the result file has no "
-        "recording.GraphCost_mlp.track_flops of torch"]
+        f"{root.as_posix()}/box/abc12300-existing-venv.json: no time_over_matmul_peak derived where the result file "
+        "has no recording.GraphCost_mlp.track_flops of torch"]
 
 
 def test_roofline_without_process_medians_scales_asv_statistics() -> None:
