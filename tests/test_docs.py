@@ -38,11 +38,6 @@ NOT_RUN = {
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
     "tape-vs-trace calibrate": "measures this host for about 10 s",
 }
-# Commands that run on a prepared copy of results/ rather than on it as committed, and why.
-CURRENT_SUITE_ONLY = {
-    "tape-vs-trace compare": "refuses a folder holding result files of benchmarks no longer in the suite, as the "
-                             "committed results/ does (older commits): it runs on the current suite's files",
-}
 RUN_TIMEOUT_S = 120
 TVT = ("tape-vs-trace", ".venv/bin/tape-vs-trace")
 PYTHONS = ("python", "python3", ".venv/bin/python")
@@ -168,7 +163,7 @@ class Command:
 
     @property
     def name(self) -> str:
-        """What NOT_RUN and CURRENT_SUITE_ONLY are keyed by."""
+        """What NOT_RUN is keyed by."""
         program = self.argv[0]
         if program in TVT:
             return f"tape-vs-trace {self.argv[1]}"
@@ -295,26 +290,6 @@ def _check(command: Command) -> None:
         raise CommandError(f"{command}: no rule to check `{program}`")
 
 
-def _current_suite_only(folder: Path) -> None:
-    """Drop the result files the report would skip (benchmarks no longer in the suite, other parameters)."""
-    from tape_vs_trace import compare
-    from tape_vs_trace.report.load import ReportError
-
-    for path in sorted(folder.glob("*/*.json")):
-        if path.name == "machine.json":
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            alone = Path(tmp) / path.parent.name
-            alone.mkdir()
-            shutil.copy(folder / "benchmarks.json", tmp)
-            shutil.copy(path.parent / "machine.json", alone)
-            shutil.copy(path, alone)
-            try:
-                compare.load(Path(tmp), warn=lambda message: None)
-            except ReportError:
-                path.unlink()
-
-
 def _sandbox(where: Path) -> None:
     """A working copy for commands that read or write results: results/ and README.md copied, the rest linked."""
     shutil.copytree(ROOT / "results", where / "results")
@@ -336,10 +311,6 @@ def _run_block(commands: list[Command]) -> dict[Command, str | None]:
                     _check(command)
                 else:
                     argv = _argv(command)
-                    if command.name in CURRENT_SUITE_ONLY:
-                        for arg in command.argv[2:]:
-                            if (where / arg).is_dir():
-                                _current_suite_only(where / arg)
                     done = subprocess.run(argv, cwd=where, env=_env(command.env), capture_output=True, text=True,
                                           timeout=RUN_TIMEOUT_S)
                     _require(done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stderr[-3000:]}")
@@ -371,14 +342,15 @@ def test_command_works_as_written(command: Command, outcomes: dict[Command, str 
 
 def test_commands_not_run_are_the_pages_own() -> None:
     names = {c.name for c in COMMANDS}
-    stale = (set(NOT_RUN) | set(CURRENT_SUITE_ONLY)) - names
+    stale = set(NOT_RUN) - names
     assert not stale, f"reasons kept for commands no page has: {sorted(stale)}"
     assert any(c.name not in NOT_RUN for c in COMMANDS), "no command of the pages is run"
 
 
 def test_subcommands_named_in_the_pages_exist() -> None:
-    usage = _help([*_python(), "-m", "tape_vs_trace.cli", "--help"])
-    subcommands = set(re.search(r"\{([a-z,-]+)\}", usage).group(1).split(","))
+    from tape_vs_trace import cli
+
+    subcommands = {command.name for command in cli.COMMANDS}
     named = {m for page in PAGES for m in re.findall(r"`(?:\.venv/bin/)?tape-vs-trace ([a-z][a-z-]*)",
                                                        _outside_report(page.read_text()))}
     assert named - subcommands == set(), f"pages name subcommands the CLI lacks: {sorted(named - subcommands)}"
