@@ -375,7 +375,7 @@ def test_readme_block_is_replaced(results: Path, tmp_path: Path, capsys) -> None
     [machine] = [p.name for p in results.iterdir() if (p / "machine.json").is_file()]
     assert steps[0] == f"reading the 1 result file(s) of {machine}"
     assert f"drawing the figures of {machine} (1 of 1): one per pillar" in steps
-    assert steps[-2:] == ["writing summary.md: tables and findings",
+    assert steps[-2:] == ["drawing the headline chart and writing summary.md: tables and findings",
                           f"rewriting the results block of {readme} (between its report markers)"]
     text = readme.read_text()
     assert text.startswith("# title\n\nbefore\n<!-- report:start -->") and text.endswith("<!-- report:end -->\nafter\n")
