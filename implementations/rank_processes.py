@@ -123,11 +123,6 @@ def fsdp_axis(name: str, stacked: tuple[str, ...]) -> int:
     return 1 if name in stacked else 0
 
 
-def shard(array: np.ndarray, rank: int, ranks: int) -> np.ndarray:
-    """Rank `rank`'s part of `array` split along its first axis into `ranks` equal parts."""
-    return np.split(array, ranks)[rank]
-
-
 def free_port() -> int:
     """A TCP port on the loopback interface that was free a moment ago (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

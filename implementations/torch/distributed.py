@@ -28,7 +28,7 @@ import torch.distributed as dist
 
 from implementations import frameworks, rank_processes
 from implementations.rank_processes import DEFAULT_TIMEOUT_S, DistributedResult
-from implementations.torch.common import formulation_of, leaves, load, prepare, to_numpy, unflatten
+from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, to_numpy, unflatten
 from implementations.workloads import Inputs
 
 FORMS = rank_processes.FORMS
@@ -59,8 +59,8 @@ def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, varia
                      timeout_s: float = DEFAULT_TIMEOUT_S) -> DistributedResult:
     """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` processes,
     in `form` and `mode` ('eager': the tape; 'compiled': torch.compile of the parallel module), and the record of
-    how it ran: ranks, backend, mesh shape, DDP's bucket size and bucket bytes, the reduction, the collectives that
-    rank 0 dispatched during the step with their input bytes, the analytic gradient bytes, and CPU_NOTE.
+    how it ran: ranks, backend, mesh shape, DDP's bucket size and bucket bytes, the reduction, the collectives of
+    rank 0's step (its profile) with the bytes each handed to gloo, the analytic gradient bytes, and CPU_NOTE.
 
     A rank that fails or runs past `timeout_s` ends the step: every rank is killed and rank_processes.RankFailed
     or RankTimeout says which, in one line. A form that does not compose with a mode raises NotImplementedError
@@ -90,9 +90,8 @@ def _loopback() -> dict[str, str]:
 class _Workload(torch.nn.Module):
     """The workload's forward over its own parameters, held as this module's (what DDP and FSDP manage)."""
 
-    def __init__(self, inputs: Inputs, variant: str, formulation: str | None) -> None:
+    def __init__(self, params: dict, inputs: Inputs, variant: str, formulation: str | None) -> None:
         super().__init__()
-        params, _ = prepare(inputs, "cpu", formulation)
         self.weights = torch.nn.ParameterList([torch.nn.Parameter(t.detach()) for t in leaves(params)])
         self.layout = {name: [None] * len(v) if isinstance(v, list) else None for name, v in params.items()}
         self.forward_of = load(inputs.workload).forward
@@ -163,13 +162,13 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
                             timeout=datetime.timedelta(seconds=request["timeout_s"]))
     try:
         formulation = formulation_of(inputs.workload, request["formulation"])
-        model = _Workload(inputs, request["variant"], formulation)
+        params, data = prepare(inputs, "cpu", formulation)
+        model = _Workload(params, inputs, request["variant"], formulation)
         parallel = run = _parallel(model, form, ranks, request["bucket_cap_mb"])
         if mode == "compiled":
             torch._inductor.config.compile_threads = 1  # no pool of compile workers beside the ranks
             run = torch.compile(parallel, mode=frameworks.torch_compile_mode())
-        x, seed = (torch.from_numpy(rank_processes.shard(a, rank, ranks))
-                   for a in (inputs.data["x"], inputs.cotangent))
+        x, seed = data["x"].detach().chunk(ranks)[rank], cotangent(inputs).chunk(ranks)[rank]
         # The profiler, not a dispatch mode: under a TorchDispatchMode torch.compile's graphs fall back to eager.
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             loss = _step(run, model, form, x, seed, ranks)
