@@ -16,6 +16,8 @@ from implementations import workloads
 ONE_SIDED = {
     # autograd.grad takes a flat list of tensors; JAX walks pytrees with jax.tree instead.
     "common": {"leaves", "unflatten"},
+    # The collectives of a compiled XLA program's text; PyTorch's are counted from the step's profile as they run.
+    "distributed": {"collectives_of_hlo"},
 }
 # Defaults that differ on purpose, (module, function, parameter): the reason.
 DIFFERENT_DEFAULTS = {

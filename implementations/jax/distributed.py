@@ -1,0 +1,217 @@
+"""One gradient step of a workload over N devices on one host (mirror of implementations.torch.distributed).
+
+One worker process (implementations.rank_processes) whose XLA_FLAGS give XLA:CPU N devices before JAX starts,
+joined in a one-axis Mesh (axis types Auto: XLA's sharding propagation places the collectives). The workload's own
+forward and parameters (common.prepare) run on the batch sharded over the axis. Forms (rank_processes.FORMS):
+
+- "ddp": jax.value_and_grad of the full-batch loss with the batch sharded and the parameters replicated: XLA sums
+  the partial products of each gradient across devices (an all-reduce);
+- "shard_map": jax.shard_map of the per-device program, each device's loss N times the sum over its part of the
+  batch, lax.pmean of loss and gradients: the averaging DDP does, written out;
+- "fsdp": as "ddp" with every parameter sharded over the axis too (its first axis, or a layer-stacked parameter's
+  second: a per-layer leaf's first, as FSDP2 shards it), and the gradients returned sharded like the parameters.
+
+'compiled' is jax.jit of the step, whose compiled HLO gives the collectives and their bytes; 'eager' runs it op
+by op (no one program to count).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import implementations.jax as jax_side
+from implementations import rank_processes
+from implementations.jax.common import cotangent, formulation_of, load, prepare, to_numpy
+from implementations.rank_processes import DEFAULT_TIMEOUT_S, DistributedResult
+from implementations.workloads import Inputs
+
+FORMS = rank_processes.FORMS
+MODES = rank_processes.MODES
+BACKEND = "XLA CPU"
+# For the mirror: DDP's bucket size has no counterpart here (XLA's passes combine the collectives themselves).
+DEFAULT_BUCKET_CAP_MB = 25.0
+_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+# Bytes per element of XLA's primitive types, as HLO text names them.
+_XLA_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+              "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.-]+) = (.+?) ([a-z][a-z0-9-]*)\((.*)$")
+_COMPUTATION = re.compile(r"^(ENTRY )?%([\w.-]+) .*\{\s*$")
+_CALLED = re.compile(r"\b(body|condition|to_apply|calls|true_computation|false_computation)=%([\w.-]+)")
+# A conditional runs one of its branches: how often each runs is not in the text.
+_BRANCH_ROLES = ("true_computation", "false_computation")
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_TRIP_COUNT = re.compile(r'"known_trip_count":\{"n":"(\d+)"')
+_ARRAY = re.compile(r"\b([a-z]+\d*)\[([\d,]*)\]")
+
+
+def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
+    """Why (form, mode, variant) does not run here, or None where it does: every one runs, jitted or op by op."""
+    return None
+
+
+def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
+                     formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
+                     timeout_s: float = DEFAULT_TIMEOUT_S) -> DistributedResult:
+    """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` XLA:CPU
+    devices of one worker process, in `form` and `mode` ('eager': op by op; 'compiled': jax.jit), and the record of
+    how it ran: devices, backend, mesh shape, the reduction, each parameter's sharded axis, the collectives of the
+    compiled program with their operand bytes (collectives_of_hlo), the analytic gradient bytes, and CPU_NOTE.
+    `bucket_cap_mb` is DDP's and recorded as not applicable.
+
+    A worker that fails or runs past `timeout_s` is killed and rank_processes.RankFailed or RankTimeout says so,
+    in one line. A form that does not compose with a mode raises NotImplementedError (unsupported)."""
+    rank_processes.check(inputs, form, mode, ranks, variant)
+    formulation_of(inputs.workload, formulation)
+    reason = unsupported(form, mode, variant)
+    if reason:
+        raise NotImplementedError(reason)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} {_DEVICE_COUNT_FLAG}={ranks}".strip()
+    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s)
+    return rank_processes.run(__name__, request, [{"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}],
+                              [f"jax process of {ranks} devices"], timeout_s)
+
+
+def collectives_of_hlo(text: str) -> dict[str, dict[str, int]]:
+    """The collectives of a compiled HLO module's text (rank_processes.COLLECTIVES) with their count and the bytes
+    of their operands on one device, each one inside a loop counted once per iteration (its known trip count).
+    Async pairs count once, at their start. A ValueError where a collective sits in a loop of unknown trip count
+    or in a conditional's branch."""
+    computation, entry = None, None
+    shapes: dict[str, str] = {}
+    found: dict[str, list[tuple[str, str]]] = {}  # computation -> [(collective, operand text)]
+    calls: dict[str, list[tuple[str, int | None]]] = {}  # computation -> [(called computation, times per call)]
+    for line in text.splitlines():
+        header = _COMPUTATION.match(line)
+        if header:
+            computation = header.group(2)
+            entry = computation if header.group(1) else entry
+            continue
+        instruction = _INSTRUCTION.match(line)
+        if not instruction or computation is None:
+            continue
+        name, shape, op, rest = instruction.groups()
+        shapes[name] = shape
+        kind = op.removesuffix("-start")
+        if kind in rank_processes.COLLECTIVES:
+            found.setdefault(computation, []).append((kind, _operands(rest)))
+        trip = _TRIP_COUNT.search(rest)
+        for role, called in _CALLED.findall(rest):
+            times = (int(trip.group(1)) if trip else None) if op == "while" and role in ("body", "condition") else 1
+            calls.setdefault(computation, []).append((called, None if role in _BRANCH_ROLES else times))
+        for branches in _BRANCHES.findall(rest):
+            calls.setdefault(computation, []).extend((b.strip().lstrip("%"), None) for b in branches.split(","))
+    counts = {kind: {"count": 0, "bytes": 0} for kind in rank_processes.COLLECTIVES}
+    for name, times in _executions(entry, calls).items():
+        for kind, operands in found.get(name, []):
+            if times is None:
+                raise ValueError(f"a {kind} in {name}, a loop of unknown trip count or a conditional's branch: its "
+                                 "bytes per step are unknown")
+            counts[kind]["count"] += times
+            counts[kind]["bytes"] += times * sum(_bytes(shapes[o]) for o in re.findall(r"%([\w.-]+)", operands))
+    return counts
+
+
+def _operands(rest: str) -> str:
+    """The text of an instruction's operand list: `rest` up to the parenthesis that closes it."""
+    depth = 1
+    for i, char in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return rest[:i]
+    return rest
+
+
+def _executions(entry: str | None, calls: dict[str, list[tuple[str, int | None]]]) -> dict[str, int | None]:
+    """How often each computation runs per execution of `entry`, summed over its call sites (None: unknown)."""
+    runs: dict[str, int | None] = {}
+
+    def visit(name: str, times: int | None) -> None:
+        before = runs.get(name, 0)
+        runs[name] = None if before is None or times is None else before + times
+        for called, per_call in calls.get(name, []):
+            visit(called, None if times is None or per_call is None else times * per_call)
+
+    if entry is not None:
+        visit(entry, 1)
+    return runs
+
+
+def _bytes(shape: str) -> int:
+    return sum(_XLA_BYTES.get(dtype, 0) * math.prod(int(d) for d in dims.split(",") if d)
+               for dtype, dims in _ARRAY.findall(shape))
+
+
+def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
+    """The worker's step (run in its own process, whose XLA_FLAGS set the device count)."""
+    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
+    jax_side.configure("highest", None, float64=inputs.dtype == "float64")
+    devices = jax.devices("cpu")
+    if len(devices) < ranks:
+        raise RuntimeError(f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
+    axis = rank_processes.MESH_AXIS
+    mesh = Mesh(np.array(devices[:ranks]), (axis,), axis_types=(AxisType.Auto,))
+    module = load(inputs.workload)
+    formulation = formulation_of(inputs.workload, request["formulation"])
+    params, data = prepare(inputs, "cpu", formulation)
+    stacked = getattr(module, "LAYER_STACKED", ())
+    replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P(axis))
+
+    def sharded_axis(name: str) -> int | None:
+        # FSDP2's axis, a per-layer leaf's first, in the spec's layout; replicated where it does not split evenly
+        chosen = rank_processes.fsdp_axis(name, stacked)
+        return chosen if form == "fsdp" and inputs.params[name].shape[chosen] % ranks == 0 else None
+
+    def sharding(name: str, per_layer: bool) -> NamedSharding:
+        chosen = sharded_axis(name)
+        return replicated if chosen is None else NamedSharding(mesh, P(*[None] * (chosen - per_layer), axis))
+
+    param_shardings = {name: [sharding(name, True)] * len(v) if isinstance(v, list) else sharding(name, False)
+                       for name, v in params.items()}
+
+    def loss(params: dict, x: jax.Array, seed: jax.Array) -> jax.Array:
+        return (module.forward(params, {"x": x}, inputs.static, request["variant"], formulation) * seed).sum()
+
+    if form == "shard_map":
+        def per_device(params: dict, x: jax.Array, seed: jax.Array) -> tuple:
+            # Differentiated at a device-varying copy: at the replicated parameters themselves shard_map's autodiff
+            # already sums the gradients over the devices (the transpose of its implicit broadcast), and the pmean
+            # after it would average N sums.
+            local = jax.lax.pcast(params, axis, to="varying")
+            value, grads = jax.value_and_grad(lambda p: loss(p, x, seed) * ranks)(local)
+            return jax.lax.pmean((value, grads), axis)
+
+        step = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(axis), P(axis)), out_specs=P())
+    else:
+        step = jax.value_and_grad(loss)
+    args = (jax.device_put(params, param_shardings), jax.device_put(data["x"], batch),
+            jax.device_put(cotangent(inputs), batch))
+    collectives = None
+    if mode == "compiled":
+        compiled = jax.jit(step, out_shardings=(replicated, param_shardings)).lower(*args).compile()
+        collectives = collectives_of_hlo(compiled.as_text())
+        step = compiled
+    value, grads = jax.block_until_ready(step(*args))
+    grads = {name: np.stack(g) if isinstance(g, list) else g for name, g in to_numpy(grads).items()}
+    record = rank_processes.base_record("jax", request, f"{BACKEND} ({ranks} devices of one process)")
+    record.update({
+        "bucket_cap_mb": None,
+        "ddp_bucket_bytes": None,
+        "gradient_reduction": "mean over devices (lax.pmean)" if form == "shard_map"
+        else "sum of each device's partial gradient (one global program)",
+        "local_loss_scale": ranks if form == "shard_map" else 1,
+        "parameter_sharding": {name: sharded_axis(name) for name in inputs.params},
+        "collectives": collectives,
+        "collectives_method": "collectives of the compiled HLO, operand bytes on one device, loops times their trip "
+                              "counts" if mode == "compiled" else "none: op by op there is no one program",
+        "compiled_regions": None,
+        "threads_per_rank": None,
+    })
+    return DistributedResult(np.asarray(to_numpy(value)), grads, record)

@@ -1,0 +1,197 @@
+"""One gradient step of a workload over N ranks on one host (mirror of implementations.jax.distributed).
+
+One process per rank (implementations.rank_processes), joined by the gloo backend over the loopback interface.
+Each rank holds the workload's own parameters (common.prepare) as the parameters of one module whose forward is
+the workload's forward, and runs it on its part of the batch. Forms (rank_processes.FORMS):
+
+- "ddp": DistributedDataParallel, which all-reduces the gradients in buckets of `bucket_cap_mb` during backward;
+- "shard_map": the same per-rank program with its collectives written out, dist.all_reduce of every gradient
+  after backward (JAX's shard_map form writes them out with lax.pmean);
+- "fsdp": FSDP2's fully_shard over a one-axis DeviceMesh: parameters sharded on their first axis, all-gathered
+  for forward and backward, gradients reduce-scattered.
+
+Each form averages over the ranks, so each rank's loss is N times the sum over its part of the batch: the mean of
+those is the full batch's loss sum(forward * cotangent), and the averaged gradients are its gradients.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import socket
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from implementations import frameworks, rank_processes
+from implementations.rank_processes import DEFAULT_TIMEOUT_S, DistributedResult
+from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, to_numpy, unflatten
+from implementations.workloads import Inputs
+
+FORMS = rank_processes.FORMS
+MODES = rank_processes.MODES
+BACKEND = "gloo"
+# DistributedDataParallel's own default bucket size.
+DEFAULT_BUCKET_CAP_MB = 25.0
+# c10d ops -> the collective's XLA name.
+_C10D = {
+    "allreduce_": "all-reduce", "allreduce_coalesced_": "all-reduce",
+    "allgather_": "all-gather", "_allgather_base_": "all-gather", "allgather_into_tensor_coalesced_": "all-gather",
+    "reduce_scatter_": "reduce-scatter", "_reduce_scatter_base_": "reduce-scatter",
+    "reduce_scatter_tensor_coalesced_": "reduce-scatter", "alltoall_": "all-to-all", "alltoall_base_": "all-to-all",
+    "broadcast_": "collective-broadcast",
+}
+
+
+def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
+    """Why (form, mode, variant) does not run here, or None where it does: every form composes with torch.compile;
+    remat_names does not (as in steps.grad_step)."""
+    if mode == "compiled" and variant == "remat_names":
+        return "remat_names has no torch.compile form here: the policy cannot see named() regions"
+    return None
+
+
+def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
+                     formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
+                     timeout_s: float = DEFAULT_TIMEOUT_S) -> DistributedResult:
+    """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` processes,
+    in `form` and `mode` ('eager': the tape; 'compiled': torch.compile of the parallel module), and the record of
+    how it ran: ranks, backend, mesh shape, DDP's bucket size and bucket bytes, the reduction, the collectives of
+    rank 0's step (its profile) with the bytes each handed to gloo, the analytic gradient bytes, and CPU_NOTE.
+
+    A rank that fails or runs past `timeout_s` ends the step: every rank is killed and rank_processes.RankFailed
+    or RankTimeout says which, in one line. A form that does not compose with a mode raises NotImplementedError
+    (unsupported)."""
+    rank_processes.check(inputs, form, mode, ranks, variant)
+    formulation_of(inputs.workload, formulation)
+    reason = unsupported(form, mode, variant)
+    if reason:
+        raise NotImplementedError(reason)
+    port = str(rank_processes.free_port())
+    envs = [{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "RANK": str(r), "WORLD_SIZE": str(ranks),
+             **_loopback()} for r in range(ranks)]
+    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s)
+    return rank_processes.run(__name__, request, envs, [f"torch rank {r} of {ranks}" for r in range(ranks)],
+                              timeout_s)
+
+
+def _loopback() -> dict[str, str]:
+    # gloo binds to the interface its host name resolves to unless told: keep the ranks on the loopback device.
+    try:
+        names = {name for _, name in socket.if_nameindex()}
+    except OSError:
+        names = set()
+    return {"GLOO_SOCKET_IFNAME": "lo"} if "lo" in names and "GLOO_SOCKET_IFNAME" not in os.environ else {}
+
+
+class _Workload(torch.nn.Module):
+    """The workload's forward over its own parameters, held as this module's (what DDP and FSDP manage)."""
+
+    def __init__(self, params: dict, inputs: Inputs, variant: str, formulation: str | None) -> None:
+        super().__init__()
+        self.weights = torch.nn.ParameterList([torch.nn.Parameter(t.detach()) for t in leaves(params)])
+        self.layout = {name: [None] * len(v) if isinstance(v, list) else None for name, v in params.items()}
+        self.forward_of = load(inputs.workload).forward
+        self.static, self.variant, self.formulation = inputs.static, variant, formulation
+
+    def params(self, tensors: list[torch.Tensor]) -> dict:
+        return unflatten(tensors, self.layout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Read at every call: FSDP swaps the sharded parameters for the gathered ones around forward and backward.
+        return self.forward_of(self.params(list(self.weights)), {"x": x}, self.static, self.variant,
+                               self.formulation)
+
+
+def _collectives(events: list, itemsize: int) -> dict[str, dict[str, int]]:
+    """The c10d collectives among the profiler's `events`, by XLA's names, with the bytes of the tensors each one
+    handed to gloo. gloo runs each on a worker thread, whose event records the shapes: the k-th c10d call is the
+    k-th gloo work to start. Every collective of a step moves the step's dtype (gradients, parameters, the loss)."""
+    calls = sorted((e for e in events if e.name.startswith("c10d::") and e.name[6:] in _C10D),
+                   key=lambda e: e.time_range.start)
+    works = sorted((e for e in events if e.name.startswith("gloo:")), key=lambda e: e.time_range.start)
+    if len(calls) != len(works):
+        raise RuntimeError(f"{len(calls)} c10d collectives but {len(works)} gloo works in the step's profile")
+    counts = {kind: {"count": 0, "bytes": 0} for kind in rank_processes.COLLECTIVES}
+    for call, work in zip(calls, works):
+        kind = counts[_C10D[call.name[6:]]]
+        kind["count"] += 1
+        kind["bytes"] += sum(math.prod(shape) for shape in work.input_shapes) * itemsize
+    return counts
+
+
+def _parallel(model: _Workload, form: str, ranks: int, bucket_cap_mb: float) -> torch.nn.Module:
+    if form == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+    if form == "fsdp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        return fully_shard(model, mesh=init_device_mesh("cpu", (ranks,), mesh_dim_names=(rank_processes.MESH_AXIS,)))
+    return model
+
+
+def _step(run: torch.nn.Module, model: _Workload, form: str, x: torch.Tensor, seed: torch.Tensor,
+          ranks: int) -> torch.Tensor:
+    local = (run(x) * seed).sum() * ranks
+    local.backward()  # DDP's and FSDP's reductions hang on the gradient accumulators that backward() runs
+    if form == "shard_map":
+        for weight in model.weights:
+            dist.all_reduce(weight.grad)  # gloo has no ReduceOp.AVG: the sum divided by N, as DDP does
+            weight.grad.div_(ranks)
+    loss = local.detach().clone()
+    dist.all_reduce(loss)
+    return loss.div_(ranks)
+
+
+def _full(grad: torch.Tensor) -> torch.Tensor:
+    return grad.full_tensor() if hasattr(grad, "full_tensor") else grad
+
+
+def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
+    """One rank's part of distributed_step (run in its worker process); rank 0 returns the result."""
+    import implementations.torch as torch_side
+
+    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
+    threads = max(1, (os.cpu_count() or 1) // ranks)
+    torch_side.configure("highest", threads)
+    dist.init_process_group(BACKEND, rank=rank, world_size=ranks,
+                            timeout=datetime.timedelta(seconds=request["timeout_s"]))
+    try:
+        formulation = formulation_of(inputs.workload, request["formulation"])
+        params, data = prepare(inputs, "cpu", formulation)
+        model = _Workload(params, inputs, request["variant"], formulation)
+        parallel = run = _parallel(model, form, ranks, request["bucket_cap_mb"])
+        if mode == "compiled":
+            torch._inductor.config.compile_threads = 1  # no pool of compile workers beside the ranks
+            run = torch.compile(parallel, mode=frameworks.torch_compile_mode())
+        x, seed = data["x"].detach().chunk(ranks)[rank], cotangent(inputs).chunk(ranks)[rank]
+        # The profiler, not a dispatch mode: under a TorchDispatchMode torch.compile's graphs fall back to eager.
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            loss = _step(run, model, form, x, seed, ranks)
+        events = prof.events()
+        grads = to_numpy(model.params([_full(w.grad) for w in model.weights]))
+        buckets = None
+        if form == "ddp":  # the reducer's bucket sizes in bytes, as DDP logs them
+            buckets = [int(b) for b in str(parallel._get_ddp_logging_data()["bucket_sizes"]).split(",") if b]
+        stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
+        record = rank_processes.base_record("torch", request, f"{BACKEND} (loopback, one process per rank)")
+        record.update({
+            "bucket_cap_mb": request["bucket_cap_mb"] if form == "ddp" else None,
+            "ddp_bucket_bytes": buckets,
+            "gradient_reduction": "mean over ranks", "local_loss_scale": ranks,
+            "parameter_sharding": {name: rank_processes.fsdp_axis(name, stacked) if form == "fsdp" else None
+                                   for name in inputs.params},
+            "collectives": _collectives(events, x.element_size()),
+            "collectives_method": "c10d collectives in rank 0's profile of the step, bytes of the tensors given to "
+                                  "gloo (which runs a reduce-scatter as an all-reduce of its input)",
+            # evidence that 'compiled' ran torch.compile's graphs: calls of compiled regions during the step
+            "compiled_regions": sum(e.name.startswith("Torch-Compiled Region") for e in events),
+            "threads_per_rank": threads,
+        })
+        return DistributedResult(np.asarray(to_numpy(loss)), grads, record) if rank == 0 else None
+    finally:
+        dist.destroy_process_group()
