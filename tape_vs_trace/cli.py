@@ -259,6 +259,9 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                    "graphs)"),
         ("TVT_INJECT_FAILURE", "tests only: torch or jax, whose loading then fails as out of memory would"),
         ("TVT_COUNT_ROOTS", "internal: the package folders benchmarks/counts.py hands its count processes"),
+        ("TVT_INJECT_RANK_FAILURE", "tests only: raise:<i> or hang:<i>, the distributed step's worker i fails so"),
+        ("TVT_RANK_DEADLINE_S", "internal: seconds a distributed step's worker may live before it stops itself"),
+        ("TVT_RANK_PARENT", "internal: the process a distributed step's worker stops without"),
     )),
     ("make setup", (
         ("TVT_OFFLINE", "1: set up .venv without network, reusing the installed torch and jax (also "
