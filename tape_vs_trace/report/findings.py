@@ -52,6 +52,11 @@ def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str
     sides = [(_backward(r["variant"]), r["dtype"], r["framework"], r.get("program") or "") for r in (a, b)]
     if not all(breakdown.has(bd, w, s, *side) for side in sides):
         return ""
+    # a breakdown from before the program column ran JAX's lax.scan: its ops do not explain a loop row
+    for r in (a, b):
+        forms = set(bd[(bd.workload == w) & (bd.framework == r["framework"])].get("formulation", pd.Series([""])))
+        if not forms <= {"", json.loads(r["params"]).get("formulation", "")}:
+            return ""
     ops_a, ops_b = (breakdown.by_op(bd, w, s, *side) for side in sides)
     return (": " + breakdown.difference(label_b, ops_b, label_a, ops_a)
             + breakdown.note(ops_a, ops_b, a["value"], b["value"], bd.commit.iloc[0]))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tape_vs_trace import cli, saved
-from tape_vs_trace.report import breakdown
+from tape_vs_trace.report import breakdown, findings
 from tests.report.helpers import (
     FIXTURE,
     MACHINE,
@@ -217,3 +217,20 @@ def test_saved_figures_read_without_overlaps_and_name_their_metric(results: Path
     for name in ("saved_mlp.png", "saved_swiglu.png", "saved_transformer.png"):
         fig = figs[name]
         assert not overlapping(fig) and not off_the_page(fig) and not unnamed_axes(fig), name
+
+
+def test_a_breakdown_of_jaxs_scan_names_no_ops_for_a_loop_row(tmp_path: Path) -> None:
+    # A file from before the program column ran JAX's lax.scan: its ops would explain another program than the
+    # suite's loop rows, so the finding stands without ops; with the program column (the loop), it names them.
+    def row(framework: str, value: float) -> dict:
+        params = {"framework": framework, "workload": "transformer", "size": "L4", "formulation": "unrolled"}
+        return {"variant": "unrolled", "dtype": "float32", "framework": framework, "program": "", "value": value,
+                "params": json.dumps(params)}
+
+    t, j = row("torch", 4 * MIB), row("jax", 5 * MIB)
+    old = transformer_breakdown(tmp_path, with_programs=False)
+    assert findings._ops(old, "transformer", "L4", t, j, "PyTorch", "JAX") == ""
+    new = transformer_breakdown(tmp_path, with_programs=True)
+    j_new = j | {"program": "default/written"}
+    t_new = t | {"program": "default/written"}
+    assert findings._ops(new, "transformer", "L4", t_new, j_new, "PyTorch", "JAX").startswith(": JAX keeps +")
