@@ -41,7 +41,8 @@ WARMUP = 1  # untimed calls per launch after the first
 TIMEOUT_S = 600.0  # per launch: a cold torch.compile of the transformer on each of 2 ranks sharing 2 cores
 KEY = ("framework", "workload", "size", "dtype", "variant", "form", "mode", "ranks")
 FIELDS = (*KEY, "status", "reason", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup",
-          "launch_medians", "compile_s", "compile_ci_low", "compile_ci_high", "compile_launches", "peak_bytes",
+          "launch_medians", "compile_s", "compile_ci_low", "compile_ci_high", "compile_launches", "compile_cache",
+          "peak_bytes",
           "peak_method", "comm_bytes", "analytic_bytes", "gradient_bytes", "collectives", "collectives_method",
           "backend", "bucket_cap_mb", "mesh_shape", "threads_per_rank", "timing", "note", "device",
           "framework_version", "commit", "commit_date", "machine")
@@ -177,7 +178,7 @@ def row(case: Case, records: list[dict], failure: str, commit: tuple[str, str], 
         "status": "ok", "time_s": float(np.median(medians)), "time_ci_low": low, "time_ci_high": high,
         "repeat": first["repeat"], "warmup": first["warmup"], "launch_medians": ";".join(f"{m:.6g}" for m in medians),
         "compile_s": float(np.median(compiles)), "compile_ci_low": clow, "compile_ci_high": chigh,
-        "compile_launches": ";".join(f"{c:.6g}" for c in compiles),
+        "compile_launches": ";".join(f"{c:.6g}" for c in compiles), "compile_cache": first["compile_cache"],
         "peak_bytes": "" if first["peak_bytes"] is None else first["peak_bytes"], "peak_method": first["peak_method"],
         "comm_bytes": comm, "analytic_bytes": first["analytic_bytes"], "gradient_bytes": first["gradient_bytes"],
         "collectives": detail, "collectives_method": first["collectives_method"], "backend": first["backend"],

@@ -240,6 +240,7 @@ def test_both_frameworks_record_the_same_settings() -> None:
     assert set(torch_record) == set(jax_record)
     assert (torch_record["backend"].split()[0], jax_record["backend"].split(" (")[0]) == ("gloo", "XLA CPU")
     assert torch_record["bucket_cap_mb"] == 25.0 and jax_record["bucket_cap_mb"] is None
+    assert torch_record["compile_cache"].startswith("cold") and jax_record["compile_cache"].startswith("cold")
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])

@@ -39,6 +39,8 @@ MODES = rank_processes.MODES
 BACKEND = "XLA CPU"
 # For the mirror: DDP's bucket size has no counterpart here (XLA's passes combine the collectives themselves).
 DEFAULT_BUCKET_CAP_MB = 25.0
+# What the first call's compile found cached: a fresh process holds no in-memory cache.
+COLD = "cold: no persistent compilation cache, a fresh process"
 # Why an op-by-op step has no CPU peak, and what the compiled one's is.
 NO_PEAK = "an op-by-op step has no XLA buffer plan"
 PER_DEVICE = "; of the sharded executable, per device"
@@ -163,6 +165,7 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
     """The worker's step (run in its own process, whose XLA_FLAGS set the device count)."""
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
     jax_side.configure("highest", None, float64=inputs.dtype == "float64")
+    jax.config.update("jax_enable_compilation_cache", False)  # every launch compiles cold, whatever the environment
     devices = jax.devices("cpu")
     if len(devices) < ranks:
         raise RuntimeError(f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
@@ -237,5 +240,6 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
         "first_call_s": first_s, "step_times_s": samples,
         "timing": "wall time of each call of the one process that runs every device, to block_until_ready",
         "peak_bytes": peak, "peak_method": peak_method,
+        "compile_cache": COLD,
     })
     return DistributedResult(np.asarray(to_numpy(value)), grads, record)

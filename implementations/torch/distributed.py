@@ -20,6 +20,7 @@ import datetime
 import math
 import os
 import socket
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,8 @@ BACKEND = "gloo"
 DEFAULT_BUCKET_CAP_MB = 25.0
 # Why a compiled step has no CPU peak: the live-storage tracker is a TorchDispatchMode.
 NO_PEAK = "the live-storage tracker is a TorchDispatchMode, under which torch.compile's graphs fall back to eager"
+# What the first call's compile found cached.
+COLD = "cold: Inductor's FX-graph and AOTAutograd caches in an empty folder per rank and launch"
 # Which call's profile counts the collectives: the one step, or a call of its own after the timed ones.
 PROFILED = {False: "the step", True: "a step after the timed ones"}
 # c10d ops -> the collective's XLA name.
@@ -173,7 +176,10 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
 
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
     threads = max(1, (os.cpu_count() or 1) // ranks)
-    torch_side.configure("highest", threads)
+    # Every launch compiles cold, as CompileSeconds' cold case: Inductor's on-disk caches in an empty folder of the
+    # rank's own, where the default folder would serve every launch after the first.
+    cache = tempfile.TemporaryDirectory(prefix="tvt-inductor-")
+    torch_side.configure("highest", threads, compile_cache=cache.name)
     dist.init_process_group(BACKEND, rank=rank, world_size=ranks,
                             timeout=datetime.timedelta(seconds=request["timeout_s"]))
     try:
@@ -234,7 +240,9 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
             "first_call_s": float(seconds[0]), "step_times_s": [float(t) for t in seconds[1:]],
             "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it",
             "peak_bytes": None if peak is None else max(peaks), "peak_method": peak_method,
+            "compile_cache": COLD,
         })
         return DistributedResult(np.asarray(to_numpy(loss)), grads, record) if rank == 0 else None
     finally:
         dist.destroy_process_group()
+        cache.cleanup()

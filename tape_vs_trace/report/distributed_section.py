@@ -181,7 +181,7 @@ def methods(rows: pd.DataFrame) -> list[str]:
     for fw in frameworks.NAMES:
         mine = ok[ok.framework == fw]
         for column, words in (("peak_method", "peak memory"), ("timing", "step time"),
-                              ("collectives_method", "collectives")):
+                              ("compile_cache", "first call's compile"), ("collectives_method", "collectives")):
             found = "; ".join(dict.fromkeys(v for v in mine[column] if v))
             if found:
                 out.append(f"{frameworks.label(fw)} {words}: {found}")
