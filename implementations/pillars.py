@@ -234,11 +234,13 @@ PILLARS: dict[str, Pillar] = {
 }
 
 # The grids outside asv that read the workload specs too: the saved-bytes breakdown (tape_vs_trace.saved), the
-# paired runner's experiments (tape_vs_trace.paired) and the peak sanity check (tape_vs_trace.gpucheck).
+# paired runner's experiments (tape_vs_trace.paired), the peak sanity check (tape_vs_trace.gpucheck) and the steps
+# over several ranks (tape_vs_trace.distributed_run).
 # Families whose asv rows only the paired section of the report reads (as tape-vs-trace paired's divisions of them):
 # one step time per point of the remat curve, which the dashboard draws and no pillar table repeats.
 PAIRED_FAMILIES = ("RematCurve",)
-SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "paired.transforms", "gpucheck")
+SIDE_GRIDS = ("saved", "paired.inference", "paired.engine", "paired.custom", "paired.transforms", "gpucheck",
+              "distributed")
 FAMILIES: tuple[str, ...] = (*(f for p in PILLARS.values() for f in p.families), *SIDE_GRIDS)
 
 

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,11 +76,14 @@ class DistributedResult:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str) -> None:
-    """Raise a ValueError for a form, mode, rank count or variant (of those a CPU runs) that is not one, or inputs
-    without a batch to split: the step splits data["x"] and the output cotangent along their first axis, one equal
-    part per rank."""
+def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, warmup: int = 0, repeat: int = 0) -> None:
+    """Raise a ValueError for a form, mode, rank count or variant (of those a CPU runs) that is not one, a warm-up
+    or repeat count that is not a count, or inputs without a batch to split: the step splits data["x"] and the
+    output cotangent along their first axis, one equal part per rank."""
     validate(inputs.workload, variant=variant)
+    for name, count in (("warmup", warmup), ("repeat", repeat)):
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ValueError(f"{name} must be a non-negative integer, not {count!r}")
     if variant not in variants(inputs.workload, "cpu"):
         raise ValueError(f"variant {variant!r} needs a CUDA device; the ranks run on the CPU")
     if form not in FORMS:
@@ -97,10 +101,51 @@ def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str) -> Non
 
 
 def request(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, formulation: str | None,
-            bucket_cap_mb: float, timeout_s: float) -> dict[str, Any]:
-    """What every worker of one step is given."""
+            bucket_cap_mb: float, timeout_s: float, warmup: int = 0, repeat: int = 0) -> dict[str, Any]:
+    """What every worker of one step is given: after the first call, `warmup` untimed calls and `repeat` timed
+    ones (timed_steps)."""
     return {"inputs": inputs, "form": form, "mode": mode, "ranks": ranks, "variant": variant,
-            "formulation": formulation, "bucket_cap_mb": bucket_cap_mb, "timeout_s": timeout_s}
+            "formulation": formulation, "bucket_cap_mb": bucket_cap_mb, "timeout_s": timeout_s, "warmup": warmup,
+            "repeat": repeat}
+
+
+def measures(request: dict[str, Any]) -> bool:
+    """Whether the request asks for more than the one step: then the first call is timed bare, and the profile and
+    the peak are taken in calls of their own after the timed ones, so neither slows a timed call."""
+    return bool(request["warmup"] or request["repeat"])
+
+
+def timed_steps(first: Callable[[], Any], call: Callable[[], Any], warmup: int, repeat: int,
+                align: Callable[[], Any], sync: Callable[[Any], Any]) -> tuple[Any, float, list[float]]:
+    """The output of the last call, the seconds of `first()` (compile and warm-up: never a sample) and of each of
+    the `repeat` calls of `call()` after `warmup` untimed ones. Each timed call starts after `align()` (the ranks
+    at a barrier) and ends once `sync(output)` returns (the device's work done)."""
+    align()
+    start = time.perf_counter()
+    out = sync(first())
+    first_s = time.perf_counter() - start
+    for _ in range(warmup):
+        out = sync(call())
+    samples = []
+    for _ in range(repeat):
+        align()
+        start = time.perf_counter()
+        out = sync(call())
+        samples.append(time.perf_counter() - start)
+    return out, first_s, samples
+
+
+def analytic_bytes(form: str, ranks: int, gradient_bytes: int, itemsize: int) -> int:
+    """The operand bytes per rank of the collectives `form` needs in principle, per step (the count the measured
+    one is checked by): ddp and shard_map an all-reduce of every gradient and of the loss; fsdp an all-gather of
+    each rank's shard of the parameters (once: FSDP2 keeps the root's gathered parameters for the backward), a
+    reduce-scatter of every gradient (its operand: the whole gradient) and the loss's all-reduce. One rank has
+    nothing to communicate."""
+    if ranks == 1:
+        return 0
+    if form == "fsdp":
+        return gradient_bytes // ranks + gradient_bytes + itemsize
+    return gradient_bytes + itemsize
 
 
 def base_record(framework: str, request: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -111,8 +156,11 @@ def base_record(framework: str, request: dict[str, Any], backend: str) -> dict[s
         "framework": framework, "workload": inputs.workload, "size": inputs.size, "dtype": inputs.dtype,
         "variant": request["variant"], "form": request["form"], "mode": request["mode"], "ranks": request["ranks"],
         "backend": backend, "mesh_shape": {MESH_AXIS: request["ranks"]},
-        # what an all-reduce of every gradient moves per rank: the analytic count the measured one is checked by
+        # what an all-reduce of every gradient moves per rank
         "gradient_bytes": parameter_count(inputs) * itemsize,
+        "analytic_bytes": analytic_bytes(request["form"], request["ranks"], parameter_count(inputs) * itemsize,
+                                         itemsize),
+        "warmup": request["warmup"], "repeat": request["repeat"],
         "note": CPU_NOTE,
     }
 
@@ -180,9 +228,12 @@ def _failure(folder: Path, index: int, code: int) -> str:
     error = folder / f"error{index}.txt"
     if error.exists():
         return error.read_text()
+    # A crash writes no error file: the worker's last line of output is the only word on what happened.
+    lines = [line for line in (folder / f"worker{index}.log").read_text(errors="replace").splitlines() if line.strip()]
+    last = f" (its last output: {lines[-1].strip()[:200]})" if lines else ""
     if code < 0:
-        return f"ended by signal {signal.Signals(-code).name}"
-    return f"exited with status {code}"
+        return f"ended by signal {signal.Signals(-code).name}{last}"
+    return f"exited with status {code}{last}"
 
 
 def _kill(proc: subprocess.Popen) -> None:

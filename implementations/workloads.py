@@ -207,6 +207,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ("saved",): on("64x256x1024"),
                 ("TransformStep", "TransformMemory", "TransformSaved", "paired.transforms"): on(
                     "16x64x256", cuda="64x256x1024"),
+                # tape-vs-trace distributed: a batch that splits over 1, 2 and 4 ranks
+                ("distributed",): on("64x256x1024", cuda="512x1024x4096"),
             }),
         ),
         WorkloadSpec(
@@ -267,6 +269,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ("RematCurve",): on("L4-B4-S64-D128", "L8-B4-S64-D128",
                                       cuda=("L12-B8-S1024-D1024", "L24-B8-S1024-D1024")),
                 ("saved",): on("L4-B4-S64-D128"),
+                ("distributed",): on("L4-B4-S64-D128", cuda="L12-B8-S1024-D1024"),
             }),
         ),
         WorkloadSpec(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations.frameworks import DEVICES
-from tape_vs_trace import host_check, machine
+from tape_vs_trace import distributed_run, host_check, machine
 from tape_vs_trace.progress import Progress
 
 PLUMBING = "(plumbing for make bench)"
@@ -127,6 +127,17 @@ def _compare(args: argparse.Namespace) -> int:
     return compare.run(args.results_a, args.results_b, args.normalise, args.strict, _warn, args.verbose)
 
 
+def _distributed(args: argparse.Namespace) -> int:
+    from tape_vs_trace import distributed_run
+
+    with Progress("distributed") as step:
+        path, failed = distributed_run.run(args.out, args.frameworks, args.workloads, args.forms, args.modes,
+                                           args.ranks, args.size, args.processes, args.repeat, args.warmup,
+                                           args.timeout, step, _warn)
+    print(f"wrote {path}" + (f" ({failed} failed row(s), each with its reason)" if failed else ""))
+    return 2 if failed else 0  # as run: failed rows are recorded, and the status says so
+
+
 def _cite(args: argparse.Namespace) -> int:
     from tape_vs_trace import cite
 
@@ -221,6 +232,33 @@ COMMANDS: tuple[Command, ...] = (
                             help="asv results folder written by tape-vs-trace run (default: results)"),
                        _arg("--only", default=None, help="only the experiments whose name contains this text")),
             errors=("tape_vs_trace.paired:PairedError",)),
+    Command("distributed", "one gradient step over N ranks per form and mode, timed inside the ranks, as CSV",
+            _distributed,
+            description="For each framework x workload (the specs' 'distributed' grid) x form (ddp, shard_map, "
+                        "fsdp) x mode (eager, compiled) x N ranks: PROCESSES launches, each timing REPEAT steps "
+                        "inside the ranks after its first call and warm-up; writes OUT/<machine>-<commit8>.csv "
+                        "(merged with the rows already there), which the report reads. On a CPU the ranks share "
+                        "its cores: the times describe overhead, not scaling.",
+            arguments=(_arg("--out", type=Path, default=Path("results/distributed"),
+                            help="folder of the CSV (default: results/distributed)"),
+                       _arg("--frameworks", help="comma-separated frameworks (default: all)"),
+                       _arg("--workloads", help="comma-separated workloads of the grid (default: all of it)"),
+                       _arg("--forms", help="comma-separated forms (default: ddp,shard_map,fsdp)"),
+                       _arg("--modes", help="comma-separated modes (default: eager,compiled)"),
+                       _arg("--ranks", default=",".join(map(str, distributed_run.RANKS)),
+                            help="comma-separated rank counts N (default: %(default)s; 1,2,4 for four)"),
+                       _arg("--size", help="one size for every chosen workload, e.g. tiny (default: the grid's)"),
+                       _arg("--processes", type=int, default=distributed_run.PROCESSES,
+                            help="launches per row, fresh rank processes each; the interval is across them "
+                                 "(default %(default)s, at least 2)"),
+                       _arg("--repeat", type=int, default=distributed_run.REPEAT,
+                            help="timed steps per launch (default %(default)s)"),
+                       _arg("--warmup", type=int, default=distributed_run.WARMUP,
+                            help="untimed calls per launch after the first, which compiles (default %(default)s)"),
+                       _arg("--timeout", type=float, default=distributed_run.TIMEOUT_S,
+                            help="seconds one launch may take before its ranks are killed and its row fails "
+                                 "(default %(default)s)")),
+            errors=("tape_vs_trace.distributed_run:DistributedError",)),
     Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", _calibrate,
             description="Fresh process per framework; writes the calibration that scrub-results stores with every "
                         "result and the roofline divides by.",
@@ -259,9 +297,10 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                    "graphs)"),
         ("TVT_INJECT_FAILURE", "tests only: torch or jax, whose loading then fails as out of memory would"),
         ("TVT_COUNT_ROOTS", "internal: the package folders benchmarks/counts.py hands its count processes"),
-        ("TVT_INJECT_RANK_FAILURE", "tests only: raise:<i> or hang:<i>, the distributed step's worker i fails so"),
-        ("TVT_RANK_DEADLINE_S", "internal: seconds a distributed step's worker may live before it stops itself"),
-        ("TVT_RANK_PARENT", "internal: the process a distributed step's worker stops without"),
+        ("TVT_INJECT_RANK_FAILURE", "tests only: raise:<index> or hang:<index>, whose rank worker of a distributed "
+                                    "step then raises or hangs"),
+        ("TVT_RANK_DEADLINE_S", "internal: seconds a distributed step's rank worker runs before it stops itself"),
+        ("TVT_RANK_PARENT", "internal: the process a rank worker watches; it stops once that one is gone"),
     )),
     ("make setup", (
         ("TVT_OFFLINE", "1: set up .venv without network, reusing the installed torch and jax (also "

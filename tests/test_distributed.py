@@ -113,6 +113,7 @@ def _all_reduce_only(record: dict) -> None:
     itemsize = np.dtype(record["dtype"]).itemsize
     # every gradient once, and the loss: one element
     assert record["collectives"]["all-reduce"]["bytes"] == record["gradient_bytes"] + itemsize
+    assert record["analytic_bytes"] == record["gradient_bytes"] + itemsize
     assert record["gradient_bytes"] == workloads.parameter_count(
         workloads.make_inputs(record["workload"], record["size"], record["dtype"])) * itemsize
     others = {k: v for k, v in record["collectives"].items() if k != "all-reduce" and v["count"]}
@@ -145,6 +146,60 @@ def test_fsdp_shards_every_parameter_and_gathers_it() -> None:
     # FSDP2 gathers each rank's shard: half the parameters' bytes from each of 2 ranks
     torch_record = _distributed("torch", "mlp", "fsdp", "eager").record
     assert torch_record["collectives"]["all-gather"]["bytes"] == torch_record["gradient_bytes"] // 2
+    # once, with the reduce-scatter of every gradient and the loss's all-reduce: the analytic count
+    assert sum(c["bytes"] for c in torch_record["collectives"].values()) == torch_record["analytic_bytes"]
+
+
+def test_the_analytic_count_of_each_form() -> None:
+    gradient, item = 1024, 4
+    assert rank_processes.analytic_bytes("ddp", 2, gradient, item) == gradient + item
+    assert rank_processes.analytic_bytes("shard_map", 4, gradient, item) == gradient + item
+    assert rank_processes.analytic_bytes("fsdp", 4, gradient, item) == gradient // 4 + gradient + item
+    assert {rank_processes.analytic_bytes(f, 1, gradient, item) for f in rank_processes.FORMS} == {0}
+
+
+def test_timed_steps_time_only_the_repeats_each_after_an_alignment() -> None:
+    calls: list[str] = []
+
+    def note(name: str):
+        return lambda *_: calls.append(name) or name
+
+    out, first_s, samples = rank_processes.timed_steps(note("first"), note("call"), 2, 3, note("align"),
+                                                       lambda out: calls.append("sync") or out)
+    assert out == "call" and first_s >= 0 and len(samples) == 3
+    assert calls == ["align", "first", "sync", *["call", "sync"] * 2, *["align", "call", "sync"] * 3]
+
+
+@pytest.mark.parametrize(("framework", "mode", "method"), [
+    ("torch", "eager", "torch live-storage tracking (TorchDispatchMode), the largest rank's"),
+    ("jax", "compiled", "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline); of the "
+                        "sharded executable, per device")])
+def test_a_timed_request_times_its_repeats_apart_from_the_first_call(framework: str, mode: str,
+                                                                      method: str) -> None:
+    result = _module(framework).distributed_step(workloads.make_inputs("mlp", dtype="float64"), "ddp", mode, 2,
+                                                 warmup=1, repeat=2)
+    record = result.record
+    assert (record["warmup"], record["repeat"], len(record["step_times_s"])) == (1, 2, 2)
+    assert record["first_call_s"] > 0 and all(t > 0 for t in record["step_times_s"])
+    assert record["peak_bytes"] > 0 and record["peak_method"] == method
+    _all_reduce_only(record)  # the profile of a call of its own counts one step's collectives
+    _assert_matches(result, _single(framework, "mlp"))
+
+
+def test_the_one_step_request_takes_no_torch_peak() -> None:
+    record = _distributed("torch", "mlp", "fsdp", "eager").record
+    assert record["peak_bytes"] is None and record["peak_method"] == "not measured: the request timed no step"
+    assert record["step_times_s"] == [] and record["first_call_s"] > 0
+
+
+@pytest.mark.slow
+def test_a_timed_compiled_torch_step_has_no_cpu_peak_and_says_why() -> None:
+    from implementations.torch import distributed
+
+    record = distributed.distributed_step(workloads.make_inputs("mlp", dtype="float64"), "ddp", "compiled", 2,
+                                          repeat=1).record
+    assert record["peak_bytes"] is None and record["peak_method"] == f"not measured: {distributed.NO_PEAK}"
+    assert len(record["step_times_s"]) == 1 and record["compiled_regions"] > 0
 
 
 _HLO = """HloModule m
@@ -185,6 +240,7 @@ def test_both_frameworks_record_the_same_settings() -> None:
     assert set(torch_record) == set(jax_record)
     assert (torch_record["backend"].split()[0], jax_record["backend"].split(" (")[0]) == ("gloo", "XLA CPU")
     assert torch_record["bucket_cap_mb"] == 25.0 and jax_record["bucket_cap_mb"] is None
+    assert torch_record["compile_cache"].startswith("cold") and jax_record["compile_cache"].startswith("cold")
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
@@ -201,6 +257,9 @@ def test_bad_requests_raise_before_any_process_starts(framework: str) -> None:
         step(workloads.make_inputs("gmm"), "ddp", "eager")
     with pytest.raises(ValueError, match="needs a CUDA device"):
         step(transformer, "ddp", "eager", variant="remat_offload")
+    for bad in ({"warmup": -1}, {"repeat": 1.5}):
+        with pytest.raises(ValueError, match="must be a non-negative integer"):
+            step(mlp, "ddp", "eager", **bad)
 
 
 def test_torch_compile_of_remat_names_is_refused_with_its_reason() -> None:

@@ -37,7 +37,7 @@ if sys.argv[1] == "toy":
         sys.modules[module.__name__] = module
 from benchmarks import common, counts
 from scripts import gpu_chunks
-from tape_vs_trace import experiments, gpucheck, saved
+from tape_vs_trace import distributed_run, experiments, gpucheck, saved
 
 device = common.DEVICE
 names = gpu_chunks.discover()
@@ -65,6 +65,7 @@ print(json.dumps({
     "saved": [list(c) for c in saved.suite_cases(device)],
     "paired": sorted([e.group, e.workload, e.size, e.name] for e in experiments.experiments(device)),
     "gpucheck": [list(c) for c in gpucheck.cases(device)],
+    "distributed": sorted({(c.workload, c.size) for c in distributed_run.cases(device)}),
     "chunks": sorted({n.split("(")[0].rsplit(".", 1)[0] for n in names}),
     "full": [c.name for c in gpu_chunks.full(names)],
     "digests": {w: digest(w) for w in workloads.WORKLOADS},
@@ -97,7 +98,8 @@ def test_every_consumer_runs_what_the_specs_say(views) -> None:
             kind, _, group = family.partition(".")
             for size in sizes:
                 found = {"saved": (w, size) in saved, "gpucheck": [w, size] in real["gpucheck"],
-                         "paired": (("remat" if group == "remat" else "paired"), w, size) in paired}[kind]
+                         "paired": (("remat" if group == "remat" else "paired"), w, size) in paired,
+                         "distributed": [w, size] in real["distributed"]}[kind]
                 assert found, f"{family} omits {w} {size}"
             continue
         cls = f"{family}_{w}"
@@ -117,6 +119,7 @@ def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
     assert toy["ran"] == (["torch", "jax"] if device == "cpu" else [])
     assert [TOY, "tiny", "plain", "float32", "matched/written"] in toy["saved"]
     assert [TOY, "tiny"] in toy["gpucheck"]
+    assert [TOY, "tiny"] in toy["distributed"]
     groups = {group for group, w, _, _ in toy["paired"] if w == TOY}
     assert groups == {"remat", "paired"}
     assert {f"{f}_{TOY}" for f in ("GraphCost", "RematCost", "CustomMemory", "ForwardMemory")} <= set(toy["counted"])
@@ -125,6 +128,7 @@ def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
     assert [c for c in toy["saved"] if c[0] != TOY] == real["saved"]
     assert [e for e in toy["paired"] if e[1] != TOY] == real["paired"]
     assert [c for c in toy["gpucheck"] if c[0] != TOY] == real["gpucheck"]
+    assert [c for c in toy["distributed"] if c[0] != TOY] == real["distributed"]
     assert {w: d for w, d in toy["digests"].items() if w != TOY} == real["digests"]
 
 

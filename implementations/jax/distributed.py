@@ -29,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 import implementations.jax as jax_side
 from implementations import rank_processes
+from implementations.jax import probe
 from implementations.jax.common import cotangent, formulation_of, load, prepare, to_numpy
 from implementations.rank_processes import DEFAULT_TIMEOUT_S, DistributedResult
 from implementations.workloads import Inputs
@@ -38,6 +39,11 @@ MODES = rank_processes.MODES
 BACKEND = "XLA CPU"
 # For the mirror: DDP's bucket size has no counterpart here (XLA's passes combine the collectives themselves).
 DEFAULT_BUCKET_CAP_MB = 25.0
+# What the first call's compile found cached: a fresh process holds no in-memory cache.
+COLD = "cold: no persistent compilation cache, a fresh process"
+# Why an op-by-op step has no CPU peak, and what the compiled one's is.
+NO_PEAK = "an op-by-op step has no XLA buffer plan"
+PER_DEVICE = "; of the sharded executable, per device"
 _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 # Bytes per element of XLA's primitive types, as HLO text names them.
 _XLA_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
@@ -59,22 +65,28 @@ def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
 
 def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
                      formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
-                     timeout_s: float = DEFAULT_TIMEOUT_S) -> DistributedResult:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0) -> DistributedResult:
     """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` XLA:CPU
     devices of one worker process, in `form` and `mode` ('eager': op by op; 'compiled': jax.jit), and the record of
     how it ran: devices, backend, mesh shape, the reduction, each parameter's sharded axis, the collectives of the
     compiled program with their operand bytes (collectives_of_hlo), the analytic gradient bytes, and CPU_NOTE.
     `bucket_cap_mb` is DDP's and recorded as not applicable.
 
+    After the first call (its seconds: trace, lower, compile and one execution, or the first op-by-op run),
+    `warmup` untimed calls and `repeat` timed ones, each to block_until_ready of its outputs on every device: one
+    process runs every device, so that is the slowest device's. The peak is XLA's buffer plan of the sharded
+    executable, per device (compiled only: op by op there is no one executable).
+
     A worker that fails or runs past `timeout_s` is killed and rank_processes.RankFailed or RankTimeout says so,
     in one line. A form that does not compose with a mode raises NotImplementedError (unsupported)."""
-    rank_processes.check(inputs, form, mode, ranks, variant)
+    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat)
     formulation_of(inputs.workload, formulation)
     reason = unsupported(form, mode, variant)
     if reason:
         raise NotImplementedError(reason)
     flags = f"{os.environ.get('XLA_FLAGS', '')} {_DEVICE_COUNT_FLAG}={ranks}".strip()
-    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s)
+    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s,
+                                     warmup, repeat)
     return rank_processes.run(__name__, request, [{"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}],
                               [f"jax process of {ranks} devices"], timeout_s)
 
@@ -153,6 +165,7 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
     """The worker's step (run in its own process, whose XLA_FLAGS set the device count)."""
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
     jax_side.configure("highest", None, float64=inputs.dtype == "float64")
+    jax.config.update("jax_enable_compilation_cache", False)  # every launch compiles cold, whatever the environment
     devices = jax.devices("cpu")
     if len(devices) < ranks:
         raise RuntimeError(f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
@@ -193,12 +206,23 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
         step = jax.value_and_grad(loss)
     args = (jax.device_put(params, param_shardings), jax.device_put(data["x"], batch),
             jax.device_put(cotangent(inputs), batch))
-    collectives = None
-    if mode == "compiled":
-        compiled = jax.jit(step, out_shardings=(replicated, param_shardings)).lower(*args).compile()
-        collectives = collectives_of_hlo(compiled.as_text())
-        step = compiled
-    value, grads = jax.block_until_ready(step(*args))
+    compiled = []
+
+    def first() -> tuple:
+        if mode == "compiled":
+            compiled.append(jax.jit(step, out_shardings=(replicated, param_shardings)).lower(*args).compile())
+        return call()
+
+    def call() -> tuple:
+        return (compiled[0] if compiled else step)(*args)
+
+    (value, grads), first_s, samples = rank_processes.timed_steps(first, call, request["warmup"], request["repeat"],
+                                                                  lambda: None, jax.block_until_ready)
+    collectives, peak, peak_method = None, None, f"not measured: {NO_PEAK}"
+    if compiled:
+        collectives = collectives_of_hlo(compiled[0].as_text())
+        found = probe._analysed_peak(compiled[0], "cpu", PER_DEVICE)
+        peak, peak_method = found.bytes, found.method
     grads = {name: np.stack(g) if isinstance(g, list) else g for name, g in to_numpy(grads).items()}
     record = rank_processes.base_record("jax", request, f"{BACKEND} ({ranks} devices of one process)")
     record.update({
@@ -213,5 +237,9 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
                               "counts" if mode == "compiled" else "none: op by op there is no one program",
         "compiled_regions": None,
         "threads_per_rank": None,
+        "first_call_s": first_s, "step_times_s": samples,
+        "timing": "wall time of each call of the one process that runs every device, to block_until_ready",
+        "peak_bytes": peak, "peak_method": peak_method,
+        "compile_cache": COLD,
     })
     return DistributedResult(np.asarray(to_numpy(value)), grads, record)

@@ -20,6 +20,7 @@ import datetime
 import math
 import os
 import socket
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ import torch.distributed as dist
 
 from implementations import frameworks, rank_processes
 from implementations.rank_processes import DEFAULT_TIMEOUT_S, DistributedResult
+from implementations.torch import probe
 from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, to_numpy, unflatten
 from implementations.workloads import Inputs
 
@@ -36,6 +38,12 @@ MODES = rank_processes.MODES
 BACKEND = "gloo"
 # DistributedDataParallel's own default bucket size.
 DEFAULT_BUCKET_CAP_MB = 25.0
+# Why a compiled step has no CPU peak: the live-storage tracker is a TorchDispatchMode.
+NO_PEAK = "the live-storage tracker is a TorchDispatchMode, under which torch.compile's graphs fall back to eager"
+# What the first call's compile found cached.
+COLD = "cold: Inductor's FX-graph and AOTAutograd caches in an empty folder per rank and launch"
+# Which call's profile counts the collectives: the one step, or a call of its own after the timed ones.
+PROFILED = {False: "the step", True: "a step after the timed ones"}
 # c10d ops -> the collective's XLA name.
 _C10D = {
     "allreduce_": "all-reduce", "allreduce_coalesced_": "all-reduce",
@@ -56,16 +64,20 @@ def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
 
 def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
                      formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
-                     timeout_s: float = DEFAULT_TIMEOUT_S) -> DistributedResult:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0) -> DistributedResult:
     """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` processes,
     in `form` and `mode` ('eager': the tape; 'compiled': torch.compile of the parallel module), and the record of
     how it ran: ranks, backend, mesh shape, DDP's bucket size and bucket bytes, the reduction, the collectives of
-    rank 0's step (its profile) with the bytes each handed to gloo, the analytic gradient bytes, and CPU_NOTE.
+    rank 0's step (its profile) with the bytes each handed to gloo, the analytic bytes, and CPU_NOTE.
+
+    After the first call (its seconds: compile and warm-up), `warmup` untimed calls and `repeat` timed ones, each
+    after a barrier; a step's seconds are the slowest rank's. With either, the profile and the peak (eager only:
+    the live-storage tracker, per rank, the largest kept) are taken in calls of their own after the timed ones.
 
     A rank that fails or runs past `timeout_s` ends the step: every rank is killed and rank_processes.RankFailed
     or RankTimeout says which, in one line. A form that does not compose with a mode raises NotImplementedError
     (unsupported)."""
-    rank_processes.check(inputs, form, mode, ranks, variant)
+    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat)
     formulation_of(inputs.workload, formulation)
     reason = unsupported(form, mode, variant)
     if reason:
@@ -73,7 +85,8 @@ def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, varia
     port = str(rank_processes.free_port())
     envs = [{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "RANK": str(r), "WORLD_SIZE": str(ranks),
              **_loopback()} for r in range(ranks)]
-    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s)
+    request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s,
+                                     warmup, repeat)
     return rank_processes.run(__name__, request, envs, [f"torch rank {r} of {ranks}" for r in range(ranks)],
                               timeout_s)
 
@@ -147,6 +160,12 @@ def _step(run: torch.nn.Module, model: _Workload, form: str, x: torch.Tensor, se
     return loss.div_(ranks)
 
 
+def _synchronised(output: torch.Tensor) -> torch.Tensor:
+    if output.is_cuda:
+        torch.cuda.synchronize(output.device)
+    return output
+
+
 def _full(grad: torch.Tensor) -> torch.Tensor:
     return grad.full_tensor() if hasattr(grad, "full_tensor") else grad
 
@@ -157,7 +176,10 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
 
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
     threads = max(1, (os.cpu_count() or 1) // ranks)
-    torch_side.configure("highest", threads)
+    # Every launch compiles cold, as CompileSeconds' cold case: Inductor's on-disk caches in an empty folder of the
+    # rank's own, where the default folder would serve every launch after the first.
+    cache = tempfile.TemporaryDirectory(prefix="tvt-inductor-")
+    torch_side.configure("highest", threads, compile_cache=cache.name)
     dist.init_process_group(BACKEND, rank=rank, world_size=ranks,
                             timeout=datetime.timedelta(seconds=request["timeout_s"]))
     try:
@@ -169,10 +191,34 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
             torch._inductor.config.compile_threads = 1  # no pool of compile workers beside the ranks
             run = torch.compile(parallel, mode=frameworks.torch_compile_mode())
         x, seed = data["x"].detach().chunk(ranks)[rank], cotangent(inputs).chunk(ranks)[rank]
-        # The profiler, not a dispatch mode: under a TorchDispatchMode torch.compile's graphs fall back to eager.
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-            loss = _step(run, model, form, x, seed, ranks)
-        events = prof.events()
+
+        def call() -> torch.Tensor:
+            for weight in model.weights:  # every call computes its own gradients, as a training step would
+                weight.grad = None
+            return _step(run, model, form, x, seed, ranks)
+
+        def profiled() -> torch.Tensor:
+            # The profiler, not a dispatch mode: under a TorchDispatchMode torch.compile's graphs fall back to eager.
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+                loss = call()
+            events.extend(prof.events())
+            return loss
+
+        events: list = []
+        measured = rank_processes.measures(request)
+        loss, first_s, samples = rank_processes.timed_steps(call if measured else profiled, call, request["warmup"],
+                                                            request["repeat"], dist.barrier, _synchronised)
+        peak, peak_method = None, f"not measured: {NO_PEAK if mode == 'compiled' else 'the request timed no step'}"
+        if measured:
+            loss = profiled()
+            if mode == "eager":
+                found = probe.peak_bytes(lambda _: call(), x)
+                peak, peak_method = found.bytes, f"{found.method}, the largest rank's"
+        # the slowest rank's seconds of each timed call, and each rank's peak (outside every timed call)
+        seconds = torch.tensor([first_s, *samples], dtype=torch.float64)
+        dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+        peaks: list = [None] * ranks
+        dist.all_gather_object(peaks, peak)
         grads = to_numpy(model.params([_full(w.grad) for w in model.weights]))
         buckets = None
         if form == "ddp":  # the reducer's bucket sizes in bytes, as DDP logs them
@@ -186,12 +232,17 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
             "parameter_sharding": {name: rank_processes.fsdp_axis(name, stacked) if form == "fsdp" else None
                                    for name in inputs.params},
             "collectives": _collectives(events, x.element_size()),
-            "collectives_method": "c10d collectives in rank 0's profile of the step, bytes of the tensors given to "
-                                  "gloo (which runs a reduce-scatter as an all-reduce of its input)",
+            "collectives_method": f"c10d collectives in rank 0's profile of {PROFILED[measured]}, bytes of the "
+                                  "tensors given to gloo (which runs a reduce-scatter as an all-reduce of its input)",
             # evidence that 'compiled' ran torch.compile's graphs: calls of compiled regions during the step
             "compiled_regions": sum(e.name.startswith("Torch-Compiled Region") for e in events),
             "threads_per_rank": threads,
+            "first_call_s": float(seconds[0]), "step_times_s": [float(t) for t in seconds[1:]],
+            "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it",
+            "peak_bytes": None if peak is None else max(peaks), "peak_method": peak_method,
+            "compile_cache": COLD,
         })
         return DistributedResult(np.asarray(to_numpy(loss)), grads, record) if rank == 0 else None
     finally:
         dist.destroy_process_group()
+        cache.cleanup()

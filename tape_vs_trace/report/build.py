@@ -10,7 +10,17 @@ import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace.progress import Step, quiet
-from tape_vs_trace.report import breakdown, curve, figures, headline, markdown, paired_results, readme
+from tape_vs_trace.report import (
+    breakdown,
+    curve,
+    distributed_figure,
+    distributed_results,
+    figures,
+    headline,
+    markdown,
+    paired_results,
+    readme,
+)
 from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
@@ -58,10 +68,14 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
     if readme_path is not None:
         readme.split(readme_path)  # refuse before building anything
     data = load_results(results, warn, verbose, step)
-    step(f"reading the saved-bytes breakdowns and paired results beside them ({results / 'saved'}, "
-         f"{results / 'paired'})")
+    step(f"reading the saved-bytes breakdowns, paired and distributed results beside them ({results / 'saved'}, "
+         f"{results / 'paired'}, {results / 'distributed'})")
     data.saved = breakdown.load(results, data.table, warn)
     data.paired = paired_results.load(results, data.table, warn)
+    data.distributed = distributed_results.load(results, warn)
+    for machine in sorted(set(data.distributed) - set(data.table.machine)):
+        warn(f"the distributed results of {machine} are not shown: the report's sections are per machine of the asv "
+             "results, and it has none")
     present = set(data.table.framework)
     if not present >= set(frameworks.NAMES):
         have = ", ".join(frameworks.label(f) for f in sorted(present)) or "no framework"
@@ -89,6 +103,8 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             step(f"drawing the figures of {group} ({i} of {len(groups)}): saved bytes by op, remat curves")
             names += breakdown.draw(data.saved.get(machine), staging / sub)
             names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
+            names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
+                                             staging / sub)
             drawn[group] = [sub + n for n in names]
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)

@@ -68,6 +68,7 @@ class Results:
     benchmarks: dict = field(default_factory=dict)  # benchmarks.json
     saved: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> saved-bytes breakdown (results/saved)
     paired: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> paired results (results/paired)
+    distributed: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> results/distributed
     files: int = 0
 
 

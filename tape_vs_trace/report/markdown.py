@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks, metrics, pillars
-from tape_vs_trace.report import fmt, headline, hosts, paired_section, skips, stats
+from tape_vs_trace.report import distributed_section, fmt, headline, hosts, paired_section, skips, stats
 from tape_vs_trace.report.findings import Paired, answered, findings
 from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.report.load import Results, program_label
@@ -322,6 +322,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
         curves = [n for n in figures.get(group, []) if Path(n).name.startswith(CURVE_FIGURES)]
         body += paired_section.section(data.paired.get(machine), curves, commit, "###",
                                        answered(cells, paired) if paired.rows else set())
+        spread = [n for n in figures.get(group, []) if Path(n).name.startswith(distributed_section.FIGURES)]
+        body += distributed_section.section(data.distributed.get(machine), spread, commit, "###")
         body += ["### Provenance", "", *provenance(data, rows), ""]
     lines += body
     if older:

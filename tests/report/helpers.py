@@ -319,3 +319,35 @@ def saved_groups(ax) -> dict[str, list[str]]:
         case = min(cases, key=lambda c: abs(c[0] - x))[1]
         out[case].append(frameworks_at[x])
     return out
+
+
+# --- rows of the distributed CSV that `tape-vs-trace distributed` writes ---------------------------------------
+
+def distributed_row(framework: str, form: str, mode: str, ranks: int, medians: list[float], peak: float | str = "",
+                    comm: float | str = "", analytic: float = 2 * MIB, workload: str = "mlp",
+                    size: str = "64x256x1024", status: str = "ok", reason: str = "") -> dict:
+    """One row of the distributed CSV; medians (per launch) in ms, memory in MiB; the time is their median and the
+    interval stats.median_interval's, as the command writes them."""
+    import statistics
+
+    from tape_vs_trace.distributed_run import FIELDS as DISTRIBUTED_FIELDS
+    from tape_vs_trace.report import stats
+
+    low, high = stats.median_interval([m * 1e-3 for m in medians]) if medians else ("", "")
+    measured = {"torch": ("torch live-storage tracking (TorchDispatchMode), the largest rank's", "gloo (loopback)"),
+                "jax": ("jax compiled.memory_analysis; of the sharded executable, per device", "XLA CPU")}[framework]
+    row = {f: "" for f in DISTRIBUTED_FIELDS} | {
+        "framework": framework, "workload": workload, "size": size, "dtype": "float32", "variant": "plain",
+        "form": form, "mode": mode, "ranks": ranks, "status": status, "reason": reason, "device": "cpu",
+        "commit": COMMIT, "commit_date": "2026-12-02T10:00:00+00:00", "machine": MACHINE, "launches": len(medians)}
+    if status != "ok":
+        return row
+    return row | {
+        "time_s": statistics.median(medians) * 1e-3, "time_ci_low": low, "time_ci_high": high, "repeat": 5,
+        "warmup": 1, "launch_medians": ";".join(f"{m * 1e-3:.6g}" for m in medians), "compile_s": 1.5,
+        "peak_bytes": peak if peak == "" else peak * MIB,
+        "peak_method": measured[0] if peak != "" else "not measured: the method cannot see this step",
+        "comm_bytes": comm if comm == "" else comm * MIB, "analytic_bytes": 0 if ranks == 1 else analytic,
+        "collectives_method": "counted" if comm != "" else "none: op by op there is no one program",
+        "backend": measured[1], "mesh_shape": f"ranks={ranks}", "timing": "the slowest rank's",
+        "note": "on a CPU host the ranks share its cores"}
