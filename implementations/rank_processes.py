@@ -255,6 +255,7 @@ def worker() -> None:
     its one line to error<index>.txt and exit 1."""
     request_path, index = Path(sys.argv[1]), int(sys.argv[2])
     folder = request_path.parent
+    tempfile.tempdir = str(folder)  # the rank's temporary files go where the parent removes them, killed ranks' too
     _watchdog(folder, index, float(os.environ["TVT_RANK_DEADLINE_S"]), int(os.environ["TVT_RANK_PARENT"]))
     try:
         payload = pickle.loads(request_path.read_bytes())

@@ -37,7 +37,7 @@ NOT_RUN = {
     "asv": "builds a virtualenv per framework release, then runs benchmarks: minutes",
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
     "tape-vs-trace calibrate": "measures this host for about 10 s",
-    "tape-vs-trace distributed": "starts rank processes for every combination (most of an hour at the defaults), "
+    "tape-vs-trace distributed": "starts rank processes for every combination (about 45 minutes at the defaults), "
                                  "and refuses an uncommitted implementations/",
 }
 RUN_TIMEOUT_S = 120

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 LINE = {"eager": "-", "compiled": "--"}
 MARKER = dict(zip(rank_processes.FORMS, ("o", "s", "^")))
-# Each framework's points sit a little to one side of N, so that two lines' interval bars do not cover each other.
-DODGE = 0.04
+# Each framework's and form's points sit a little to one side of N, so that lines that coincide (two forms with one
+# peak) and their interval bars do not cover each other.
+DODGE = 0.015
 
 
 def _lines(rows: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
@@ -33,8 +34,11 @@ def _lines(rows: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]
             for k in keys]
 
 
-def _x(framework: str, ranks: float) -> float:
-    side = frameworks.NAMES.index(framework) - (len(frameworks.NAMES) - 1) / 2 if framework in frameworks.NAMES else 0
+def _x(framework: str, form: str, ranks: float) -> float:
+    forms = rank_processes.FORMS
+    slot = (frameworks.NAMES.index(framework) if framework in frameworks.NAMES else 0) * len(forms) + \
+        (forms.index(form) if form in forms else 0)
+    side = slot - (len(frameworks.NAMES) * len(forms) - 1) / 2
     return ranks * (1 + DODGE * side)  # a log axis: the same look at every N
 
 
@@ -48,7 +52,7 @@ def _panel(ax, lines, column: str, divisor: float) -> dict[str, list[str]]:
             why = "; ".join(sorted(r.removeprefix("not measured: ") for r in reasons)) or "failed"
             missing.setdefault(why, []).append(f"{frameworks.label(framework)} {form} {mode}")
             continue
-        xs = [_x(framework, n) for n in ok.ranks]
+        xs = [_x(framework, form, n) for n in ok.ranks]
         ys = list(ok[column] / divisor)
         err = None
         if column == "time_s":

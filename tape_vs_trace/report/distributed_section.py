@@ -85,13 +85,18 @@ def communicated(row: dict) -> str:
     if not _finite(row["comm_bytes"]):
         return f"not measured ({row['collectives_method'].removeprefix('none: ')})"
     measured, analytic = row["comm_bytes"], row["analytic_bytes"]
-    text = f"{fmt.number(measured, fmt.MIB)} MiB"
+    text = _size(measured)
     if measured == analytic:
         return f"{text}, equal to the analytic count"
     if not analytic:
         return f"{text} where the analytic count is 0 (one rank: nothing to send)"
-    return (f"{text} against {fmt.number(analytic, fmt.MIB)} MiB analytic ({'+' if measured > analytic else '−'}"
+    return (f"{text} against {_size(analytic)} analytic ({'+' if measured > analytic else '−'}"
             f"{fmt.pct(measured / analytic - 1)})")
+
+
+def _size(nbytes: float) -> str:
+    # a loss's few bytes read as bytes, not as a millionth of a MiB
+    return f"{int(nbytes):,} B" if nbytes < 1024 else f"{fmt.number(nbytes, fmt.MIB)} MiB"
 
 
 def _time(row: dict | None, divisor: float) -> str:

@@ -135,6 +135,8 @@ def test_bytes_are_checked_against_the_analytic_count(records) -> None:
         "1.5 MiB against 3 MiB analytic (−50.0 %)"
     assert distributed_section.communicated(r["torch", "ddp", "eager", 1] | {"comm_bytes": 2 * MIB}) == \
         "2 MiB where the analytic count is 0 (one rank: nothing to send)"
+    assert distributed_section.communicated(r["torch", "ddp", "eager", 1] | {"comm_bytes": 4}) == \
+        "4 B where the analytic count is 0 (one rank: nothing to send)"
     assert distributed_section.communicated(r["jax", "ddp", "eager", 2]) == \
         "not measured (op by op there is no one program)"
     assert distributed_section.communicated(r["jax", "fsdp", "eager", 2]) == "failed"
