@@ -5,19 +5,17 @@ report: read and checked, one per machine (its newest commit). What the report s
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 
 from tape_vs_trace.distributed_run import FIELDS
-from tape_vs_trace.report.load import Warn, read_side_csv
+from tape_vs_trace.report.load import Warn, read_side_csv, side_files
 
 FOLDER = "distributed"
 NUMBERS = ("ranks", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup", "compile_s",
            "compile_ci_low", "compile_ci_high", "peak_bytes", "comm_bytes", "analytic_bytes", "gradient_bytes")
 STATUSES = ("ok", "failed")
-_NAME = re.compile(r"(.+)-([0-9a-f]{8})")
 
 
 def launch_medians(row: dict) -> list[float]:
@@ -48,17 +46,8 @@ def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
     if not folder.is_dir():
         return {}
     newest: dict[str, tuple[tuple, pd.DataFrame]] = {}
-    for path in sorted(folder.glob("*.csv")):
-        name = _NAME.fullmatch(path.stem)
-        if name is None:
-            warn(f"skipped the distributed results {path}: not named <machine>-<commit8>.csv")
-            continue
-        try:
-            data = read(path)
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            warn(f"skipped the distributed results {path}: {exc}")
-            continue
+    for machine, path, data in side_files(folder, "distributed results", read, warn):
         key = (str(data.commit_date.iloc[0]), path.stat().st_mtime)
-        if name.group(1) not in newest or key > newest[name.group(1)][0]:
-            newest[name.group(1)] = (key, data)
+        if machine not in newest or key > newest[machine][0]:
+            newest[machine] = (key, data)
     return {machine: data for machine, (_, data) in newest.items()}

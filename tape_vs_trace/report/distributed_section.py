@@ -31,14 +31,6 @@ def _finite(*values) -> bool:
     return all(isinstance(v, int | float) and math.isfinite(v) for v in values)
 
 
-def _refusal(a: dict | None, b: dict | None) -> str:
-    if a is None or b is None:
-        return "only one framework ran"
-    if a["status"] != "ok" or b["status"] != "ok":
-        return "failed"
-    return ""
-
-
 def _timed(a: dict, b: dict) -> stats.Comparison:
     """b / a of two rows' times, Welch's interval across their launches."""
     ratio = b["time_s"] / a["time_s"]
@@ -51,7 +43,7 @@ def _timed(a: dict, b: dict) -> stats.Comparison:
 def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comparison:
     """JAX/PyTorch of two rows on `metric` (time_s or peak_bytes), formed only between like rows (LIKE) of the two
     frameworks, both measured; peak bytes only when measured by the same method."""
-    reason = _refusal(t, j)
+    reason = stats.refusal(t, j)
     if reason:
         return stats.Comparison(reason=reason)
     if any(t[k] != j[k] for k in LIKE) or t["framework"] == j["framework"]:
@@ -70,7 +62,7 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
 
 def change(a: dict | None, b: dict | None) -> stats.Comparison:
     """b's time over a's within one framework: the same row at another rank count (every LIKE column but ranks)."""
-    reason = _refusal(a, b)
+    reason = stats.refusal(a, b)
     if reason:
         return stats.Comparison(reason=reason.replace("only one framework ran", "not run"))
     if any(a[k] != b[k] for k in (*LIKE, "framework") if k != "ranks") or a["ranks"] == b["ranks"]:

@@ -10,7 +10,8 @@ import ast
 import itertools
 import json
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,6 +208,26 @@ def read_side_csv(path: Path, fields: tuple[str, ...]) -> pd.DataFrame:
     if table.commit.nunique() != 1:
         raise ValueError("rows of several commits")
     return table
+
+
+SIDE_FILE = re.compile(r"(.+)-([0-9a-f]{8})")  # <machine>-<commit8>.csv
+
+
+def side_files(folder: Path, what: str, read: Callable[[Path], pd.DataFrame],
+               warn: Warn) -> Iterator[tuple[str, Path, pd.DataFrame]]:
+    """(machine, path, table) of every readable <machine>-<commit8>.csv in `folder`, in name order; a file named
+    otherwise or unreadable by `read` is skipped with a one-line warning that names `what` it holds."""
+    for path in sorted(folder.glob("*.csv")):
+        name = SIDE_FILE.fullmatch(path.stem)
+        if name is None:
+            warn(f"skipped the {what} {path}: not named <machine>-<commit8>.csv")
+            continue
+        try:
+            data = read(path)
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            warn(f"skipped the {what} {path}: {exc}")
+            continue
+        yield name.group(1), path, data
 
 
 def _file_columns(data: dict, machine: dict, machine_name: str, path: Path) -> dict:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pandas as pd
 
 from implementations import metrics, workloads
 from tape_vs_trace.paired import FIELDS
-from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv
+from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
 
 FOLDER = "paired"
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
@@ -22,7 +21,6 @@ NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ra
 REQUIRED = ("time_s", "ratio", "processes")  # a number on every row; the others may be empty (no interval, no cost)
 CURVE = ("framework", "mode", "formulation", "size")  # one curve of the remat trade-off
 EXTRA_COLUMNS = ["group", "experiment", "point", "ratio", "ratio_ci_low", "ratio_ci_high"]  # summary.csv
-_NAME = re.compile(r"(.+)-([0-9a-f]{8})")
 
 
 def finite(*values) -> bool:
@@ -54,17 +52,7 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
         return {}
     shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
     candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
-    for path in sorted(folder.glob("*.csv")):
-        name = _NAME.fullmatch(path.stem)
-        if name is None:
-            warn(f"skipped the paired results {path}: not named <machine>-<commit8>.csv")
-            continue
-        try:
-            data = read(path)
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            warn(f"skipped the paired results {path}: {exc}")
-            continue
-        machine = name.group(1)
+    for machine, path, data in side_files(folder, "paired results", read, warn):
         key = (data.commit.iloc[0] == shown.get(machine), path.stat().st_mtime)
         candidates.setdefault(machine, []).append((key, data.assign(machine=machine), path))
     out = {}

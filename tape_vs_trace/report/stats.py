@@ -154,7 +154,8 @@ def _interval(a: dict, b: dict, ratio: float) -> Comparison:
     return Comparison(ratio, note=note)
 
 
-def _refusal(a: dict | None, b: dict | None) -> str:
+def refusal(a: dict | None, b: dict | None) -> str:
+    """Why no ratio of two rows can be formed before their contents are read ("" when both ran)."""
     if a is None or b is None:
         return "only one framework ran"
     if a["status"] != "ok" or b["status"] != "ok":
@@ -166,7 +167,7 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
     """THE ratio rule: b / a across frameworks, formed only between like rows. Like rows differ in `framework`
     alone (same machine, commit, benchmark and benchmark version, every other parameter equal), both ran, the
     metric counts the same thing in both frameworks, and peaks were measured by the same method."""
-    reason = _refusal(a, b)
+    reason = refusal(a, b)
     if reason:
         return Comparison(reason=reason)
     pa, pb = json.loads(a["params"]), json.loads(b["params"])
@@ -190,7 +191,7 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
 def change(a: dict | None, b: dict | None) -> Comparison:
     """b / a within one framework (a variant against its baseline): same machine, commit, framework and metric,
     same measuring method; the interval as for `compare`."""
-    reason = _refusal(a, b)
+    reason = refusal(a, b)
     if reason:
         return Comparison(reason=reason)
     same = ("machine", "commit", "framework", "metric", "memory_method")
