@@ -57,6 +57,10 @@ test-all: $(STAMP) lint
 # ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar).
 RUNNER ?= worker
 ROUNDS ?= 5
+# Then the distributed steps (tape-vs-trace distributed: every form, mode and N of the grid, ranks on the CPU), the
+# longest part on a 2-core host; DISTRIBUTED=0 leaves them out, DISTRIBUTED_ARGS passes options (e.g. --ranks 1,2,4).
+DISTRIBUTED ?= 1
+DISTRIBUTED_ARGS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -87,6 +91,9 @@ bench: $(STAMP)
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
+	$(if $(filter 0,$(DISTRIBUTED)),echo "skipped the distributed steps (DISTRIBUTED=0)",\
+		{ $(VENV)/bin/tape-vs-trace distributed --out results/distributed $(DISTRIBUTED_ARGS) || \
+		echo "warning: the distributed steps above did not all run; their measured rows were saved"; }) && \
 	echo "$(REPORT_NOTE)" && \
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \

@@ -173,3 +173,20 @@ def test_the_default_plan_is_the_grid_at_one_and_two_ranks() -> None:
     assert {(c.workload, c.size) for c in found} == {("mlp", "64x256x1024"), ("transformer", "L4-B4-S64-D128")}
     assert len(found) == 2 * 2 * 3 * 2 * 2 and {c.ranks for c in found} == {1, 2}
     assert {c.ranks for c in distributed_run.plan(ranks="1,2,4")} == {1, 2, 4}
+
+
+def _bench_recipe(*assignments: str) -> str:
+    """The shell `make bench` would run (make -n), with the given variable assignments."""
+    done = subprocess.run(["make", "-n", "bench", "DEVICE=cpu", *assignments], cwd=distributed_run.ROOT,
+                          capture_output=True, text=True, check=True, timeout=60)
+    return done.stdout
+
+
+def test_make_bench_runs_the_distributed_steps_before_the_report_unless_told_not_to() -> None:
+    recipe = _bench_recipe("DISTRIBUTED_ARGS=--ranks 1,2,4")
+    divide, steps, report = (recipe.index(s) for s in
+                             ("paired --results results", "tape-vs-trace distributed --out results/distributed "
+                              "--ranks 1,2,4", "tape-vs-trace report"))
+    assert divide < steps < report
+    skipped = _bench_recipe("DISTRIBUTED=0")
+    assert "tape-vs-trace distributed" not in skipped and "skipped the distributed steps" in skipped
