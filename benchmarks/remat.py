@@ -43,27 +43,34 @@ class _RematCost(_SavedBytes, _PeakBytes, _Flops, _StepCosts, Benchmark):
     rounds = 1
 
 
-# (framework, size, mode, formulation, point) of every point of the curve -> its torch.compile budget (or None)
-_CURVE = {(e.framework, e.size, p.mode, e.formulation, experiments.point_id(p)): p.budget
+# (framework, size, mode, formulation, attention, point) of every point of the curve -> its torch.compile budget
+# (or None)
+_CURVE = {(e.framework, e.size, p.mode, e.formulation, e.attention or "written", experiments.point_id(p)): p.budget
           for e in experiments.experiments(DEVICE) if e.group == "remat" for p in e.points}
+
+
+def _point(case) -> tuple:
+    return case.framework, case.size, case.mode, case.formulation, case.attention or "written", case.point
 
 
 class _RematCurve(_GradStepTime, Benchmark):
     """The trade-off curve's step time: every point (a checkpoint policy, or one of torch.compile's activation
     memory budgets) of every remat experiment of tape_vs_trace.experiments, both frameworks, both modes, JAX also
-    as lax.scan. tape-vs-trace run's worker times a framework's points in turn, pass by pass, in one process per
-    round, which is what `tape-vs-trace paired` divides (asv run gives each point its own process: no pairing)."""
+    as lax.scan, and the first size's policies again with fused attention, compiled. tape-vs-trace run's worker
+    times a framework's points in turn, pass by pass, in one process per round, which is what `tape-vs-trace
+    paired` divides (asv run gives each point its own process: no pairing)."""
 
     axes = [("mode", ["eager", "compiled"]), ("formulation", formulations), ("point", experiments.point_ids(DEVICE))]
+    attentions = workloads.ATTENTIONS
     repeat = 10  # passes per process: a paired ratio is the median over them
 
     def skip(self, case):
-        if (case.framework, case.size, case.mode, case.formulation, case.point) not in _CURVE:
+        if _point(case) not in _CURVE:
             return "not a point of the remat curve (tape_vs_trace.experiments)"
         return None
 
     def build(self, case):
-        budget = _CURVE[(case.framework, case.size, case.mode, case.formulation, case.point)]
+        budget = _CURVE[_point(case)]
         variant = "plain" if budget is not None else case.point
         return {"step": case.fw.steps.grad_step(case.inputs, variant, case.mode, case.device, case.formulation,
                                                 budget=budget)}

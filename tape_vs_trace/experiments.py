@@ -39,7 +39,8 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
     head = {"framework": e.framework, "workload": e.workload, "size": e.size}
     # the program the classes run where they have no program axis of their own (benchmarks.common.Benchmark)
     spec = workloads.spec(e.workload)
-    tail = {**({"style": "matched"} if spec.styles else {}), **({"attention": "written"} if spec.attentions else {}),
+    attention = {"attention": e.attention or "written"} if spec.attentions else {}
+    tail = {**({"style": "matched"} if spec.styles else {}), **attention,
             "dtype": "float32", "precision": "highest", "device": device}
     if e.group == "remat":
         return (f"remat.RematCurve_{e.workload}.time_step",
@@ -81,6 +82,7 @@ class Experiment:
     mode: str  # the mode the report prints for the experiment ('eager', 'compiled', or the forward modes')
     formulation: str  # 'unrolled' (a Python loop over layers) or 'scan' (JAX's lax.scan); '' without a loop
     points: tuple[Point, ...] = field(default_factory=tuple)
+    attention: str = ""  # the transformer's attention (workloads.ATTENTIONS) on the remat curve; '' for written
 
     @property
     def baseline(self) -> Point:
@@ -88,11 +90,11 @@ class Experiment:
 
 
 def _remat(framework: str, workload: str, size: str, mode: str, formulation: str, policies: tuple[str, ...],
-           budgets: tuple[float, ...] = ()) -> Experiment:
+           budgets: tuple[float, ...] = (), attention: str = "") -> Experiment:
     points = [Point(p, variant=p, mode=mode) for p in policies]
     points += [Point(f"budget {b:g}", variant="plain", mode=mode, budget=b) for b in budgets]
-    return Experiment(f"remat {size} {framework} {mode} {formulation}", "remat", framework, workload, size,
-                      mode, formulation, tuple(points))
+    name = " ".join(filter(None, ("remat", size, framework, mode, formulation, attention and f"{attention} attention")))
+    return Experiment(name, "remat", framework, workload, size, mode, formulation, tuple(points), attention)
 
 
 def _pair(framework: str, workload: str, size: str, mode: str, a: Point, b: Point, name: str) -> Experiment:
@@ -104,7 +106,8 @@ def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Expe
     """Every policy at the first size; at the second (twice the depth), the granularity (k layers per checkpoint)
     beside none and per layer, so the sqrt(n) schedule shows. remat_names has no torch.compile form
     (torch.steps.grad_step); op-by-op JAX runs the loop form only (an un-jitted lax.scan is compiled anew on every
-    call)."""
+    call). Where the workload has fused attention, the first size's policies again with it, compiled on both sides
+    and in the loop form (the program a user who fuses attention runs, a like pair of loops)."""
     offload = ("remat_offload",) if cuda else ()
     every = tuple(p for p in POLICIES if p != "remat_names")
     grain = ("plain", "remat_every2", "remat_every4", "remat_full")
@@ -117,6 +120,11 @@ def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Expe
             _remat("jax", workload, size, "compiled", "unrolled", POLICIES + offload),
             _remat("jax", workload, size, "compiled", "scan", POLICIES),
         ]
+        if "fused" in workloads.spec(workload).attentions:
+            found += [
+                _remat("torch", workload, size, "compiled", "unrolled", every, attention="fused"),
+                _remat("jax", workload, size, "compiled", "unrolled", POLICIES, attention="fused"),
+            ]
     for size in sizes[1:2]:
         # PyTorch both ways, JAX as the scan (jitted straight-line code lets XLA:CPU undo the remat, which the loop
         # form at the first depth already shows).

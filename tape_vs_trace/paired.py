@@ -36,10 +36,10 @@ from implementations import frameworks
 from tape_vs_trace.experiments import Experiment, PairedError, asv_combination, select
 
 ROOT = Path(__file__).resolve().parents[1]
-FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "point", "variant",
-          "budget", "baseline", "time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high",
-          "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes", "cost_method",
-          "peak_method", "device", "commit", "machine")
+FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "attention", "point",
+          "variant", "budget", "baseline", "time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low",
+          "ratio_ci_high", "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes",
+          "cost_method", "peak_method", "device", "commit", "machine")
 
 # --- the measurements: tape-vs-trace run's samples, and the remat points' costs -----------------------------------
 
@@ -170,7 +170,8 @@ def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine
             rlow, rhigh = stats.median_interval(per_process)
             row = dict(experiment=e.name, group=e.group, framework=e.framework, workload=e.workload, size=e.size,
                        mode=point.mode if e.group == "remat" else e.mode, formulation=e.formulation,
-                       point=point.label, variant=point.variant, budget="" if point.budget is None else point.budget,
+                       attention=e.attention, point=point.label, variant=point.variant,
+                       budget="" if point.budget is None else point.budget,
                        baseline=e.baseline.label, time_s=float(np.exp(np.mean(np.log(medians)))), time_ci_low=low,
                        time_ci_high=high, ratio=float(np.exp(np.mean(np.log(per_process)))), ratio_ci_low=rlow,
                        ratio_ci_high=rhigh, processes=len(processes), passes=min(len(p["times"][i]) for p in processes),

@@ -92,8 +92,8 @@ def worker(framework: str, names: list[str], out: Path) -> None:
         key = (experiment.workload, experiment.size)
         if key not in inputs_of:
             inputs_of[key] = workloads.make_inputs(*key, "float32", cache_dir=os.environ.get("TVT_INPUT_CACHE"))
-        found[experiment.name] = {"costs": [costs(fw, experiment, p, inputs_of[key], device)
-                                            for p in experiment.points]}
+        inputs = workloads.program_of(inputs_of[key], attention=experiment.attention or None)
+        found[experiment.name] = {"costs": [costs(fw, experiment, p, inputs, device) for p in experiment.points]}
         print(f"  {experiment.name}: costs of {len(experiment.points)} points", file=sys.stderr, flush=True)
     out.write_text(json.dumps(found))
 

@@ -319,3 +319,17 @@ def test_experiments_without_every_points_samples_are_left_out_and_named() -> No
     assert len(lines) == 1 and partial.name in lines[0] and "has no samples" in lines[0]
     with pytest.raises(PairedError, match="none of the 1 experiments"):
         paired.available([partial], data, benchmarks, "cpu", lambda _: None)
+
+
+def test_the_remat_curve_has_fused_attention_compiled_in_the_loop_form_on_both_sides() -> None:
+    fused = [e for e in experiments.experiments("cpu") if e.group == "remat" and e.attention == "fused"]
+    first = workloads.runs("RematCurve", "cpu")["transformer"][0]
+    assert {(e.framework, e.mode, e.formulation, e.size) for e in fused} == {
+        ("torch", "compiled", "unrolled", first), ("jax", "compiled", "unrolled", first)}
+    written = {e.framework: e for e in experiments.experiments("cpu") if e.group == "remat" and not e.attention
+               and e.mode == "compiled" and e.formulation == "unrolled" and e.size == first}
+    for e in fused:
+        assert [p.variant for p in e.points] == [p.variant for p in written[e.framework].points if p.budget is None]
+        name, params = experiments.asv_combination(e, e.points[0], "cpu")
+        assert params["attention"] == "fused" and "fused attention" in e.name
+        assert experiments.asv_combination(written[e.framework], e.points[0], "cpu")[1]["attention"] == "written"

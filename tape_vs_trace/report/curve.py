@@ -19,7 +19,7 @@ import pandas as pd
 from implementations import frameworks
 from tape_vs_trace.report import fmt
 from tape_vs_trace.report.figures import DPI, FONT, WIDTH
-from tape_vs_trace.report.paired_results import curves, finite, pareto
+from tape_vs_trace.report.paired_results import CURVE, curves, finite, pareto
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # Line style and marker per (mode, formulation); colour per framework (the registry).
 STYLES = {("eager", "unrolled"): ("-", "o"), ("compiled", "unrolled"): ("--", "s"), ("compiled", "scan"): (":", "^"),
           ("eager", "scan"): ("-.", "D")}
+FUSED = ((0, (1, 1)), "*")  # fused attention's line: dotted finely, a star, whatever its mode and form
 PANELS = (("peak_bytes", "peak memory (MiB)"), ("saved_bytes", "saved for backward (MiB)"))
 RING = 130  # the Pareto ring's area (points squared)
 RADII = (4, 7, 11, 16, 22, 30, 40, 52, 66, 82, 100)  # a label's distance from its point, points, nearest first
@@ -66,19 +67,20 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
     """Draws the lines of one panel; returns their points' labels, placed by `_place` once the figure is laid out."""
     drawn, labels = 0, []
     for key, curve in lines:
-        framework, mode, formulation, _ = key
+        framework, mode, formulation, attention, _ = key
         rows = [r for r in curve.to_dict("records") if finite(r[column], r["time_s"])]
         if len(rows) != len(curve):  # a curve is drawn whole or not at all: a part of a curve misleads
             continue
         rows.sort(key=lambda r: (r[column], r["time_s"]))
         color = frameworks.FRAMEWORKS[framework].color
-        style, marker = STYLES.get((mode, formulation), ("-", "o"))
+        style, marker = FUSED if attention == "fused" else STYLES.get((mode, formulation), ("-", "o"))
         xs = [r[column] / fmt.MIB for r in rows]
         ys = [r["time_s"] / t_div for r in rows]
         err = [[(r["time_s"] - r["time_ci_low"]) / t_div if finite(r["time_ci_low"]) else 0 for r in rows],
                [(r["time_ci_high"] - r["time_s"]) / t_div if finite(r["time_ci_high"]) else 0 for r in rows]]
         ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker=marker, markersize=4, capsize=2,
-                    linewidth=1.2, label=f"{frameworks.label(framework)} {mode} {formulation}")
+                    linewidth=1.2, label=" ".join(filter(None, (frameworks.label(framework), mode, formulation,
+                                                                attention and f"{attention} attention"))))
         optimal = pareto([r["time_s"] for r in rows], [r[column] for r in rows])
         ax.scatter([x for x, o in zip(xs, optimal) if o], [y for y, o in zip(ys, optimal) if o], s=RING,
                    facecolors="none", edgecolors=color, linewidths=1.2, zorder=3)
@@ -188,7 +190,7 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    lines = [(k, c) for k, c in curves(table) if k[3] == size]
+    lines = [(k, c) for k, c in curves(table) if k[CURVE.index("size")] == size]
     modes = list(dict.fromkeys(k[1] for k, _ in lines))
     times = table[table["size"] == size].time_s
     t_div, t_unit = fmt.scale("seconds", list(times))

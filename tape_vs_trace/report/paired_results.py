@@ -19,7 +19,7 @@ FOLDER = "paired"
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
            "saved_bytes", "flops", "peak_bytes")
 REQUIRED = ("time_s", "ratio", "processes")  # a number on every row; the others may be empty (no interval, no cost)
-CURVE = ("framework", "mode", "formulation", "size")  # one curve of the remat trade-off
+CURVE = ("framework", "mode", "formulation", "attention", "size")  # one curve of the remat trade-off
 EXTRA_COLUMNS = ["group", "experiment", "point", "ratio", "ratio_ci_low", "ratio_ci_high"]  # summary.csv
 
 
@@ -35,7 +35,10 @@ def medians(row: dict) -> list[float]:
 
 def read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
-    table = read_side_csv(path, FIELDS)
+    # files from before the remat curve had fused attention: every row of theirs is written attention
+    table = read_side_csv(path, tuple(f for f in FIELDS if f != "attention"))
+    if "attention" not in table.columns:
+        table["attention"] = ""
     for column in NUMBERS:
         table[column] = pd.to_numeric(table[column].replace("", math.nan), errors="coerce")
         if column in REQUIRED and table[column].isna().any():
@@ -66,7 +69,7 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
 
 
 def curves(table: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
-    """The remat curves (framework, mode, formulation, size), in the order of the file."""
+    """The remat curves (framework, mode, formulation, attention, size), in the order of the file."""
     remat = table[table.group == "remat"]
     keys = list(dict.fromkeys(zip(*(remat[c] for c in CURVE))))
     return [(k, remat[(remat[list(CURVE)] == pd.Series(k, index=CURVE)).all(axis=1)]) for k in keys]
@@ -84,6 +87,8 @@ def tidy(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in table.to_dict("records"):
         params = {k: r[k] for k in ("framework", "workload", "size", "mode", "formulation", "point", "budget")}
+        if r["attention"]:
+            params["attention"] = r["attention"]
         # as asv's rows read: point/mode, and the formulation where the workload has several
         loop = workloads.formulation_in(r["formulation"])
         variant = "/".join([r["point"], r["mode"]] + ([loop] if loop else []))

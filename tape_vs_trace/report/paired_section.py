@@ -80,8 +80,9 @@ def memory_of(curve: pd.DataFrame) -> tuple[str, str]:
 
 
 def curve_name(key: tuple[str, ...]) -> str:
-    framework, mode, formulation, size = key
-    return f"{frameworks.label(framework)} {mode} {formulation} {size}"
+    framework, mode, formulation, attention, size = key
+    fused = attention and f"{attention} attention"
+    return " ".join(filter(None, (frameworks.label(framework), mode, formulation, fused, size)))
 
 
 def _mib(value: float) -> str:
@@ -156,9 +157,9 @@ def granularity(key: tuple[str, ...], curve: pd.DataFrame) -> str | None:
 
 def curve_table(table: pd.DataFrame) -> list[str]:
     """Every point of every curve."""
-    lines = ["| framework | mode | formulation | size | point | time (ms) [95 % interval] | ratio to plain "
-             "[95 % interval] | saved (MiB) | peak (MiB) | matmul GFLOP |", "|---|---|---|---|---|---:|---:|---:|---:|"
-             "---:|"]
+    lines = ["| framework | mode | formulation | attention | size | point | time (ms) [95 % interval] | ratio to "
+             "plain [95 % interval] | saved (MiB) | peak (MiB) | matmul GFLOP |",
+             "|---|---|---|---|---|---|---:|---:|---:|---:|---:|"]
     for key, curve in curves(table):
         for r in curve.to_dict("records"):
             time = fmt.number(r["time_s"], 1e-3)
@@ -166,28 +167,32 @@ def curve_table(table: pd.DataFrame) -> list[str]:
                 time += f" [{fmt.number(r['time_ci_low'], 1e-3)}–{fmt.number(r['time_ci_high'], 1e-3)}]"
             peak = (fmt.number(r["peak_bytes"], fmt.MIB) if finite(r["peak_bytes"])
                     else f"n/a ({r['peak_method'].removeprefix('not measured: ') or 'not measured'})")
-            lines.append("| " + " | ".join([frameworks.label(key[0]), *key[1:], r["point"], time, _ratio(r),
+            framework, mode, formulation, attention, size = key
+            lines.append("| " + " | ".join([frameworks.label(framework), mode, formulation, attention or "written",
+                                             size, r["point"], time, _ratio(r),
                                              fmt.number(r["saved_bytes"], fmt.MIB), peak,
                                              fmt.number(r["flops"], 1e9)]) + " |")
     return lines
 
 
 def across_table(table: pd.DataFrame) -> list[str]:
-    """JAX against PyTorch per curve point with a PyTorch counterpart (same size, mode and point)."""
+    """JAX against PyTorch per curve point with a PyTorch counterpart (same size, mode, attention and point)."""
     remat = table[table.group == "remat"].to_dict("records")
-    torch = {(r["size"], r["mode"], r["point"]): r for r in remat if r["framework"] == "torch"}
+    like = ("size", "mode", "attention", "point")
+    torch = {tuple(r[k] for k in like): r for r in remat if r["framework"] == "torch"}
     lines = []
     for j in remat:
-        t = torch.get((j["size"], j["mode"], j["point"]))
+        t = torch.get(tuple(j[k] for k in like))
         if j["framework"] != "jax" or t is None:
             continue
-        lines.append(f"| {j['size']} | {j['mode']} | {t['formulation']} / {j['formulation']} | {j['point']} | "
+        lines.append(f"| {j['size']} | {j['mode']} | {t['formulation']} / {j['formulation']} | "
+                     f"{j['attention'] or 'written'} | {j['point']} | "
                      f"{fmt.number(t['time_s'], 1e-3)} | {fmt.number(j['time_s'], 1e-3)} | "
                      f"{fmt.ratio(across(t, j))} | {fmt.ratio(across(t, j, 'saved_bytes'))} |")
     if not lines:
         return []
-    return ["| size | mode | formulation (PyTorch / JAX) | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch step time "
-            "| JAX/PyTorch saved for backward |", "|---|---|---|---|---:|---:|---:|---:|", *lines]
+    return ["| size | mode | formulation (PyTorch / JAX) | attention | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch "
+            "step time | JAX/PyTorch saved for backward |", "|---|---|---|---|---|---:|---:|---:|---:|", *lines]
 
 
 def paired_findings(table: pd.DataFrame, answered: set[str] = frozenset()) -> list[str]:

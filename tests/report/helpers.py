@@ -241,9 +241,10 @@ def summary_row(framework: str, value: float = 2e-3, workload: str = "mlp", size
 
 
 def curve_point(framework: str, mode: str, formulation: str, point: str, time: tuple, ratio: tuple, saved: float,
-                peak: float, peak_method: str, gflop: float, group: str = "remat") -> dict:
+                peak: float, peak_method: str, gflop: float, group: str = "remat", attention: str = "") -> dict:
     """A row of the paired table; time (s, low, high), ratio (ratio, low, high), memory in MiB."""
     return {"group": group, "framework": framework, "mode": mode, "formulation": formulation, "size": "S",
+            "attention": attention,
             "point": point, "baseline": "plain", "time_s": time[0], "time_ci_low": time[1], "time_ci_high": time[2],
             "ratio": ratio[0], "ratio_ci_low": ratio[1], "ratio_ci_high": ratio[2], "saved_bytes": saved * MIB,
             "peak_bytes": peak * MIB, "peak_method": peak_method, "flops": gflop * 1e9}

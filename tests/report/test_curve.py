@@ -42,6 +42,7 @@ def table() -> pd.DataFrame:
         curve_point("torch", "eager", "unrolled", "remat_full", (0.012, NAN, NAN), ONE, 2, 6, "m", 1),
         curve_point("jax", "eager", "custom", "plain", (0.011, 0.010, 0.012), ONE, 9, 10, "m", 1),
         curve_point("jax", "compiled", "scan", "plain", (0.014, 0.013, 0.015), ONE, 9, NAN, "", 1),
+        curve_point("jax", "compiled", "scan", "plain", (0.012, 0.011, 0.013), ONE, 7, NAN, "", 1, attention="fused"),
     ])
 
 
@@ -64,7 +65,14 @@ def data_lines(ax) -> dict[str, object]:
 def test_legend_names_each_curve_once_in_panel_order(fig: Figure) -> None:
     [legend] = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["PyTorch eager unrolled", "JAX eager custom",
-                                                          "JAX compiled scan"]
+                                                          "JAX compiled scan", "JAX compiled scan fused attention"]
+
+
+def test_a_fused_attention_curve_is_a_line_of_its_own_drawn_unlike_the_written_one(fig: Figure) -> None:
+    saved = data_lines(fig.axes[3])  # compiled, saved bytes
+    written, fused = saved["JAX compiled scan"], saved["JAX compiled scan fused attention"]
+    assert list(fused.get_xdata()) == [7.0] and list(written.get_xdata()) == [9.0]
+    assert (fused.get_linestyle(), fused.get_marker()) != (written.get_linestyle(), written.get_marker())
 
 
 def test_rings_mark_the_points_no_other_point_of_their_curve_beats(fig: Figure) -> None:
@@ -107,9 +115,9 @@ def test_footer_ends_the_note_inside_the_figure_below_the_legend(fig: Figure) ->
 
 def test_footer_sentence() -> None:
     rows = table().assign(commit="93acfd557dc6d3533c8d26b62e737c3b1f3b0e8b", machine="m1", device="cpu",
-                          processes=[5, 3, 5, 3])
+                          processes=[5, 3, 5, 3, 3])
     assert curve.footer(rows, {"cpu": "EPYC", "num_cpu": 2}) == FOOTER
-    assert curve.footer(rows.assign(processes=[3] * 4), {}) == (
+    assert curve.footer(rows.assign(processes=[3] * 5), {}) == (
         "commit 93acfd55 · machine m1 (?, ? cores) · device cpu · 3 processes per framework · tape-vs-trace paired")
 
 

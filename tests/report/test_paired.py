@@ -79,10 +79,10 @@ def test_budgets_that_do_not_fall_monotonically_are_named(built) -> None:
         rows[c] = pd.to_numeric(rows[c].replace("", math.nan))
     falling = rows[rows.experiment == "remat torch compiled"].copy()
     falling.loc[falling.point == "budget 0.25", "saved_bytes"] = 5 * MIB
-    [line] = paired_section.budgets(("torch", "compiled", "unrolled", SIZE), falling)
+    [line] = paired_section.budgets(("torch", "compiled", "unrolled", "", SIZE), falling)
     assert "falls monotonically with the budget, from 8 MiB (budget 1) to 3 MiB (budget 0)" in line
     flat = falling.assign(saved_bytes=8 * MIB)
-    flat_key = ("torch", "compiled", "unrolled", SIZE)
+    flat_key = ("torch", "compiled", "unrolled", "", SIZE)
     assert "does not change with the budget (8 MiB" in paired_section.budgets(flat_key, flat)[0]
 
 
@@ -110,18 +110,19 @@ def test_jax_against_pytorch_only_between_like_rows(built) -> None:
         "different memory methods", "compiled costs are taken by each framework's own method"
     assert paired_section.across(torch, rows[("torch", "unrolled", "plain", "eager")]).reason == "not like rows"
     text = (built[0] / "summary.md").read_text()
-    assert f"| {SIZE} | compiled | unrolled / scan | plain | 9 | 17.98 | — (scan against unrolled) |" in text
-    assert f"| {SIZE} | compiled | unrolled / unrolled | plain | 9 | 17.98 | 2× [1.74–2.29] |" in text
+    assert f"| {SIZE} | compiled | unrolled / scan | written | plain | 9 | 17.98 | — (scan against unrolled) |" in text
+    assert f"| {SIZE} | compiled | unrolled / unrolled | written | plain | 9 | 17.98 | 2× [1.74–2.29] |" in text
 
 
 def test_curve_table_lists_every_point(built) -> None:
     text = (built[0] / "summary.md").read_text()
     table = [x for x in text.splitlines() if x.startswith("| PyTorch |") or x.startswith("| JAX |")]
     assert len(table) == len(curve_rows())
-    assert f"| PyTorch | eager | unrolled | {SIZE} | remat_full | 12 [10.8–13.2] | 1.2× [1.15–1.24] | 2 | 6 | 1 |" \
-        in table
-    assert f"| PyTorch | compiled | unrolled | {SIZE} | budget 0.5 | 9 [8.1–9.9] | {fmt.NO_DIFFERENCE} (1×, 95 % " \
-           "interval 0.98–1.02) | 6 | n/a (the live-storage tracker cannot see inside Inductor's kernels) | 1 |" \
+    assert f"| PyTorch | eager | unrolled | written | {SIZE} | remat_full | 12 [10.8–13.2] | 1.2× [1.15–1.24] | 2 " \
+           "| 6 | 1 |" in table
+    assert f"| PyTorch | compiled | unrolled | written | {SIZE} | budget 0.5 | 9 [8.1–9.9] | {fmt.NO_DIFFERENCE} " \
+           "(1×, 95 % interval 0.98–1.02) | 6 | n/a (the live-storage tracker cannot see inside Inductor's kernels) " \
+           "| 1 |" \
         in table
 
 
@@ -236,7 +237,7 @@ def test_a_one_row_paired_file_of_another_commit_is_named_in_the_warning(tmp_pat
 
 NAN = math.nan
 
-KEY = ("torch", "eager", "unrolled", "S")
+KEY = ("torch", "eager", "unrolled", "", "S")
 
 
 def curve_row(point: str, ratio: float, low: float = NAN, high: float = NAN, saved: float = NAN, peak: float = NAN,
@@ -309,7 +310,7 @@ def test_choices_when_nothing_is_affordable_or_measured() -> None:
     assert paired_section.choices(KEY, unmeasured) is None
 
 
-KEY_C = ("torch", "compiled", "unrolled", "S")
+KEY_C = ("torch", "compiled", "unrolled", "", "S")
 
 
 def test_budgets_falling_with_a_tie_and_one_budget_against_plain() -> None:
@@ -366,22 +367,26 @@ def test_curve_table_every_cell_of_every_point() -> None:
                     "not measured: inside kernels", 3),
         curve_point("torch", "eager", "plain", "hooks", (0.001, NAN, NAN), (1.0, 1.0, 1.0), 1, 1, "m", 1,
                     group="paired"),  # a two-point experiment: not a curve point
+        curve_point("jax", "compiled", "scan", "plain", (0.010, NAN, NAN), (1.0, 1.0, 1.0), 3, NAN, "", 1.5,
+                    attention="fused"),  # a curve of its own, after the written one
     ])
     assert paired_section.curve_table(table) == [
-        "| framework | mode | formulation | size | point | time (ms) [95 % interval] | ratio to plain [95 % interval] "
-        "| saved (MiB) | peak (MiB) | matmul GFLOP |",
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|",
-        "| PyTorch | eager | unrolled | S | plain | 12 [10–14] | 1 (baseline) | 8 | 10 | 2 |",
-        "| PyTorch | eager | unrolled | S | remat_full | 15 | 1.2× [1.1–1.3] | 2 | n/a (inside kernels) | 3 |",
-        "| JAX | compiled | scan | S | plain | 20 [18–22] | 1 (baseline) | 4 | n/a (not measured) | 1.5 |",
+        "| framework | mode | formulation | attention | size | point | time (ms) [95 % interval] | ratio to plain "
+        "[95 % interval] | saved (MiB) | peak (MiB) | matmul GFLOP |",
+        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|",
+        "| PyTorch | eager | unrolled | written | S | plain | 12 [10–14] | 1 (baseline) | 8 | 10 | 2 |",
+        "| PyTorch | eager | unrolled | written | S | remat_full | 15 | 1.2× [1.1–1.3] | 2 | n/a (inside kernels) "
+        "| 3 |",
+        "| JAX | compiled | scan | written | S | plain | 20 [18–22] | 1 (baseline) | 4 | n/a (not measured) | 1.5 |",
+        "| JAX | compiled | scan | fused | S | plain | 10 | 1 (baseline) | 3 | n/a (not measured) | 1.5 |",
     ]
 
 
 def across_point(framework: str, formulation: str, point: str, time: float, saved: float, mode: str = "compiled",
-                 group: str = "remat") -> dict:
+                 group: str = "remat", attention: str = "") -> dict:
     """A curve point of one process (no between-process interval); memory in MiB."""
     return {"group": group, "framework": framework, "workload": "transformer", "size": "S", "mode": mode,
-            "formulation": formulation, "point": point, "device": "cpu", "time_s": time,
+            "formulation": formulation, "attention": attention, "point": point, "device": "cpu", "time_s": time,
             "process_medians": str(time), "saved_bytes": saved * MIB, "cost_method": "compiled"}
 
 
@@ -394,14 +399,20 @@ def test_across_table_pairs_each_jax_point_with_its_pytorch_counterpart() -> Non
         across_point("jax", "unrolled", "plain", 0.020, 4, mode="eager"),  # no PyTorch eager point: no line
         across_point("torch", "unrolled", "remat_dots", 0.011, 5),  # no JAX point: no line
         across_point("jax", "unrolled", "remat_dots", 0.011, 5, group="paired"),  # not a curve point
+        across_point("torch", "unrolled", "plain", 0.004, 6, attention="fused"),
+        across_point("jax", "unrolled", "plain", 0.012, 3, attention="fused"),  # against the fused PyTorch point
+        across_point("jax", "unrolled", "remat_full", 0.030, 1, attention="fused"),  # PyTorch's is written: no line
     ])
     assert paired_section.across_table(table) == [
-        "| size | mode | formulation (PyTorch / JAX) | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch step time "
-        "| JAX/PyTorch saved for backward |",
-        "|---|---|---|---|---:|---:|---:|---:|",
-        "| S | compiled | unrolled / unrolled | plain | 10 | 20 | 2× (no interval: one process) | 0.5× (exact) |",
-        "| S | compiled | unrolled / scan | remat_full | 12 | 30 | — (scan against unrolled) | "
+        "| size | mode | formulation (PyTorch / JAX) | attention | point | PyTorch (ms) | JAX (ms) | JAX/PyTorch "
+        "step time | JAX/PyTorch saved for backward |",
+        "|---|---|---|---|---|---:|---:|---:|---:|",
+        "| S | compiled | unrolled / unrolled | written | plain | 10 | 20 | 2× (no interval: one process) | "
+        "0.5× (exact) |",
+        "| S | compiled | unrolled / scan | written | remat_full | 12 | 30 | — (scan against unrolled) | "
         "— (scan against unrolled) |",
+        "| S | compiled | unrolled / unrolled | fused | plain | 4 | 12 | 3× (no interval: one process) | "
+        "0.5× (exact) |",
     ]
     assert paired_section.across_table(table[table.framework == "torch"]) == []
 
@@ -433,9 +444,10 @@ def test_paired_findings_one_sentence_per_point_in_file_order() -> None:
 
 def tidy_point(**values) -> dict:
     return {"experiment": "remat torch", "group": "remat", "framework": "torch", "workload": "transformer",
-            "size": "S", "mode": "compiled", "formulation": "scan", "point": "budget 0.5", "budget": "0.5",
-            "commit": "abcdef0123456789", "machine": "m1", "device": "cpu", "time_s": 0.01, "time_ci_low": 0.009,
-            "time_ci_high": 0.011, "ratio": 1.1, "ratio_ci_low": 1.05, "ratio_ci_high": 1.15, "processes": 3,
+            "size": "S", "mode": "compiled", "formulation": "scan", "attention": "", "point": "budget 0.5",
+            "budget": "0.5", "commit": "abcdef0123456789", "machine": "m1", "device": "cpu", "time_s": 0.01,
+            "time_ci_low": 0.009, "time_ci_high": 0.011, "ratio": 1.1, "ratio_ci_low": 1.05, "ratio_ci_high": 1.15,
+            "processes": 3,
             "process_medians": "0.008;0.01;0.012", "saved_bytes": 2048.0, "flops": 1e9, "peak_bytes": 4096.0,
             "peak_method": "torch allocator"} | values
 
@@ -498,12 +510,19 @@ def test_granularity_with_every_second_layer_only() -> None:
         "remat_every2 4 MiB, 1.1× [1.05–1.2]"
 
 
+def test_a_fused_attention_point_names_its_attention_in_summary_csv_and_a_written_one_does_not() -> None:
+    written, fused = paired_results.tidy(pd.DataFrame([tidy_point(), tidy_point(attention="fused")])).query(
+        "metric == 'time_step'").params
+    assert "attention" not in json.loads(written) and json.loads(fused)["attention"] == "fused"
+    assert written != fused, "two curves' points must not read as one row"
+
+
 def test_curve_table_shows_an_interval_only_with_both_bounds() -> None:
     table = pd.DataFrame([
         curve_point("torch", "eager", "unrolled", "plain", (0.012, NAN, 0.014), (1.0, 1.0, 1.0), 8, 10, "m", 2),
         curve_point("torch", "eager", "unrolled", "remat_full", (0.015, 0.013, NAN), (1.2, 1.1, 1.3), 2, 4, "m", 3),
     ])
-    assert [line.split(" | ")[5] for line in paired_section.curve_table(table)[2:]] == ["12", "15"]
+    assert [line.split(" | ")[6] for line in paired_section.curve_table(table)[2:]] == ["12", "15"]
 
 
 def test_paired_section_of_the_shown_commit_with_its_curve_and_jax_against_pytorch(tmp_path: Path) -> None:
