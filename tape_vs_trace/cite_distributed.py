@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
+from tape_vs_trace import distributed_page
 from tape_vs_trace.cite import BASE, OTHER, SELECTORS, CiteError, _ratio, _some, parse_filters
 from tape_vs_trace.distributed_run import KEY
 from tape_vs_trace.report import distributed_results, fmt
@@ -113,6 +114,7 @@ def record(results: Path, row: dict) -> dict:
         "commit": row["commit"], "commit_date": row["commit_date"], "machine": row["machine"],
         "device": row["device"], "cpu": _cpu(results, row["machine"]),
         "framework_version": row["framework_version"], "source": row["source"],
+        "dashboard_anchor": distributed_page.anchor(row["machine"], row["workload"]),
     }
 
 
@@ -151,7 +153,8 @@ def _lines(rec: dict) -> list[tuple[str, str]]:
         out.append(("note", rec["note"]))
     out += [("commit", f"{rec['commit'][:8]} (commit date {rec['commit_date']})"),
             ("machine", f"{rec['machine']}, device {rec['device']}" + (f", CPU {rec['cpu']}" if rec["cpu"] else "")),
-            ("software", f"{rec['framework']} {rec['framework_version']}"), ("source", rec["source"])]
+            ("software", f"{rec['framework']} {rec['framework_version']}"), ("source", rec["source"]),
+            ("dashboard", rec["dashboard_anchor"])]
     return out
 
 
@@ -176,7 +179,8 @@ def render(results: Path, groups: list[list[dict]], form: str, both: bool) -> st
         block = []
         for rec in recs:
             if form == "markdown":
-                block += [f"**{_title(rec)}**", ""] + [f"- {k}: {v}" for k, v in _lines(rec)] + [""]
+                block += [f"**{_title(rec)}**", ""] + [f"- {k}: {v}" if k != "dashboard" else f"- {k}: `{v}`"
+                                                       for k, v in _lines(rec)] + [""]
             else:
                 block += [_title(rec)] + [f"  {k:<10} {v}" for k, v in _lines(rec)]
         label = f"{frameworks.label(OTHER)}/{frameworks.label(BASE)}"

@@ -85,7 +85,7 @@ def _publish(args: argparse.Namespace) -> int:
     from tape_vs_trace import publish
 
     with Progress("publish") as step:
-        folder, pages = publish.publish(args.config, args.results, args.out, step)
+        folder, pages = publish.publish(args.config, args.results, args.out, step, _warn)
     print(f"wrote the dashboard to {folder}: {len(pages)} pages, scripts and stylesheets in {publish.ASSET_DIR}/")
     return 0
 

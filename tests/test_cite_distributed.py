@@ -160,3 +160,8 @@ def test_committed_distributed_results(capsys) -> None:
         assert obj["commit"] == by_fw[obj["framework"]]["commit"] and obj["note"]
     assert objs[0]["ratio"]["step_time"]["ratio"] == pytest.approx(float(by_fw["jax"]["time_s"]) /
                                                                     float(by_fw["torch"]["time_s"]))
+
+
+def test_the_block_names_the_dashboard_page_of_its_workload(results, capsys) -> None:
+    rc, out, _ = cite(capsys, results, "framework=jax", "workload=mlp", "ranks=2")
+    assert rc == 0 and "dashboard  distributed.html#box-mlp" in out
