@@ -1,7 +1,8 @@
 """One citable block per result: the value with its interval and what stands behind it (samples, processes,
 method), the benchmark with every parameter and its version, commit and run date, machine and device, framework
 versions, dtype and precision, and the dashboard anchor of its graph. Without a framework, both frameworks and the
-JAX/PyTorch ratio of the report's one rule (`report.stats.compare`), or why the rule refuses it.
+JAX/PyTorch ratio of the report's one rule (`report.stats.compare`), or why the rule refuses it. The query
+`distributed` cites a row of the distributed results instead (`cite_distributed`).
 """
 
 from __future__ import annotations
@@ -246,5 +247,9 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
 
 def run(query: str, filters: list[str], results: Path, form: str, warn: Callable[[str], None],
         verbose: bool = False) -> str:
+    from tape_vs_trace import cite_distributed  # its own rows and rule: no asv results are read for them
+
+    if query == cite_distributed.QUERY:
+        return cite_distributed.run(filters, results, form, warn)
     loaded = load_results(results, warn, verbose)
     return render(loaded, select(loaded, query, parse_filters(filters)), form)

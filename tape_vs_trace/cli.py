@@ -85,7 +85,7 @@ def _publish(args: argparse.Namespace) -> int:
     from tape_vs_trace import publish
 
     with Progress("publish") as step:
-        folder, pages = publish.publish(args.config, args.results, args.out, step)
+        folder, pages = publish.publish(args.config, args.results, args.out, step, _warn)
     print(f"wrote the dashboard to {folder}: {len(pages)} pages, scripts and stylesheets in {publish.ASSET_DIR}/")
     return 0
 
@@ -152,8 +152,11 @@ VERBOSE = _arg("--verbose", action="store_true",
 COMMANDS: tuple[Command, ...] = (
     Command("cite", "one citable block for a benchmark result, with its provenance", _cite,
             description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
-                        "(commit=, machine= too). Latest commit per machine by default.",
-            arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step"),
+                        "(commit=, machine= too). Latest commit per machine by default. QUERY `distributed` cites "
+                        "a row of results/distributed instead (keys: framework, workload, size, dtype, variant, "
+                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios.",
+            arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step; "
+                                          "or distributed, for a row of the distributed results"),
                        _arg("filters", nargs="*", metavar="key=value",
                             help="parameter values that narrow the rows, e.g. mode=eager dtype=float32; commit= and "
                                  "machine= too"),

@@ -1,9 +1,10 @@
 """asv's dashboard for machines without internet: every script and stylesheet is loaded from the published folder.
 
 asv 0.6.6 writes pages that load jQuery, flot and Bootstrap from CDNs, so on an air-gapped cluster the dashboard
-renders blank. `publish` runs `asv publish` into a scratch folder beside --out, points each CDN `<script>`/`<link>`
-at the copy in `dashboard_assets/` (files from npm packages, with their licences; see its README.md), and only then
-replaces --out, so a failure leaves the previous dashboard in place.
+renders blank. `publish` runs `asv publish` into a scratch folder beside --out, adds the History and Distributed
+pages (`history`, `distributed_page`), points each CDN `<script>`/`<link>` at the copy in `dashboard_assets/` (files
+from npm packages, with their licences; see its README.md), and only then replaces --out, so a failure leaves the
+previous dashboard in place.
 
 asv draws only the parameter values its benchmarks.json lists, and that file is discovered on one machine: a GPU
 machine's folder merged into the results would render empty series (other sizes, bfloat16, tf32, cuda). So asv reads
@@ -20,9 +21,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace import history
+from tape_vs_trace import distributed_page, history
 from tape_vs_trace.progress import Step, quiet
 
 ASSETS = Path(__file__).with_name("dashboard_assets")
@@ -39,14 +41,19 @@ _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
 _ASV_STAGE = re.compile(r"^\[\s*([\d.]+)%\] · (.*)$")  # asv's progress line: "[33.33%] · Loading results"
 
 
+def _stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 class PublishError(Exception):
     """Bad input or a failed `asv publish`: the command line prints it as one line."""
 
 
 def publish(config: Path, results: Path | None = None, out: Path | None = None,
-            step: Step = quiet) -> tuple[Path, list[Path]]:
-    """Build the dashboard of `results` (default: the config's results_dir) into `out` (default: its html_dir);
-    `step` hears each step as it starts, asv publish's own stages among them.
+            step: Step = quiet, warn: Callable[[str], None] = _stderr) -> tuple[Path, list[Path]]:
+    """Build the dashboard of `results` (default: the config's results_dir) into `out` (default: its html_dir),
+    with the History page and, where results/distributed holds any, the Distributed page; `step` hears each step
+    as it starts, asv publish's own stages among them, `warn` each distributed file skipped.
 
     Returns the output folder and the pages whose CDN references now point at the vendored copies.
     """
@@ -64,13 +71,17 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
         scratch_config = Path(scratch) / "asv.conf.json"
         scratch_config.write_text(json.dumps(conf, indent=2))
         _run_asv(scratch_config, step)
+        css = f"{ASSET_DIR}/bootstrap/css/bootstrap.min.css"
+        if (results / distributed_page.FOLDER).is_dir():
+            step("drawing the distributed results' page")
+        distributed = distributed_page.write(results, site, css, warn)
         step("pointing every page at the offline copies of its scripts and stylesheets")
         shutil.copytree(ASSETS, site / ASSET_DIR)
-        (site / "history.html").write_text(history.page(results, f"{ASSET_DIR}/bootstrap/css/bootstrap.min.css"),
-                                           encoding="utf-8")
+        (site / "history.html").write_text(history.page(results, css), encoding="utf-8")
         index = site / "index.html"
         if index.is_file():
-            index.write_text(history.link(index.read_text(encoding="utf-8")), encoding="utf-8")
+            text = history.link(index.read_text(encoding="utf-8"))
+            index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
         pages = sorted(site.rglob("*.html"))
         for page in pages:
             page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")

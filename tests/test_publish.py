@@ -290,3 +290,53 @@ def test_different_parameter_axes_keep_the_discovered_ones(tmp_path: Path,
                                                                                  "'2048x4096x16384'"]
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"warning: {GPU}'s results of {name} have another"), err
+
+
+@pytest.fixture(scope="module")
+def distributed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU fixture with a distributed CSV of its machine: the mlp's ddp eager step at N=1 and 2, both
+    frameworks (PyTorch's launch medians 2, 3, 4 ms at N=2), and a failed JAX row."""
+    import csv
+
+    from tape_vs_trace.distributed_run import FIELDS
+    from tests.report.helpers import COMMIT, MACHINE, distributed_row
+
+    results = tmp_path_factory.mktemp("distributed") / "results"
+    shutil.copytree(FIXTURE, results)
+    rows = [distributed_row("torch", "ddp", "eager", 1, [1.0, 1.1, 1.2], peak=2.0),
+            distributed_row("torch", "ddp", "eager", 2, [2.0, 3.0, 4.0], peak=2.0),
+            distributed_row("jax", "ddp", "eager", 1, [1.5, 1.6, 1.7]),
+            distributed_row("jax", "ddp", "eager", 2, [], status="failed", reason="launch 1 timed out")]
+    (results / "distributed").mkdir()
+    with (results / "distributed" / f"{MACHINE}-{COMMIT[:8]}.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path_factory.mktemp("publish-distributed") / "html"
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--results", str(results),
+                     "--out", str(out)]) == 0
+    return out
+
+
+def test_distributed_rows_are_on_their_own_linked_page(distributed_site: Path, site: Path) -> None:
+    """The page a reader opens from the navigation bar: the workload's figure (each line labelled in its legend) and
+    its tables, one row per form, mode and N with both frameworks' times and the ratio or its refusal."""
+    from tests.report.helpers import MACHINE
+
+    assert '<li><a href="distributed.html">Distributed</a></li>' in (distributed_site / "index.html").read_text()
+    page = (distributed_site / "distributed.html").read_text()
+    assert f'<h4 id="{MACHINE}-mlp">mlp 64x256x1024</h4>' in page
+    assert f"tape-vs-trace cite distributed machine={MACHINE} workload=mlp" in page
+    figure = re.search(r'<img src="(distributed/[^"]+\.svg)"', page)
+    assert figure is not None
+    drawn = re.findall(r"<text[^>]*>([^<]*)</text>", (distributed_site / figure.group(1)).read_text())
+    assert {"PyTorch ddp eager", "JAX ddp eager", "ranks N"} <= set(drawn)
+    assert "distributed mlp 64x256x1024: one step over N ranks" in drawn
+    cells = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", page)]
+    # form, mode, N, PyTorch [interval], JAX, JAX/PyTorch: the ratio at N=1, refused at N=2 where JAX failed
+    # Student-t on the logs of 2, 3, 4 ms: [1.214, 6.851] ms
+    assert ["ddp", "eager", "2", "3 [1.214–6.851]", "failed", "— (failed)"] in [c[:6] for c in cells]
+    assert any(c[:3] == ["ddp", "eager", "1"] and c[5].startswith("1.45×") for c in cells)
+    assert "launch 1 timed out" in page
+    # without results/distributed: no page and no link
+    assert not (site / "distributed.html").exists() and "distributed.html" not in (site / "index.html").read_text()

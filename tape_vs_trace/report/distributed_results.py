@@ -5,6 +5,7 @@ report: read and checked, one per machine (its newest commit). What the report s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -39,15 +40,21 @@ def read(path: Path) -> pd.DataFrame:
     return table
 
 
+def newest(files: Iterable[tuple[str, Path, pd.DataFrame]]) -> dict[str, tuple[Path, pd.DataFrame]]:
+    """Per machine, the (path, table) of its newest commit (by commit date, then as written last)."""
+    out: dict[str, tuple[tuple, Path, pd.DataFrame]] = {}
+    for machine, path, data in files:
+        key = (str(data.commit_date.iloc[0]), path.stat().st_mtime)
+        if machine not in out or key > out[machine][0]:
+            out[machine] = (key, path, data)
+    return {machine: (path, data) for machine, (_, path, data) in out.items()}
+
+
 def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
-    """Per machine, the file of its newest commit (by commit date, then as written last). An unreadable file is
-    skipped with a one-line warning; without results/distributed the report has no distributed sections."""
+    """Per machine, the file of its newest commit (`newest`). An unreadable file is skipped with a one-line
+    warning; without results/distributed the report has no distributed sections."""
     folder = results / FOLDER
     if not folder.is_dir():
         return {}
-    newest: dict[str, tuple[tuple, pd.DataFrame]] = {}
-    for machine, path, data in side_files(folder, "distributed results", read, warn):
-        key = (str(data.commit_date.iloc[0]), path.stat().st_mtime)
-        if machine not in newest or key > newest[machine][0]:
-            newest[machine] = (key, data)
-    return {machine: data for machine, (_, data) in newest.items()}
+    found = newest(side_files(folder, "distributed results", read, warn))
+    return {machine: data for machine, (_, data) in found.items()}

@@ -11,6 +11,7 @@ the analytic count of the form (rank_processes.analytic_bytes).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -190,20 +191,21 @@ def methods(rows: pd.DataFrame) -> list[str]:
     return out
 
 
-def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: str) -> list[str]:
-    """summary.md's distributed section of one machine: provenance, the CPU caveat, and per workload its figure,
-    tables, the N against N=1 changes and the failed rows."""
+def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str | None, h: str) -> list[str]:
+    """summary.md's distributed section of one machine: provenance, the CPU caveat, and per workload its figure
+    (distributed_<workload>.png or .svg among `figures`), tables, the N against N=1 changes and the failed rows.
+    `asv_commit` None (the dashboard's page) says nothing of the asv results' commit."""
     if table is None:
         return []
     first = table.iloc[0]
     ok = table[table.status == "ok"]
-    same = "the same commit as the asv results" if first.commit == asv_commit else \
-        f"**not** the commit of the asv results above (`{asv_commit[:8]}`)"
+    same = "" if asv_commit is None else " (the same commit as the asv results)" if first.commit == asv_commit else \
+        f" (**not** the commit of the asv results above (`{asv_commit[:8]}`))"
     counts = ", ".join(f"{int(n)}" for n in sorted(set(ok.launches))) or "no"
     steps = ", ".join(f"{int(r)}" for r in sorted(set(ok.repeat))) or "no"
     warm = ", ".join(f"{int(w)}" for w in sorted(set(ok.warmup))) or "no"
     lines = [f"{h} distributed steps (`tape-vs-trace distributed`)", "",
-             f"From `results/{FOLDER}/{first.machine}-{first.commit[:8]}.csv`: commit `{first.commit}` ({same}), "
+             f"From `results/{FOLDER}/{first.machine}-{first.commit[:8]}.csv`: commit `{first.commit}`{same}, "
              f"device {first.device}, {first['dtype']}, {counts} launches per row (fresh rank processes each), {steps} "
              f"timed steps per launch after its first call and {warm} warm-up call(s). One gradient step of each "
              "form (ddp, shard_map, fsdp) in each mode over N ranks; a step's time is the slowest rank's, the ranks "
@@ -217,8 +219,7 @@ def section(table: pd.DataFrame | None, figures: list[str], asv_commit: str, h: 
               f"else '{fmt.NO_DIFFERENCE}'.", ""]
     for workload, rows in table.groupby("workload", sort=False):
         lines += [f"{h}# {workload} {', '.join(dict.fromkeys(rows['size']))}", ""]
-        lines += [f"![{n.rsplit('/', 1)[-1].removesuffix('.png')}]({n})\n" for n in figures
-                  if n.rsplit("/", 1)[-1] == f"{FIGURES}{workload}.png"]
+        lines += [f"![{Path(n).stem}]({n})\n" for n in figures if Path(n).stem == f"{FIGURES}{workload}"]
         lines += tables(rows)
         found = changes(rows)
         if found:
