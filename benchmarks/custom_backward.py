@@ -24,13 +24,6 @@ class _CustomStep(_GradStepTime, Benchmark):
     dtypes = STEP_DTYPES
     precisions = STEP_PRECISIONS
 
-    def skip(self, case):
-        if case.mode == "compiled" and not workloads.compiles_within_budget(case.workload, case.framework, case.device):
-            return (f"torch.compile (torch 2.13) of the {case.workload} step on CPU: tens of seconds of cold compile "
-                    "per process, and its first steps run before Inductor's kernels are ready")
-        return None
-
-
 
 class _CustomMemory(_SavedBytes, _PeakBytes, _StepCosts, Benchmark):
     """Bytes kept for the backward (beyond inputs, parameters and the cotangent) and the peak bytes of one step,

@@ -31,7 +31,6 @@ SKIPS = [
     # on CPU the LSTM's eager pair runs the short sequence, its compiled pair the long one
     ("GradStep_lstm", {"mode": "eager", "size": "l2-c128-b14", "device": "cpu"}),
     ("GradStep_lstm", {"mode": "compiled", "size": "l2-c32-b14", "device": "cpu"}),
-    ("CustomStep_gmm", {"framework": "torch", "mode": "compiled", "device": "cpu"}),  # budget
     # fused attention's default style is timed on CUDA only (budget); the custom backward has one style
     ("GradStep_transformer", {"attention": "fused", "style": "default", "device": "cpu"}),
     ("CustomMemory_", {"variant": "custom", "style": "default"}),
@@ -181,6 +180,18 @@ def test_every_lstm_grad_step_row_is_a_pair() -> None:
     rows = {(a["mode"], a["size"], a["formulation"]) for a in map(dict, ran)}
     if common.DEVICE == "cpu":
         assert rows == {("eager", "l2-c32-b14", "unrolled"), ("compiled", "l2-c128-b14", "scan")}
+
+
+def test_gmm_compile_time_and_compiled_custom_steps_run_for_both_frameworks() -> None:
+    """The gmm objective's cold compile is a CompileSeconds row and its compiled CustomStep rows run on this device
+    (CPU included, timed from the persistent compile cache), each framework beside the other."""
+    for cls in (recording.CompileSeconds_gmm, custom_backward.CustomStep_gmm):
+        assert cls.params[2] == list(workloads.spec("gmm").runs(cls.__name__.split("_")[0], common.DEVICE))
+        ran = [a for a in _combinations(cls) if a.get("mode", "compiled") == "compiled"
+               and a["dtype"] == "float32" and not cls().reason_to_skip(common.Case(a))]
+        assert {a["framework"] for a in ran} == set(FRAMEWORKS), cls.__name__
+        if cls is custom_backward.CustomStep_gmm:
+            assert {(a["framework"], a["variant"]) for a in ran} >= {("torch", "plain"), ("torch", "custom")}
 
 
 def test_skips_on_the_cuda_grid() -> None:

@@ -15,7 +15,7 @@ from benchmarks import inference, recording
 from implementations import workloads
 from implementations.jax import steps as jax_steps
 from implementations.torch import steps as torch_steps
-from tests.helpers import assert_close
+from tests.helpers import TOLERANCES, assert_close
 
 _COMPILES: list[str] = []
 
@@ -58,6 +58,25 @@ def test_torch_compiled_step_equals_eager() -> None:
     assert_close("loss", compiled_loss.numpy(), eager_loss.numpy(), 2e-5)
     for i, (c, e) in enumerate(zip(compiled_grads, eager_grads)):
         assert_close(f"grad {i}", c.numpy(), e.numpy(), 2e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["plain", "custom"])
+def test_torch_compiled_gmm_step_runs_its_own_graph_and_equals_eager(variant: str) -> None:
+    """The compiled gmm step the CPU suite times (its benchmark size) is one Dynamo graph of its own variant, with
+    no graph break and no fallback to eager, and returns eager's loss and gradients."""
+    from torch._dynamo.utils import counters
+
+    inputs = workloads.make_inputs("gmm", workloads.spec("gmm").runs("CustomStep", "cpu")[0], "float32")
+    eager_loss, eager_grads = torch_steps.grad_step(inputs, variant, "eager")()
+    torch._dynamo.reset()
+    counters.clear()
+    compiled_loss, compiled_grads = torch_steps.grad_step(inputs, variant, "compiled")()
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"], dict(counters)
+    torch._dynamo.reset()
+    assert_close("loss", compiled_loss.numpy(), eager_loss.numpy(), TOLERANCES["float32"])
+    for name, c, e in zip(("alphas", "means", "icf", "x"), compiled_grads, eager_grads):
+        assert_close(f"grad {name}", c.numpy(), e.numpy(), TOLERANCES["float32"])
 
 
 def test_jax_compiled_step_equals_eager() -> None:
