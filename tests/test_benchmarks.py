@@ -63,6 +63,7 @@ SKIPS = [
 # The remat curve's points (RematCurve_*), written out apart from tape_vs_trace.experiments: at the first depth every
 # policy in both modes (no remat_names under torch.compile, which cannot see named regions; its memory budgets
 # instead), JAX also as lax.scan when jitted; at twice the depth the granularity, PyTorch both ways and JAX's scan.
+# All of it with written attention, and the first depth's policies again with fused attention, compiled, loops only.
 _POLICIES = ("plain", "remat_dots", "remat_names", "remat_every2", "remat_full")
 _GRAIN = ("plain", "remat_every2", "remat_every4", "remat_full")
 _BUDGETS = ("budget_0.5", "budget_0.25", "budget_0.1", "budget_0")
@@ -70,6 +71,12 @@ _BUDGETS = ("budget_0.5", "budget_0.25", "budget_0.1", "budget_0")
 
 def _curve_runs(device: str) -> set[tuple]:
     first, second = workloads.runs("RematCurve", device)["transformer"]
+    fused = {("torch", first, "compiled", "unrolled", p, "fused") for p in _POLICIES if p != "remat_names"}
+    fused |= {("jax", first, "compiled", "unrolled", p, "fused") for p in _POLICIES}
+    return {(*run, "written") for run in _written_curve_runs(device, first, second)} | fused
+
+
+def _written_curve_runs(device: str, first: str, second: str) -> set[tuple]:
     offload = ("remat_offload",) if device == "cuda" else ()
     runs = {("torch", first, "eager", "unrolled", p) for p in _POLICIES + offload}
     runs |= {("torch", first, "compiled", "unrolled", p) for p in _POLICIES + _BUDGETS if p != "remat_names"}
@@ -84,7 +91,7 @@ def _curve_runs(device: str) -> set[tuple]:
 
 def _expected_skip(cls, args: dict) -> bool:
     if cls.__name__.startswith("RematCurve_"):
-        return tuple(args[k] for k in ("framework", "size", "mode", "formulation", "point")) not in \
+        return tuple(args[k] for k in ("framework", "size", "mode", "formulation", "point", "attention")) not in \
             _curve_runs(args["device"])
     return any(cls.__name__.startswith(prefix) and all(args.get(k) == v for k, v in rule.items())
                for prefix, rule in SKIPS)
