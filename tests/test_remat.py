@@ -287,6 +287,17 @@ def test_budget_zero_recomputes_and_budget_one_does_not() -> None:
     assert costs[1.0].saved_bytes > costs[0.5].saved_bytes > costs[0.0].saved_bytes
 
 
+def test_a_checkpointed_random_op_saves_the_rng_state_counted_in_bytes() -> None:
+    # torch.compile keeps the generator's state to replay a random op in the recompute, a tensor whose size the
+    # graph leaves symbolic: counted at its size here, never a symbol (which no results file can hold).
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return torch.utils.checkpoint.checkpoint(
+            lambda t: torch.nn.functional.dropout(t.sin(), 0.5, training=True).sum(), x, use_reentrant=False)
+
+    saved = torch_probe.compiled_costs(loss, torch.ones(4, 8, requires_grad=True)).saved_bytes
+    assert type(saved) is int and saved == torch.get_rng_state().numel()
+
+
 def test_jax_has_no_memory_budget() -> None:
     inputs = workloads.make_inputs("transformer", "tiny", "float32")
     loss, args = jax_steps.loss_fn(inputs, "plain", "cpu", "unrolled")

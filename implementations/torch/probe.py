@@ -353,8 +353,18 @@ def _graph_saved_bytes(backward: torch.fx.GraphModule) -> int:
         value = node.meta.get("val")
         if node.op == "placeholder" and isinstance(value, torch.Tensor) and not node.name.startswith(
                 ("tangents", "primals")):
-            total += value.numel() * value.element_size()
+            total += _example_size(value.numel()) * value.element_size()
     return total
+
+
+def _example_size(n: int | torch.SymInt) -> int:
+    # a size the graph leaves symbolic (the RNG state a checkpointed random op saves to replay) at its example value
+    if isinstance(n, int):
+        return n
+    hint = n.node.hint
+    if hint is None:
+        raise ValueError(f"a saved tensor of {n} elements has no example size")
+    return int(hint)
 
 
 def compiled_costs(fn: Callable[..., Any], *args: Any, budget: float | None = None) -> CompiledCosts:
