@@ -135,6 +135,11 @@ def test_not_run_finds_the_other_framework_whatever_the_order_of_the_parameters(
         "(PyTorch ran it)"]
 
 
+def test_a_ratio_cell_with_one_side_missing_names_that_side_even_without_a_skip_rule() -> None:
+    ran = summary_row("jax") | case("jax", '{"framework": "jax", "mode": "eager", "size": "S"}')
+    assert markdown._ratio({"jax": ran}) == "— (PyTorch not run: no skip rule of this checkout names why)"
+
+
 def _transform_case(framework: str, transform: str, mode: str) -> dict:
     params = {"framework": framework, "workload": "mlp", "size": "16x64x256", "transform": transform, "mode": mode,
               "dtype": "float32", "precision": "highest", "device": "cpu"}
