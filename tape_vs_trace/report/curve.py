@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # Line style and marker per (mode, formulation); colour per framework (the registry).
 STYLES = {("eager", "unrolled"): ("-", "o"), ("compiled", "unrolled"): ("--", "s"), ("compiled", "scan"): (":", "^"),
           ("eager", "scan"): ("-.", "D")}
-FUSED = ((0, (1, 1)), "*")  # fused attention's line: dotted finely, a star, whatever its mode and form
+FUSED = ((0, (1, 1)), "P")  # fused attention's line: dotted finely, a star, whatever its mode and form
 PANELS = (("peak_bytes", "peak memory (MiB)"), ("saved_bytes", "saved for backward (MiB)"))
 RING = 130  # the Pareto ring's area (points squared)
 RADII = (4, 7, 11, 16, 22, 30, 40, 52, 66, 82, 100)  # a label's distance from its point, points, nearest first
@@ -221,9 +221,10 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     fig.text(0.01, 0.05 / height, text, ha="left", va="bottom", fontsize=FONT, color="0.3")
     lines_below = text.count("\n") + 1
     legend_y = (0.1 + 0.17 * lines_below) / height
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, legend_y), ncol=3, fontsize=FONT,
+    ncol = 3 if max(map(len, labels), default=0) <= 28 else 2  # long labels (fused attention) in two columns, whole
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, legend_y), ncol=ncol, fontsize=FONT,
                frameon=False)
-    fig.tight_layout(rect=(0, legend_y + 0.2 * (1 + (len(labels) - 1) // 3) / height, 1, 1 - 0.1 / height))
+    fig.tight_layout(rect=(0, legend_y + 0.2 * (1 + (len(labels) - 1) // ncol) / height, 1, 1 - 0.1 / height))
     renderer = FigureCanvasAgg(fig).get_renderer()  # the panels' final places: labels are placed in pixels
     for ax, found in point_labels.items():
         _place(ax, found, renderer)

@@ -111,6 +111,7 @@ def test_footer_ends_the_note_inside_the_figure_below_the_legend(fig: Figure) ->
     # the panels' tick labels and axis labels stay above the legend, the legend above the note
     legend = fig.legends[0].get_window_extent(renderer)
     assert min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) >= legend.y1 and legend.y0 >= box.y1
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.width, "every legend label whole inside the figure"
 
 
 def test_footer_sentence() -> None:
@@ -189,3 +190,25 @@ def test_no_two_labels_overlap_every_point_is_named_and_the_axes_name_their_metr
         lines = [c for _, c in paired_results.curves(data) if (c["mode"] == mode).all()
                  and c[column].map(lambda v: math.isfinite(v)).all()]
         assert shown == sorted(curve.short(p) for c in lines for p in c.point), (name, ax.get_title())
+
+
+def test_long_curve_names_keep_the_whole_legend_inside_the_figure(tmp_path: Path, monkeypatch) -> None:
+    # the CPU curve's seven lines as they come, two named with their fused attention, the longest labels the suite
+    # draws, in two columns of the legend; the compiled JAX lines have a peak, so they come before PyTorch's
+    rows = [curve_point(fw, mode, form, "plain", (0.01, 0.009, 0.011), ONE, 8, 8 if peak else NAN, "", 1,
+                        attention=att)
+            for fw, mode, form, att, peak in (
+                ("torch", "eager", "unrolled", "", True), ("jax", "eager", "unrolled", "", False),
+                ("torch", "compiled", "unrolled", "", False), ("jax", "compiled", "unrolled", "", True),
+                ("jax", "compiled", "scan", "", True), ("torch", "compiled", "unrolled", "fused", False),
+                ("jax", "compiled", "unrolled", "fused", True))]
+    seen: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, *args, **kwargs: seen.append(self))
+    curve.figure(pd.DataFrame(rows), "S", SHORT, tmp_path / "x.png")
+    [fig] = seen
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    [legend] = fig.legends
+    assert "PyTorch compiled unrolled fused attention" in [t.get_text() for t in legend.get_texts()]
+    box = legend.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) >= box.y1
