@@ -17,7 +17,7 @@ import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace import distributed_page
-from tape_vs_trace.cite import BASE, OTHER, SELECTORS, CiteError, _ratio, _some, parse_filters
+from tape_vs_trace.cite import BASE, OTHER, SELECTORS, CiteError, _finite, _ratio, _some, parse_filters
 from tape_vs_trace.distributed_run import KEY
 from tape_vs_trace.report import distributed_results, fmt
 from tape_vs_trace.report.distributed_section import across, communicated
@@ -68,10 +68,6 @@ def select(found: list[tuple[Path, pd.DataFrame]], filters: dict[str, str]) -> l
         records = group.to_dict("records")
         out.append(sorted(records, key=lambda r: order.get(r["framework"], len(order))))
     return out
-
-
-def _finite(x) -> float | None:
-    return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
 
 
 def _cpu(results: Path, machine: str) -> str | None:
