@@ -59,7 +59,8 @@ RUNNER ?= worker
 ROUNDS ?= 5
 # Then the distributed steps (tape-vs-trace distributed: every form, mode and N of the grid, ranks on the CPU), the
 # longest part on a 2-core host; DISTRIBUTED=0 leaves them out, DISTRIBUTED_ARGS passes options (e.g. --ranks 1,2,4).
-DISTRIBUTED ?= 1
+# Off by default on CUDA machines: their ranks would run on the host's CPU, not on its GPUs.
+DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),0,1)
 DISTRIBUTED_ARGS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).

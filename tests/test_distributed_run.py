@@ -175,9 +175,9 @@ def test_the_default_plan_is_the_grid_at_one_and_two_ranks() -> None:
     assert {c.ranks for c in distributed_run.plan(ranks="1,2,4")} == {1, 2, 4}
 
 
-def _bench_recipe(*assignments: str) -> str:
+def _bench_recipe(*assignments: str, device: str = "cpu") -> str:
     """The shell `make bench` would run (make -n), with the given variable assignments."""
-    done = subprocess.run(["make", "-n", "bench", "DEVICE=cpu", *assignments], cwd=distributed_run.ROOT,
+    done = subprocess.run(["make", "-n", "bench", f"DEVICE={device}", *assignments], cwd=distributed_run.ROOT,
                           capture_output=True, text=True, check=True, timeout=60)
     return done.stdout
 
@@ -190,3 +190,8 @@ def test_make_bench_runs_the_distributed_steps_before_the_report_unless_told_not
     assert divide < steps < report
     skipped = _bench_recipe("DISTRIBUTED=0")
     assert "tape-vs-trace distributed" not in skipped and "skipped the distributed steps" in skipped
+
+
+def test_make_bench_on_a_cuda_machine_leaves_the_cpu_ranks_out_unless_asked() -> None:
+    assert "tape-vs-trace distributed" not in _bench_recipe(device="cuda")
+    assert "tape-vs-trace distributed --out results/distributed" in _bench_recipe("DISTRIBUTED=1", device="cuda")
