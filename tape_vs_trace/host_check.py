@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-# Calibration rates further apart than this (relative to the smaller) mean another, or a differently loaded, host;
-# consecutive runs on one shared host stay within it.
+# Calibration rates further apart than this (relative to the smaller) mean another, or a differently loaded, host:
+# a shared host's load can move its dispatch costs past it between consecutive runs, and compare names the rate.
 HOST_TOLERANCE = 0.30
 # The CPU identity two records must share (the series key takes family and model from it as well).
 _CPU_IDENTITY = ("vendor", "model_name", "family", "model", "stepping")
