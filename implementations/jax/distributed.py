@@ -1,8 +1,9 @@
 """One gradient step of a workload over N devices on one host (mirror of implementations.torch.distributed).
 
 One worker process (implementations.rank_processes) whose XLA_FLAGS give XLA:CPU N devices before JAX starts, or
-on GPUs one whose mesh is its first N GPUs, joined in a one-axis Mesh (axis types Auto: XLA's sharding propagation places the collectives). The workload's own
-forward and parameters (common.prepare) run on the batch sharded over the axis. Forms (rank_processes.FORMS):
+on GPUs one whose mesh is its first N GPUs, joined in a one-axis Mesh (axis types Auto: XLA's sharding propagation
+places the collectives). The workload's own forward and parameters (common.prepare) run on the batch sharded over
+the axis. Forms (rank_processes.FORMS):
 
 - "ddp": jax.value_and_grad of the full-batch loss with the batch sharded and the parameters replicated: XLA sums
   the partial products of each gradient across devices (an all-reduce);
