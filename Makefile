@@ -57,10 +57,12 @@ test-all: $(STAMP) lint
 # ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar).
 RUNNER ?= worker
 ROUNDS ?= 5
-# Then the distributed steps (tape-vs-trace distributed: every form, mode and N of the grid, ranks on the CPU), the
-# longest part on a 2-core host; DISTRIBUTED=0 leaves them out, DISTRIBUTED_ARGS passes options (e.g. --ranks 1,2,4).
-# Off by default on CUDA machines: their ranks would run on the host's CPU, not on its GPUs.
-DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),0,1)
+# Then the distributed steps (tape-vs-trace distributed: every form, mode and N of the grid, the ranks on the GPUs
+# where there are at least 2, else on the CPU), the longest part on a 2-core host; DISTRIBUTED=0 leaves them out,
+# DISTRIBUTED_ARGS passes options (e.g. --ranks 1,2,4).
+# Off by default on a CUDA machine with fewer than 2 GPUs (nvidia-smi -L): its ranks would run on the host's CPU.
+GPU_COUNT = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),$(if $(filter-out 0 1,$(GPU_COUNT)),1,0),1)
 DISTRIBUTED_ARGS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).

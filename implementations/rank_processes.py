@@ -3,10 +3,11 @@ implementations.jax.distributed (which run the step itself). Imports no framewor
 
 Each worker is a fresh interpreter (`python -c`, this module's `worker`) in a session of its own, given a request
 file, its index and its own environment (PyTorch: one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and
-MASTER_PORT; JAX: one process whose N devices XLA_FLAGS sets before JAX starts). The parent waits with a timeout;
-a worker that fails or hangs ends the whole step: every worker is killed and the parent raises one RankFailed or
-RankTimeout whose message is one line, the failing rank's exception type and message (its traceback stays in the
-worker). A worker also stops by itself past its deadline or when its parent is gone, so none outlives a step.
+MASTER_PORT; JAX: one process whose N devices are XLA:CPU's, set by XLA_FLAGS before JAX starts, or its first N
+GPUs). The parent waits with a timeout; a worker that fails or hangs ends the whole step: every worker is killed
+and the parent raises one RankFailed or RankTimeout whose message is one line, the failing rank's exception type
+and message (its traceback stays in the worker). A worker also stops by itself past its deadline or when its
+parent is gone, so none outlives a step.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from implementations.frameworks import DEVICES
 from implementations.workloads import Inputs, parameter_count, validate, variants
 
 # The forms of parallelism: "ddp" data parallel by each framework's library (DistributedDataParallel; jax.jit of
@@ -45,6 +47,14 @@ MESH_AXIS = "ranks"
 DEFAULT_TIMEOUT_S = 120.0
 # The ranks of one host run side by side on its cores: what a CPU run's times mean.
 CPU_NOTE = "on a CPU host the ranks share its cores: times describe overhead, not scaling"
+# A GPU row's ranks each have a device of their own.
+GPU_NOTE = "measured on GPUs, one per rank: the ranks share no cores"
+# Each framework's collective backend per rank device (the one list the steps and the plan read).
+BACKENDS: dict[str, dict[str, str]] = {"torch": {"cpu": "gloo", "cuda": "nccl"},
+                                       "jax": {"cpu": "XLA CPU", "cuda": "XLA GPU"}}
+# The per-device peak on GPUs, one method on both sides; each framework names its allocator's counters.
+GPU_PEAK_METHOD = ("{counter} of a step of its own after the timed ones, minus {in_use} before it; per device, "
+                   "the largest{caveat}")
 # A worker outlives its parent's deadline by this much before it stops by itself: the parent kills it first and
 # reports which rank was stuck; the worker's own deadline is for a parent that is gone.
 _GRACE_S = 5.0
@@ -76,15 +86,18 @@ class DistributedResult:
     record: dict[str, Any] = field(default_factory=dict)
 
 
-def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, warmup: int = 0, repeat: int = 0) -> None:
-    """Raise a ValueError for a form, mode, rank count or variant (of those a CPU runs) that is not one, a warm-up
-    or repeat count that is not a count, or inputs without a batch to split: the step splits data["x"] and the
-    output cotangent along their first axis, one equal part per rank."""
+def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, warmup: int = 0, repeat: int = 0,
+          device: str = "cpu") -> None:
+    """Raise a ValueError for a form, mode, rank count, rank device or variant (of those `device` runs) that is not
+    one, a warm-up or repeat count that is not a count, or inputs without a batch to split: the step splits
+    data["x"] and the output cotangent along their first axis, one equal part per rank."""
     validate(inputs.workload, variant=variant)
+    if device not in DEVICES:
+        raise ValueError(f"unknown rank device {device!r}; valid choices: {', '.join(DEVICES)}")
     for name, count in (("warmup", warmup), ("repeat", repeat)):
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ValueError(f"{name} must be a non-negative integer, not {count!r}")
-    if variant not in variants(inputs.workload, "cpu"):
+    if variant not in variants(inputs.workload, device):
         raise ValueError(f"variant {variant!r} needs a CUDA device; the ranks run on the CPU")
     if form not in FORMS:
         raise ValueError(f"unknown form {form!r}; valid choices: {', '.join(FORMS)}")
@@ -95,18 +108,28 @@ def check(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, warmup
     if set(inputs.data) != {"x"} or inputs.cotangent.ndim == 0 or len(inputs.cotangent) != len(inputs.data["x"]):
         raise ValueError(f"{inputs.workload} has no batch axis to split over ranks: its data is "
                          f"{sorted(inputs.data)} and its output has shape {inputs.cotangent.shape}")
-    batch = len(inputs.data["x"])
+    check_split(inputs.workload, inputs.size, len(inputs.data["x"]), ranks)
+
+
+def check_split(workload: str, size: str, batch: int, ranks: int) -> None:
+    """Raise a ValueError where a batch of `batch` does not split into `ranks` equal parts."""
     if batch % ranks:
-        raise ValueError(f"{inputs.workload} {inputs.size}'s batch of {batch} does not split into {ranks} equal parts")
+        raise ValueError(f"{workload} {size}'s batch of {batch} does not split into {ranks} equal parts")
 
 
 def request(inputs: Inputs, form: str, mode: str, ranks: int, variant: str, formulation: str | None,
-            bucket_cap_mb: float, timeout_s: float, warmup: int = 0, repeat: int = 0) -> dict[str, Any]:
+            bucket_cap_mb: float, timeout_s: float, warmup: int = 0, repeat: int = 0,
+            device: str = "cpu") -> dict[str, Any]:
     """What every worker of one step is given: after the first call, `warmup` untimed calls and `repeat` timed
-    ones (timed_steps)."""
+    ones (timed_steps), on `device` ('cpu', or 'cuda': a GPU per rank)."""
     return {"inputs": inputs, "form": form, "mode": mode, "ranks": ranks, "variant": variant,
             "formulation": formulation, "bucket_cap_mb": bucket_cap_mb, "timeout_s": timeout_s, "warmup": warmup,
-            "repeat": repeat}
+            "repeat": repeat, "device": device}
+
+
+def gpu_peak_method(counter: str, in_use: str, caveat: str = "") -> str:
+    """GPU_PEAK_METHOD with one framework's allocator counters: the same text on both sides but for their names."""
+    return GPU_PEAK_METHOD.format(counter=counter, in_use=in_use, caveat=caveat)
 
 
 def measures(request: dict[str, Any]) -> bool:
@@ -149,7 +172,8 @@ def analytic_bytes(form: str, ranks: int, gradient_bytes: int, itemsize: int) ->
 
 
 def base_record(framework: str, request: dict[str, Any], backend: str) -> dict[str, Any]:
-    """The record's entries that both frameworks fill the same way; each side adds how its step ran."""
+    """The record's entries that both frameworks fill the same way (CPU_NOTE on a CPU, GPU_NOTE on GPUs); each
+    side adds how its step ran."""
     inputs = request["inputs"]
     itemsize = next(iter(inputs.params.values())).dtype.itemsize
     return {
@@ -160,8 +184,8 @@ def base_record(framework: str, request: dict[str, Any], backend: str) -> dict[s
         "gradient_bytes": parameter_count(inputs) * itemsize,
         "analytic_bytes": analytic_bytes(request["form"], request["ranks"], parameter_count(inputs) * itemsize,
                                          itemsize),
-        "warmup": request["warmup"], "repeat": request["repeat"],
-        "note": CPU_NOTE,
+        "warmup": request["warmup"], "repeat": request["repeat"], "device": request["device"],
+        "note": GPU_NOTE if request["device"] == "cuda" else CPU_NOTE,
     }
 
 

@@ -206,7 +206,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ("saved",): on("64x256x1024"),
                 ("TransformStep", "TransformMemory", "TransformSaved", "paired.transforms"): on(
                     "16x64x256", cuda="64x256x1024"),
-                # tape-vs-trace distributed: a batch that splits over 1, 2 and 4 ranks
+                # tape-vs-trace distributed: a batch that splits over 1, 2 and 4 ranks (the CUDA size over 8 too)
                 ("distributed",): on("64x256x1024", cuda="512x1024x4096"),
             }),
         ),

@@ -130,10 +130,15 @@ def _compare(args: argparse.Namespace) -> int:
 def _distributed(args: argparse.Namespace) -> int:
     from tape_vs_trace import distributed_run
 
+    if args.plan:
+        print("\n".join(distributed_run.plan_lines(distributed_run.plan(
+            args.frameworks, args.workloads, args.forms, args.modes, args.ranks, args.size, args.processes,
+            args.repeat, args.warmup, args.device))))
+        return 0
     with Progress("distributed") as step:
         path, failed = distributed_run.run(args.out, args.frameworks, args.workloads, args.forms, args.modes,
                                            args.ranks, args.size, args.processes, args.repeat, args.warmup,
-                                           args.timeout, step, _warn)
+                                           args.timeout, step, _warn, device=args.device)
     print(f"wrote {path}" + (f" ({failed} failed row(s), each with its reason)" if failed else ""))
     return 2 if failed else 0  # as run: failed rows are recorded, and the status says so
 
@@ -240,16 +245,25 @@ COMMANDS: tuple[Command, ...] = (
             description="For each framework x workload (the specs' 'distributed' grid) x form (ddp, shard_map, "
                         "fsdp) x mode (eager, compiled) x N ranks: PROCESSES launches, each timing REPEAT steps "
                         "inside the ranks after its first call and warm-up; writes OUT/<machine>-<commit8>.csv "
-                        "(merged with the rows already there), which the report reads. On a CPU the ranks share "
-                        "its cores: the times describe overhead, not scaling.",
+                        "(merged with the rows already there), which the report reads. The ranks run on the GPUs "
+                        "where there are at least 2 (NCCL; JAX's first N GPUs), at the grid's CUDA sizes, else on "
+                        "the CPU, whose ranks share its cores: the times there describe overhead, not scaling.",
             arguments=(_arg("--out", type=Path, default=Path("results/distributed"),
                             help="folder of the CSV (default: results/distributed)"),
                        _arg("--frameworks", help="comma-separated frameworks (default: all)"),
                        _arg("--workloads", help="comma-separated workloads of the grid (default: all of it)"),
                        _arg("--forms", help="comma-separated forms (default: ddp,shard_map,fsdp)"),
                        _arg("--modes", help="comma-separated modes (default: eager,compiled)"),
-                       _arg("--ranks", default=",".join(map(str, distributed_run.RANKS)),
-                            help="comma-separated rank counts N (default: %(default)s; 1,2,4 for four)"),
+                       _arg("--ranks", help="comma-separated rank counts N (default: "
+                            f"{','.join(map(str, distributed_run.RANKS))} on the CPU, "
+                            f"{','.join(map(str, distributed_run.GPU_RANKS))} up to the GPUs on GPUs; "
+                            "1,2,4 for four)"),
+                       _arg("--device", choices=distributed_run.DEVICES, default="auto",
+                            help="where the ranks run: auto (default: the GPUs where nvidia-smi -L lists at least "
+                                 f"{distributed_run.MIN_GPUS}, else the CPU), cpu, or cuda"),
+                       _arg("--plan", action="store_true",
+                            help="print the rows a run would make (framework, workload, size, form, mode, N, "
+                                 "backend, device) and their count, and run nothing"),
                        _arg("--size", help="one size for every chosen workload, e.g. tiny (default: the grid's)"),
                        _arg("--processes", type=int, default=distributed_run.PROCESSES,
                             help="launches per row, fresh rank processes each; the interval is across them "

@@ -1,6 +1,10 @@
 """`tape-vs-trace distributed`: one gradient step over N ranks (implementations.<framework>.distributed), timed
 inside the ranks, in several launches; one CSV row per (framework, workload, size, form, mode, ranks).
 
+The ranks run on the machine's GPUs where `nvidia-smi -L` lists at least two (PyTorch over NCCL, JAX over its
+first N GPUs), at the grid's CUDA sizes and N in GPU_RANKS up to the GPUs present; elsewhere on the CPU (gloo,
+XLA:CPU), at its CPU sizes and N in RANKS.
+
 Each launch is one call of the framework's distributed_step: fresh rank processes that run the first call
 (compile and warm-up, reported apart as compile seconds), `warmup` untimed calls and `repeat` timed ones, each the
 slowest rank's wall time. A row's time is the median of the per-launch medians with a 95 % Student-t interval
@@ -30,11 +34,13 @@ from implementations import frameworks, rank_processes, workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILY = "distributed"  # the specs' grid family
-# The ranks run on the CPU (rank_processes.check), on every machine: the grid's CPU sizes are the ones they run.
-RANK_DEVICE = "cpu"
+# --device: 'auto' runs the ranks on GPUs where there are MIN_GPUS of them, else on the CPU.
+DEVICES = ("auto", *frameworks.DEVICES)
+MIN_GPUS = 2  # one GPU has nothing to communicate with: its ranks would share it
 DTYPE = "float32"
 VARIANT = "plain"
-RANKS = (1, 2)
+RANKS = (1, 2)  # on the CPU
+GPU_RANKS = (1, 2, 4, 8)  # on GPUs, those up to the number present
 PROCESSES = 3  # launches per row: the interval is formed across them
 REPEAT = 5  # timed steps per launch
 WARMUP = 1  # untimed calls per launch after the first
@@ -54,7 +60,7 @@ class DistributedError(Exception):
 
 @dataclass(frozen=True)
 class Case:
-    """One row of the CSV."""
+    """One row of the CSV, and the device its ranks run on."""
 
     framework: str
     workload: str
@@ -62,12 +68,17 @@ class Case:
     form: str
     mode: str
     ranks: int
+    device: str = "cpu"
+
+    @property
+    def backend(self) -> str:
+        return rank_processes.BACKENDS[self.framework][self.device]
 
     def __str__(self) -> str:
         return f"{frameworks.label(self.framework)} {self.workload} {self.size} {self.form} {self.mode} N={self.ranks}"
 
 
-def cases(device: str = RANK_DEVICE, ranks: Sequence[int] = RANKS, names: Sequence[str] = frameworks.NAMES,
+def cases(device: str = "cpu", ranks: Sequence[int] = RANKS, names: Sequence[str] = frameworks.NAMES,
           chosen: Sequence[str] | None = None, forms: Sequence[str] = rank_processes.FORMS,
           modes: Sequence[str] = rank_processes.MODES, size: str | None = None) -> list[Case]:
     """Every combination of the workloads whose spec runs the 'distributed' family on `device` (or `chosen` of
@@ -76,9 +87,36 @@ def cases(device: str = RANK_DEVICE, ranks: Sequence[int] = RANKS, names: Sequen
     found = []
     for workload in sizes if chosen is None else chosen:
         for s in (size,) if size else sizes[workload]:
-            found += [Case(fw, workload, s, form, mode, n) for fw in names for form in forms for mode in modes
-                      for n in ranks]
+            found += [Case(fw, workload, s, form, mode, n, device) for fw in names for form in forms
+                      for mode in modes for n in ranks]
     return found
+
+
+def gpu_count() -> int:
+    """The GPUs `nvidia-smi -L` lists, one line each; 0 without it (it starts no framework in this process)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) if done.returncode == 0 else 0
+
+
+def rank_device(device: str = "auto", gpus: int | None = None) -> str:
+    """The device the ranks run on for --device `device` on a machine of `gpus` GPUs (None: gpu_count()): 'cuda'
+    where it has MIN_GPUS, else 'cpu'; asking for 'cuda' without them is a DistributedError."""
+    if device not in DEVICES:
+        raise DistributedError(f"unknown device {device!r}; valid choices: {', '.join(DEVICES)}")
+    if device == "cpu":
+        return device
+    gpus = gpu_count() if gpus is None else gpus
+    if device == "cuda" and gpus < MIN_GPUS:
+        raise DistributedError(f"--device cuda needs at least {MIN_GPUS} GPUs; nvidia-smi -L lists {gpus}")
+    return "cuda" if gpus >= MIN_GPUS else "cpu"
+
+
+def default_ranks(device: str, gpus: int) -> tuple[int, ...]:
+    """The grid's N on `device`: RANKS on the CPU, GPU_RANKS up to `gpus` on GPUs."""
+    return RANKS if device == "cpu" else tuple(n for n in GPU_RANKS if n <= gpus)
 
 
 def _listed(kind: str, text: str | None, valid: Sequence[str]) -> list[str]:
@@ -103,28 +141,43 @@ def _counts(text: str) -> list[int]:
 
 
 def plan(framework_names: str | None = None, workload_names: str | None = None, forms: str | None = None,
-         modes: str | None = None, ranks: str = ",".join(map(str, RANKS)), size: str | None = None,
-         processes: int = PROCESSES, repeat: int = REPEAT, warmup: int = WARMUP) -> list[Case]:
-    """The cases a run makes, every one checked before any process starts: a DistributedError names the first
-    choice that is not valid, with the valid ones."""
+         modes: str | None = None, ranks: str | None = None, size: str | None = None,
+         processes: int = PROCESSES, repeat: int = REPEAT, warmup: int = WARMUP, device: str = "auto",
+         gpus: int | None = None) -> list[Case]:
+    """The cases a run makes on a machine of `gpus` GPUs (None: gpu_count()), each with its rank device
+    (rank_device) and backend, every one checked before any process starts: a DistributedError names the first
+    choice that is not valid, with the valid ones. `ranks` None is the device's grid (default_ranks)."""
     if processes < 2:
         raise DistributedError(f"--processes must be at least 2, not {processes}: the interval is formed across "
                                "launches")
     if repeat < 1 or warmup < 0:
         raise DistributedError(f"--repeat must be at least 1 and --warmup at least 0, not {repeat} and {warmup}")
-    grid = workloads.runs(FAMILY, RANK_DEVICE)
+    gpus = gpu_count() if gpus is None and device != "cpu" else gpus or 0
+    on = rank_device(device, gpus)
+    counts = default_ranks(on, gpus) if ranks is None else _counts(ranks)
+    if on == "cuda" and max(counts) > gpus:
+        raise DistributedError(f"N={max(counts)} needs {max(counts)} GPUs, one per rank; nvidia-smi -L lists {gpus}")
+    grid = workloads.runs(FAMILY, on)
     chosen = _listed("workload", workload_names, list(grid))
-    found = cases(RANK_DEVICE, _counts(ranks), _listed("framework", framework_names, frameworks.NAMES), chosen,
+    found = cases(on, counts, _listed("framework", framework_names, frameworks.NAMES), chosen,
                   _listed("form", forms, rank_processes.FORMS), _listed("mode", modes, rank_processes.MODES), size)
     for workload, s in dict.fromkeys((c.workload, c.size) for c in found):
-        try:
-            inputs = workloads.make_inputs(workload, s, DTYPE)
+        try:  # from the spec alone: the GPU sizes' arrays take seconds and gigabytes to generate
+            workloads.validate(workload, s, DTYPE, VARIANT)
+            spec = workloads.spec(workload)
             for n in sorted({c.ranks for c in found}):
-                rank_processes.check(inputs, rank_processes.FORMS[0], rank_processes.MODES[0], n, VARIANT, warmup,
-                                     repeat)
+                rank_processes.check_split(workload, s, spec.output_shape(spec.sizes[s])[0], n)
         except ValueError as exc:
             raise DistributedError(str(exc)) from None
     return found
+
+
+def plan_lines(found: list[Case]) -> list[str]:
+    """`--plan`: one line per case (framework, workload, size, form, mode, N, backend, device), then the count."""
+    lines = [f"{c.framework} {c.workload} {c.size} {c.form} {c.mode} N={c.ranks} {c.backend} {c.device}"
+             for c in found]
+    devices = ", ".join(dict.fromkeys(c.device for c in found))
+    return [*lines, f"{len(found)} rows ({devices})"]
 
 
 def uncommitted(root: Path = ROOT) -> str:
@@ -162,7 +215,7 @@ def row(case: Case, records: list[dict], failure: str, commit: tuple[str, str], 
 
     out: dict[str, Any] = {f: "" for f in FIELDS} | {
         "framework": case.framework, "workload": case.workload, "size": case.size, "dtype": DTYPE,
-        "variant": VARIANT, "form": case.form, "mode": case.mode, "ranks": case.ranks, "device": RANK_DEVICE,
+        "variant": VARIANT, "form": case.form, "mode": case.mode, "ranks": case.ranks, "device": case.device,
         "framework_version": _version(case.framework), "commit": commit[0], "commit_date": commit[1],
         "machine": machine_name,
         "launches": len(records)}
@@ -205,7 +258,7 @@ def measure(case: Case, processes: int, repeat: int, warmup: int, timeout_s: flo
     for launch in range(processes):
         try:
             result = module.distributed_step(inputs, case.form, case.mode, case.ranks, VARIANT, timeout_s=timeout_s,
-                                             warmup=warmup, repeat=repeat)
+                                             warmup=warmup, repeat=repeat, device=case.device)
         except Exception as error:  # noqa: BLE001 - any failure of a launch is its row's, and the run goes on
             return records, f"launch {launch + 1} of {processes}: {rank_processes.one_line(error)}"
         records.append(result.record)
@@ -266,14 +319,15 @@ def _line(case: Case, r: dict) -> str:
 
 
 def run(out: Path, framework_names: str | None = None, workload_names: str | None = None, forms: str | None = None,
-        modes: str | None = None, ranks: str = ",".join(map(str, RANKS)), size: str | None = None,
+        modes: str | None = None, ranks: str | None = None, size: str | None = None,
         processes: int = PROCESSES, repeat: int = REPEAT, warmup: int = WARMUP, timeout_s: float = TIMEOUT_S,
-        step: Callable[[str], None] = print, warn: Callable[[str], None] = print) -> tuple[Path, int]:
+        step: Callable[[str], None] = print, warn: Callable[[str], None] = print,
+        device: str = "auto") -> tuple[Path, int]:
     """Measure every case of `plan` and write OUT/<machine>-<commit8>.csv after each; returns its path and how
     many rows of this run failed."""
     from tape_vs_trace import machine
 
-    chosen = plan(framework_names, workload_names, forms, modes, ranks, size, processes, repeat, warmup)
+    chosen = plan(framework_names, workload_names, forms, modes, ranks, size, processes, repeat, warmup, device)
     if timeout_s <= 0:
         raise DistributedError(f"--timeout must be positive, not {timeout_s:g}")
     dirty = uncommitted()

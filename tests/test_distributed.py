@@ -1,7 +1,8 @@
 """The distributed steps (implementations.<framework>.distributed): over N ranks each form gives the loss and
 gradients of the single-device full-batch step in float64; the reduction averages (a sum over ranks would give N
 times the gradient); a rank that fails or hangs ends the step in one line and leaves no process behind; the
-collectives' bytes match the analytic count of an all-reduce of every gradient.
+collectives' bytes match the analytic count of an all-reduce of every gradient. The GPU form's choices (the
+backends' profiler events, which steps get a peak and by what method, the record's note) are checked here on a CPU.
 
 Every step starts worker processes (torch: one per rank, each importing torch): the default set runs each
 framework's forms once on the mlp at 2 ranks, the rest is marked slow."""
@@ -11,10 +12,12 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import types
 import uuid
 from pathlib import Path
 
@@ -241,6 +244,75 @@ def test_both_frameworks_record_the_same_settings() -> None:
     assert (torch_record["backend"].split()[0], jax_record["backend"].split(" (")[0]) == ("gloo", "XLA CPU")
     assert torch_record["bucket_cap_mb"] == 25.0 and jax_record["bucket_cap_mb"] is None
     assert torch_record["compile_cache"].startswith("cold") and jax_record["compile_cache"].startswith("cold")
+    assert torch_record["device"] == jax_record["device"] == "cpu"
+
+
+def _event(name: str, start: int, shapes: tuple = ()) -> types.SimpleNamespace:
+    """A profiler event as torch.profiler's events() gives it: name, start time and the recorded input shapes."""
+    return types.SimpleNamespace(name=name, time_range=types.SimpleNamespace(start=start), input_shapes=list(shapes))
+
+
+# What each backend's work is named in a profile (ProcessGroupGloo's and ProcessGroupNCCL's profiling titles).
+_WORKS = {"gloo": ("gloo:all_reduce", "gloo:all_gather", "gloo:reduce_scatter"),
+          "nccl": ("nccl:all_reduce", "nccl:_allgather_base", "nccl:_reduce_scatter_base")}
+
+
+@pytest.mark.parametrize("backend", list(_WORKS))
+def test_each_c10d_collective_takes_the_bytes_of_its_backends_work(backend: str) -> None:
+    from implementations.torch.distributed import _collectives
+
+    all_reduce, all_gather, reduce_scatter = _WORKS[backend]
+    # c10d's calls and the backend's works interleave (gloo's on its worker thread); the k-th call is the k-th work
+    events = [_event("c10d::_allgather_base_", 0), _event("c10d::_reduce_scatter_base_", 1),
+              _event(all_gather, 2, [[2, 4]]), _event("aten::mm", 3, [[4, 4], [4, 4]]),
+              _event(reduce_scatter, 4, [[4, 4]]), _event("c10d::allreduce_", 5), _event(all_reduce, 6, [[1]])]
+    if backend == "nccl":
+        events.append(_event("nccl:coalesced", 7))  # closes a coalesced group: no call of its own
+    counts = _collectives(events, 4, backend)
+    assert counts["all-gather"] == {"count": 1, "bytes": 32} and counts["reduce-scatter"] == {"count": 1, "bytes": 64}
+    assert counts["all-reduce"] == {"count": 1, "bytes": 4}
+    other = "nccl" if backend == "gloo" else "gloo"
+    with pytest.raises(RuntimeError, match=f"^3 c10d collectives but 0 {other} works in the step's profile$"):
+        _collectives(events, 4, other)  # another backend's works are not this one's
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_on_gpus_every_timed_step_gets_a_peak_in_either_mode(framework: str) -> None:
+    unmeasured = _module(framework).peak_unmeasured
+    assert [unmeasured("cuda", mode, True) for mode in rank_processes.MODES] == [None, None]
+    assert {unmeasured("cuda", mode, False) for mode in rank_processes.MODES} == {"the request timed no step"}
+
+
+def test_cpu_peaks_are_taken_where_they_were() -> None:
+    torch_side, jax_side = _module("torch"), _module("jax")
+    # PyTorch: the live-storage tracker, eager and timed only; JAX: XLA's buffer plan, compiled, timed or not
+    assert [torch_side.peak_unmeasured("cpu", "eager", t) for t in (True, False)] == [
+        None, "the request timed no step"]
+    assert {torch_side.peak_unmeasured("cpu", "compiled", t) for t in (True, False)} == {torch_side.NO_PEAK}
+    assert {jax_side.peak_unmeasured("cpu", "compiled", t) for t in (True, False)} == {None}
+    assert {jax_side.peak_unmeasured("cpu", "eager", t) for t in (True, False)} == {jax_side.NO_PEAK}
+
+
+def test_the_gpu_peak_methods_are_one_text_but_for_each_allocators_counters() -> None:
+    fields = re.escape(rank_processes.GPU_PEAK_METHOD)
+    for name, group in (("counter", ".+?"), ("in_use", ".+?"), ("caveat", ".*")):
+        fields = fields.replace(re.escape("{" + name + "}"), f"(?P<{name}>{group})")
+    torch_parts, jax_parts = (re.fullmatch(fields, _module(fw).GPU_PEAK).groupdict() for fw in ("torch", "jax"))
+    assert torch_parts == {"counter": "torch.cuda.max_memory_allocated after torch.cuda.reset_peak_memory_stats",
+                           "in_use": "torch.cuda.memory_allocated", "caveat": ""}
+    assert (jax_parts["counter"], jax_parts["in_use"]) == ("jax peak_bytes_in_use", "bytes_in_use")
+    # JAX's mark cannot be reset: the text says whose mark it is
+    assert all(words in jax_parts["caveat"] for words in ("high-water mark", "cannot be reset", "fresh per launch"))
+    assert "after the timed ones" in rank_processes.GPU_PEAK_METHOD and "per device" in rank_processes.GPU_PEAK_METHOD
+
+
+@pytest.mark.parametrize(("device", "note"), [("cpu", rank_processes.CPU_NOTE), ("cuda", rank_processes.GPU_NOTE)])
+def test_the_record_says_where_the_ranks_ran(device: str, note: str) -> None:
+    inputs = workloads.make_inputs("mlp", dtype="float64")
+    request = rank_processes.request(inputs, "ddp", "eager", 2, "plain", None, 25.0, 60.0, device=device)
+    record = rank_processes.base_record("torch", request, rank_processes.BACKENDS["torch"][device])
+    assert (record["device"], record["note"], record["backend"]) == (
+        device, note, {"cpu": "gloo", "cuda": "nccl"}[device])
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
@@ -260,6 +332,9 @@ def test_bad_requests_raise_before_any_process_starts(framework: str) -> None:
     for bad in ({"warmup": -1}, {"repeat": 1.5}):
         with pytest.raises(ValueError, match="must be a non-negative integer"):
             step(mlp, "ddp", "eager", **bad)
+    with pytest.raises(ValueError, match="unknown rank device 'tpu'; valid choices: cpu, cuda"):
+        step(mlp, "ddp", "eager", device="tpu")
+    rank_processes.check(transformer, "ddp", "eager", 2, "remat_offload", device="cuda")  # a GPU runs it
 
 
 def test_torch_compile_of_remat_names_is_refused_with_its_reason() -> None:

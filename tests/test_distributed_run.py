@@ -1,25 +1,29 @@
 """`tape-vs-trace distributed` (tape_vs_trace.distributed_run): a real tiny run through the command line (JAX, ddp,
 compiled: the fastest launches), one row per combination with its interval across launches; a failing rank makes
 its row failed with the reason and the run goes on; the CSV is written whole through a temporary file and merged
-with the rows already there; bad input and uncommitted implementations/ are one line and a non-zero exit."""
+with the rows already there; bad input and uncommitted implementations/ are one line and a non-zero exit; the
+plan of a machine of 0 to 8 GPUs (which N, sizes, backend and device), `--plan` and `--device`, and make bench's
+default on CUDA machines of 1 and 2 GPUs. Without `--device` a test runs as on a machine without GPUs."""
 
 from __future__ import annotations
 
 import contextlib
 import csv
 import io
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from implementations import rank_processes
+from implementations import rank_processes, workloads
 from tape_vs_trace import cli, distributed_run
 from tape_vs_trace.distributed_run import Case, DistributedError
 from tape_vs_trace.report import stats
 
 TINY = ["--frameworks", "jax", "--workloads", "mlp", "--forms", "ddp", "--modes", "compiled", "--size", "tiny",
-        "--processes", "2", "--repeat", "2"]
+        "--processes", "2", "--repeat", "2", "--device", "cpu"]
+GPU_COUNT = distributed_run.gpu_count  # the real one: the fixture below stands in a machine without GPUs
 
 
 def _rows(path: Path) -> list[dict]:
@@ -29,6 +33,12 @@ def _rows(path: Path) -> list[dict]:
 
 def _errors(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("[distributed ")]
+
+
+@pytest.fixture(autouse=True)
+def no_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs as on a machine without GPUs, whatever this one has, unless it says otherwise."""
+    monkeypatch.setattr(distributed_run, "gpu_count", lambda: 0)
 
 
 @pytest.fixture
@@ -65,6 +75,7 @@ def test_a_tiny_run_writes_one_row_per_combination(tiny_run) -> None:
         assert float(r["compile_s"]) > 0 and int(r["peak_bytes"]) > 0
         assert r["comm_bytes"] == r["analytic_bytes"] and r["mesh_shape"] == f"ranks={r['ranks']}"
         assert r["note"] == rank_processes.CPU_NOTE and path.name == f"{r['machine']}-{r['commit'][:8]}.csv"
+        assert (r["device"], r["backend"]) == ("cpu", f"XLA CPU ({r['ranks']} devices of one process)")
     # a progress line per combination as it starts and as it ends
     assert sum("JAX mlp tiny ddp compiled N=" in line and "per step" in line for line in err.splitlines()) == 2
     assert _errors(err) == []
@@ -175,10 +186,75 @@ def test_the_default_plan_is_the_grid_at_one_and_two_ranks() -> None:
     assert {c.ranks for c in distributed_run.plan(ranks="1,2,4")} == {1, 2, 4}
 
 
-def _bench_recipe(*assignments: str, device: str = "cpu") -> str:
+CPU_GRID = {("mlp", "64x256x1024"), ("transformer", "L4-B4-S64-D128")}
+GPU_GRID = {("mlp", "512x1024x4096"), ("transformer", "L12-B8-S1024-D1024")}
+
+
+@pytest.mark.parametrize(("gpus", "device", "ranks", "grid", "backends"), [
+    (0, "cpu", {1, 2}, CPU_GRID, {"torch": "gloo", "jax": "XLA CPU"}),
+    (1, "cpu", {1, 2}, CPU_GRID, {"torch": "gloo", "jax": "XLA CPU"}),  # one GPU: nothing to communicate with
+    (2, "cuda", {1, 2}, GPU_GRID, {"torch": "nccl", "jax": "XLA GPU"}),
+    (4, "cuda", {1, 2, 4}, GPU_GRID, {"torch": "nccl", "jax": "XLA GPU"}),
+    (8, "cuda", {1, 2, 4, 8}, GPU_GRID, {"torch": "nccl", "jax": "XLA GPU"}),
+])
+def test_the_plan_of_a_machine_of_g_gpus(gpus: int, device: str, ranks: set, grid: set, backends: dict) -> None:
+    found = distributed_run.plan(gpus=gpus)
+    assert {c.device for c in found} == {device} and {c.ranks for c in found} == ranks
+    assert {(c.workload, c.size) for c in found} == grid == {
+        (w, s) for w, sizes in workloads.runs(distributed_run.FAMILY, device).items() for s in sizes}
+    assert {c.framework: c.backend for c in found} == backends
+    assert len(found) == 2 * 2 * 3 * 2 * len(ranks)  # frameworks x workloads x forms x modes x N
+
+
+def test_the_cpu_can_be_chosen_on_gpus_and_the_ranks_cannot_outnumber_them() -> None:
+    found = distributed_run.plan(device="cpu", gpus=8)
+    assert {c.device for c in found} == {"cpu"} and {c.ranks for c in found} == {1, 2}
+    assert {(c.workload, c.size) for c in found} == CPU_GRID
+    assert {c.ranks for c in distributed_run.plan(ranks="2", gpus=2)} == {2}
+    with pytest.raises(DistributedError, match="^N=4 needs 4 GPUs, one per rank; nvidia-smi -L lists 2$"):
+        distributed_run.plan(ranks="1,2,4", gpus=2)
+
+
+@pytest.mark.parametrize("argv", [["--device", "cuda"], ["--device", "cuda", "--plan"]])
+def test_cuda_without_two_gpus_is_refused_in_one_line(argv: list[str], tmp_path: Path, capsys) -> None:
+    assert cli.main(["distributed", *argv, "--out", str(tmp_path)]) == 1
+    assert _errors(capsys.readouterr().err) == ["error: --device cuda needs at least 2 GPUs; nvidia-smi -L lists 0"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_prints_the_rows_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setattr(distributed_run, "gpu_count", lambda: 4)
+    monkeypatch.setattr(distributed_run, "measure", lambda *_: pytest.fail("--plan ran a step"))
+    assert cli.main(["distributed", "--plan", "--workloads", "mlp", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "torch mlp 512x1024x4096 ddp eager N=1 nccl cuda"
+    assert "jax mlp 512x1024x4096 fsdp compiled N=4 XLA GPU cuda" in lines
+    assert lines[-1] == f"{2 * 3 * 2 * 3} rows (cuda)" and len(lines) == 2 * 3 * 2 * 3 + 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def _fake_nvidia_smi(folder: Path, gpus: int) -> dict[str, str]:
+    """An environment whose PATH finds an nvidia-smi that lists `gpus` GPUs, as `nvidia-smi -L` prints them."""
+    folder.mkdir(exist_ok=True)
+    script = folder / "nvidia-smi"
+    lines = "".join(f"echo 'GPU {i}: NVIDIA H200 (UUID: GPU-{i:08d})'\n" for i in range(gpus))
+    script.write_text(f"#!/bin/sh\n{lines}")
+    script.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 2, 8])
+def test_gpu_count_is_the_gpus_nvidia_smi_lists(gpus: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", _fake_nvidia_smi(tmp_path / "bin", gpus)["PATH"])
+    assert GPU_COUNT() == gpus
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no nvidia-smi at all
+    assert GPU_COUNT() == 0
+
+
+def _bench_recipe(*assignments: str, device: str = "cpu", env: dict[str, str] | None = None) -> str:
     """The shell `make bench` would run (make -n), with the given variable assignments."""
     done = subprocess.run(["make", "-n", "bench", f"DEVICE={device}", *assignments], cwd=distributed_run.ROOT,
-                          capture_output=True, text=True, check=True, timeout=60)
+                          capture_output=True, text=True, check=True, timeout=60, env=env)
     return done.stdout
 
 
@@ -192,6 +268,17 @@ def test_make_bench_runs_the_distributed_steps_before_the_report_unless_told_not
     assert "tape-vs-trace distributed" not in skipped and "skipped the distributed steps" in skipped
 
 
-def test_make_bench_on_a_cuda_machine_leaves_the_cpu_ranks_out_unless_asked() -> None:
-    assert "tape-vs-trace distributed" not in _bench_recipe(device="cuda")
-    assert "tape-vs-trace distributed --out results/distributed" in _bench_recipe("DISTRIBUTED=1", device="cuda")
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_make_bench_on_a_cuda_machine_of_one_gpu_leaves_the_cpu_ranks_out_unless_asked(gpus: int,
+                                                                                      tmp_path: Path) -> None:
+    env = _fake_nvidia_smi(tmp_path, gpus)
+    assert "tape-vs-trace distributed" not in _bench_recipe(device="cuda", env=env)
+    assert "tape-vs-trace distributed --out results/distributed" in _bench_recipe("DISTRIBUTED=1", device="cuda",
+                                                                                  env=env)
+
+
+@pytest.mark.parametrize("gpus", [2, 8])
+def test_make_bench_on_a_machine_of_two_gpus_runs_the_distributed_steps_on_them(gpus: int, tmp_path: Path) -> None:
+    env = _fake_nvidia_smi(tmp_path, gpus)
+    assert "tape-vs-trace distributed --out results/distributed" in _bench_recipe(device="cuda", env=env)
+    assert "skipped the distributed steps" in _bench_recipe("DISTRIBUTED=0", device="cuda", env=env)

@@ -302,6 +302,29 @@ def test_jax_peak_without_allocator_stats_uses_memory_analysis():
     assert log == ["stats"]
 
 
+def test_jax_peaks_per_device_each_above_its_own_baseline():
+    # The distributed step's devices: each gets ballast up to its own mark and its own peak; a device whose mark the
+    # run did not raise has none (None), rather than an earlier mark passed off as the step's.
+    log = []
+    devices = [_FakeDevice([{}, {"bytes_in_use": 1_000, "peak_bytes_in_use": 3_000},
+                            {"bytes_in_use": 3_000, "peak_bytes_in_use": 3_000},
+                            {"bytes_in_use": 3_100, "peak_bytes_in_use": 7_000}], log),
+               _FakeDevice([{}, {"bytes_in_use": 1_000, "peak_bytes_in_use": 9_000},
+                            {"bytes_in_use": 1_000, "peak_bytes_in_use": 9_000},
+                            {"bytes_in_use": 1_100, "peak_bytes_in_use": 9_000}], log)]
+
+    def fill(nbytes, device):
+        log.append(f"ballast {nbytes} on {devices.index(device)}")
+        return jnp.zeros(1) if device is devices[0] else None
+
+    peaks = jax_probe._allocator_peaks(lambda: log.append("run") or jnp.zeros(2), devices, fill)
+    assert peaks == [4_000, None]
+    assert log == ["stats", "stats", "run", "stats", "ballast 2000 on 0", "stats", "ballast 8000 on 1",
+                   "stats", "stats", "run", "stats", "stats"]
+    assert jax_probe._allocator_peaks(lambda: pytest.fail("ran"), [_FakeDevice([{}], []), _FakeDevice([None], [])]) \
+        is None
+
+
 # --- graph size ----------------------------------------------------------------------------------------------------
 
 

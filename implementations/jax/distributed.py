@@ -1,8 +1,9 @@
 """One gradient step of a workload over N devices on one host (mirror of implementations.torch.distributed).
 
-One worker process (implementations.rank_processes) whose XLA_FLAGS give XLA:CPU N devices before JAX starts,
-joined in a one-axis Mesh (axis types Auto: XLA's sharding propagation places the collectives). The workload's own
-forward and parameters (common.prepare) run on the batch sharded over the axis. Forms (rank_processes.FORMS):
+One worker process (implementations.rank_processes) whose XLA_FLAGS give XLA:CPU N devices before JAX starts, or
+on GPUs one whose mesh is its first N GPUs, joined in a one-axis Mesh (axis types Auto: XLA's sharding propagation
+places the collectives). The workload's own forward and parameters (common.prepare) run on the batch sharded over
+the axis. Forms (rank_processes.FORMS):
 
 - "ddp": jax.value_and_grad of the full-batch loss with the batch sharded and the parameters replicated: XLA sums
   the partial products of each gradient across devices (an all-reduce);
@@ -36,7 +37,7 @@ from implementations.workloads import Inputs
 
 FORMS = rank_processes.FORMS
 MODES = rank_processes.MODES
-BACKEND = "XLA CPU"
+BACKENDS = rank_processes.BACKENDS["jax"]
 # For the mirror: DDP's bucket size has no counterpart here (XLA's passes combine the collectives themselves).
 DEFAULT_BUCKET_CAP_MB = 25.0
 # What the first call's compile found cached: a fresh process holds no in-memory cache.
@@ -44,6 +45,12 @@ COLD = "cold: no persistent compilation cache, a fresh process"
 # Why an op-by-op step has no CPU peak, and what the compiled one's is.
 NO_PEAK = "an op-by-op step has no XLA buffer plan"
 PER_DEVICE = "; of the sharded executable, per device"
+# The GPU peak: the BFC allocator's counters on each device, which see op-by-op JAX's buffers too.
+GPU_PEAK = rank_processes.gpu_peak_method(
+    "jax peak_bytes_in_use", "bytes_in_use",
+    "; peak_bytes_in_use is the process's high-water mark, which cannot be reset: the process is fresh per launch "
+    "and ran only this step, and ballast lifts each device's baseline to its mark first")
+HIDDEN = "the allocator peak was hidden by an earlier one"
 _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 # Bytes per element of XLA's primitive types, as HLO text names them.
 _XLA_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
@@ -63,32 +70,46 @@ def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
     return None
 
 
+def peak_unmeasured(device: str, mode: str, timed: bool) -> str | None:
+    """Why a step on `device` in `mode` gets no peak, or None where it gets one: a compiled step on a CPU (XLA's
+    buffer plan, timed or not), every timed step on GPUs (the allocator, which sees op-by-op buffers too)."""
+    if device == "cpu":
+        return NO_PEAK if mode == "eager" else None
+    return None if timed else "the request timed no step"
+
+
 def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
                      formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
-                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0) -> DistributedResult:
-    """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` XLA:CPU
-    devices of one worker process, in `form` and `mode` ('eager': op by op; 'compiled': jax.jit), and the record of
-    how it ran: devices, backend, mesh shape, the reduction, each parameter's sharded axis, the collectives of the
-    compiled program with their operand bytes (collectives_of_hlo), the analytic gradient bytes, and CPU_NOTE.
-    `bucket_cap_mb` is DDP's and recorded as not applicable.
+                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0,
+                     device: str = "cpu") -> DistributedResult:
+    """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` devices of
+    one worker process (`device` 'cpu': XLA:CPU devices; 'cuda': its first `ranks` GPUs), in `form` and `mode`
+    ('eager': op by op; 'compiled': jax.jit), and the record of how it ran: devices, backend, mesh shape, the
+    reduction, each parameter's sharded axis, the collectives of the compiled program with their operand bytes
+    (collectives_of_hlo), the analytic gradient bytes, and CPU_NOTE or GPU_NOTE. `bucket_cap_mb` is DDP's and
+    recorded as not applicable.
 
     After the first call (its seconds: trace, lower, compile and one execution, or the first op-by-op run),
     `warmup` untimed calls and `repeat` timed ones, each to block_until_ready of its outputs on every device: one
-    process runs every device, so that is the slowest device's. The peak is XLA's buffer plan of the sharded
-    executable, per device (compiled only: op by op there is no one executable).
+    process runs every device, so that is the slowest device's. The peak (peak_unmeasured) on a CPU is XLA's buffer
+    plan of the sharded executable, per device; on GPUs each device's allocator counters over calls of their own
+    after the timed ones, the largest device's.
 
     A worker that fails or runs past `timeout_s` is killed and rank_processes.RankFailed or RankTimeout says so,
     in one line. A form that does not compose with a mode raises NotImplementedError (unsupported)."""
-    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat)
+    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat, device)
     formulation_of(inputs.workload, formulation)
     reason = unsupported(form, mode, variant)
     if reason:
         raise NotImplementedError(reason)
-    flags = f"{os.environ.get('XLA_FLAGS', '')} {_DEVICE_COUNT_FLAG}={ranks}".strip()
     request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s,
-                                     warmup, repeat)
-    return rank_processes.run(__name__, request, [{"XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}],
-                              [f"jax process of {ranks} devices"], timeout_s)
+                                     warmup, repeat, device)
+    if device == "cpu":
+        env = {"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} {_DEVICE_COUNT_FLAG}={ranks}".strip(),
+               "JAX_PLATFORMS": "cpu"}
+    else:
+        env = {"JAX_PLATFORMS": "cuda,cpu"}  # the CPU too: the spec's arrays are staged there, as on a CPU
+    return rank_processes.run(__name__, request, [env], [f"jax process of {ranks} devices"], timeout_s)
 
 
 def collectives_of_hlo(text: str) -> dict[str, dict[str, int]]:
@@ -162,13 +183,15 @@ def _bytes(shape: str) -> int:
 
 
 def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
-    """The worker's step (run in its own process, whose XLA_FLAGS set the device count)."""
+    """The worker's step (run in its own process: on a CPU its XLA_FLAGS set the device count)."""
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
     jax_side.configure("highest", None, float64=inputs.dtype == "float64")
     jax.config.update("jax_enable_compilation_cache", False)  # every launch compiles cold, whatever the environment
-    devices = jax.devices("cpu")
+    on_gpus = request["device"] == "cuda"
+    devices = jax.devices("gpu" if on_gpus else "cpu")
     if len(devices) < ranks:
-        raise RuntimeError(f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
+        raise RuntimeError(f"XLA GPU has {len(devices)} devices, not the {ranks} that the ranks need" if on_gpus else
+                           f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
     axis = rank_processes.MESH_AXIS
     mesh = Mesh(np.array(devices[:ranks]), (axis,), axis_types=(AxisType.Auto,))
     module = load(inputs.workload)
@@ -218,13 +241,25 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
 
     (value, grads), first_s, samples = rank_processes.timed_steps(first, call, request["warmup"], request["repeat"],
                                                                   lambda: None, jax.block_until_ready)
-    collectives, peak, peak_method = None, None, f"not measured: {NO_PEAK}"
-    if compiled:
-        collectives = collectives_of_hlo(compiled[0].as_text())
+    collectives = collectives_of_hlo(compiled[0].as_text()) if compiled else None
+    unmeasured = peak_unmeasured(request["device"], mode, rank_processes.measures(request))
+    peak, peak_method = None, f"not measured: {unmeasured}"
+    if unmeasured is None and not on_gpus:
         found = probe._analysed_peak(compiled[0], "cpu", PER_DEVICE)
         peak, peak_method = found.bytes, found.method
+    elif unmeasured is None:
+        peaks = probe._allocator_peaks(call, devices[:ranks])
+        why = "the allocator shows no statistics" if peaks is None else HIDDEN
+        if peaks is not None and None not in peaks:
+            peak, peak_method = max(peaks), GPU_PEAK
+        elif compiled:
+            found = probe._analysed_peak(compiled[0], "gpu", f"{PER_DEVICE}; {why}")
+            peak, peak_method = found.bytes, found.method
+        else:
+            peak_method = f"not measured: {why}"
     grads = {name: np.stack(g) if isinstance(g, list) else g for name, g in to_numpy(grads).items()}
-    record = rank_processes.base_record("jax", request, f"{BACKEND} ({ranks} devices of one process)")
+    record = rank_processes.base_record("jax", request,
+                                        f"{BACKENDS[request['device']]} ({ranks} devices of one process)")
     record.update({
         "bucket_cap_mb": None,
         "ddp_bucket_bytes": None,

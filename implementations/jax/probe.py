@@ -166,21 +166,35 @@ def _measured_peak(run: Callable[[], Any], device: Any, compiled: Any,
     peak) can rise above the mark the warm-up set. Only if it does is the mark the step's: otherwise the step's
     peak is hidden below an earlier one, and XLA's buffer assignment is reported, under its own method name.
     """
-    if device.memory_stats() is None:
+    peaks = _allocator_peaks(run, [device], fill)
+    if peaks is None:
         return _analysed_peak(compiled, device.platform)
+    if peaks[0] is not None:
+        return PeakBytes(peaks[0], "jax peak_bytes_in_use")
+    return _analysed_peak(compiled, device.platform, "; the allocator peak was hidden by an earlier one")
+
+
+def _allocator_peaks(run: Callable[[], Any], devices: list, fill: Callable[[int, Any], Any] = _ballast,
+                     ) -> list[int | None] | None:
+    """Per device of `devices` (those `run` computes on), the peak of one `run` above the bytes in use before it,
+    after a warm-up run whose outputs are kept and ballast up to each device's mark (see ``_measured_peak``); None
+    for a device whose mark the run did not raise, and None for all where the allocator shows no statistics."""
+    if any(device.memory_stats() is None for device in devices):
+        return None
     held = jax.block_until_ready(run())
-    warm = device.memory_stats()
     # Ballast up to the mark: the baseline then sits at the high-water mark, and anything the measured run
     # allocates sets a new one. Without it a step smaller than the autotuner's trials (the GPU LSTM) stays hidden.
-    gap = warm["peak_bytes_in_use"] - warm["bytes_in_use"]
-    ballast = jax.block_until_ready(fill(gap, device)) if gap > 0 else None
-    before = device.memory_stats()
+    ballast = []
+    for device in devices:
+        warm = device.memory_stats()
+        gap = warm["peak_bytes_in_use"] - warm["bytes_in_use"]
+        ballast.append(jax.block_until_ready(fill(gap, device)) if gap > 0 else None)
+    before = [device.memory_stats() for device in devices]
     jax.block_until_ready(run())
-    after = device.memory_stats()
+    after = [device.memory_stats() for device in devices]
     del held, ballast
-    if after["peak_bytes_in_use"] > before["peak_bytes_in_use"]:
-        return PeakBytes(int(after["peak_bytes_in_use"] - before["bytes_in_use"]), "jax peak_bytes_in_use")
-    return _analysed_peak(compiled, device.platform, "; the allocator peak was hidden by an earlier one")
+    return [int(end["peak_bytes_in_use"] - start["bytes_in_use"])
+            if end["peak_bytes_in_use"] > start["peak_bytes_in_use"] else None for start, end in zip(before, after)]
 
 
 # XLA:GPU's library calls that take a workspace: the GEMM rewriter and the cuDNN passes give each such custom call

@@ -1,8 +1,9 @@
 """One gradient step of a workload over N ranks on one host (mirror of implementations.jax.distributed).
 
-One process per rank (implementations.rank_processes), joined by the gloo backend over the loopback interface.
-Each rank holds the workload's own parameters (common.prepare) as the parameters of one module whose forward is
-the workload's forward, and runs it on its part of the batch. Forms (rank_processes.FORMS):
+One process per rank (implementations.rank_processes), joined by the gloo backend over the loopback interface on a
+CPU, or by NCCL with rank r on cuda:r on GPUs. Each rank holds the workload's own parameters (common.prepare) as the
+parameters of one module whose forward is the workload's forward, and runs it on its part of the batch. Forms
+(rank_processes.FORMS):
 
 - "ddp": DistributedDataParallel, which all-reduces the gradients in buckets of `bucket_cap_mb` during backward;
 - "shard_map": the same per-rank program with its collectives written out, dist.all_reduce of every gradient
@@ -35,11 +36,14 @@ from implementations.workloads import Inputs
 
 FORMS = rank_processes.FORMS
 MODES = rank_processes.MODES
-BACKEND = "gloo"
+BACKENDS = rank_processes.BACKENDS["torch"]
 # DistributedDataParallel's own default bucket size.
 DEFAULT_BUCKET_CAP_MB = 25.0
 # Why a compiled step has no CPU peak: the live-storage tracker is a TorchDispatchMode.
 NO_PEAK = "the live-storage tracker is a TorchDispatchMode, under which torch.compile's graphs fall back to eager"
+# The GPU peak: the caching allocator's counters (probe.peak_bytes), which see torch.compile's buffers too.
+GPU_PEAK = rank_processes.gpu_peak_method("torch.cuda.max_memory_allocated after torch.cuda.reset_peak_memory_stats",
+                                          "torch.cuda.memory_allocated")
 # What the first call's compile found cached.
 COLD = "cold: Inductor's FX-graph and AOTAutograd caches in an empty folder per rank and launch"
 # Which call's profile counts the collectives: the one step, or a call of its own after the timed ones.
@@ -52,6 +56,11 @@ _C10D = {
     "reduce_scatter_tensor_coalesced_": "reduce-scatter", "alltoall_": "all-to-all", "alltoall_base_": "all-to-all",
     "broadcast_": "collective-broadcast",
 }
+# The profiler event of each backend's work, named "<prefix><op>", which records the tensors handed to it; NCCL's
+# "nccl:coalesced" closes a coalesced group and is no c10d call of its own.
+_WORK_PREFIX = {"gloo": "gloo:", "nccl": "nccl:"}
+_NOT_A_CALL = ("nccl:coalesced",)
+_REDUCE_SCATTER = {"gloo": " (which runs a reduce-scatter as an all-reduce of its input)"}
 
 
 def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
@@ -62,22 +71,33 @@ def unsupported(form: str, mode: str, variant: str = "plain") -> str | None:
     return None
 
 
+def peak_unmeasured(device: str, mode: str, timed: bool) -> str | None:
+    """Why a step on `device` in `mode` gets no peak, or None where it gets one: a timed eager step on a CPU (the
+    live-storage tracker), every timed step on GPUs (the caching allocator, which sees torch.compile's buffers)."""
+    if device == "cpu" and mode == "compiled":
+        return NO_PEAK
+    return None if timed else "the request timed no step"
+
+
 def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, variant: str = "plain",
                      formulation: str | None = None, bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB,
-                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0) -> DistributedResult:
+                     timeout_s: float = DEFAULT_TIMEOUT_S, warmup: int = 0, repeat: int = 0,
+                     device: str = "cpu") -> DistributedResult:
     """Loss and parameter gradients of one step of `inputs`' workload with its batch split over `ranks` processes,
-    in `form` and `mode` ('eager': the tape; 'compiled': torch.compile of the parallel module), and the record of
-    how it ran: ranks, backend, mesh shape, DDP's bucket size and bucket bytes, the reduction, the collectives of
-    rank 0's step (its profile) with the bytes each handed to gloo, the analytic bytes, and CPU_NOTE.
+    in `form` and `mode` ('eager': the tape; 'compiled': torch.compile of the parallel module), on `device` ('cpu':
+    gloo; 'cuda': NCCL, rank r on cuda:r), and the record of how it ran: ranks, backend, mesh shape, DDP's bucket
+    size and bucket bytes, the reduction, the collectives of rank 0's step (its profile) with the bytes each handed
+    to the backend, the analytic bytes, and CPU_NOTE or GPU_NOTE.
 
     After the first call (its seconds: compile and warm-up), `warmup` untimed calls and `repeat` timed ones, each
-    after a barrier; a step's seconds are the slowest rank's. With either, the profile and the peak (eager only:
-    the live-storage tracker, per rank, the largest kept) are taken in calls of their own after the timed ones.
+    after a barrier and ending in torch.cuda.synchronize on GPUs; a step's seconds are the slowest rank's. With
+    either, the profile and the peak (peak_unmeasured: the live-storage tracker on a CPU, the caching allocator's
+    counters on GPUs, per rank, the largest kept) are taken in calls of their own after the timed ones.
 
     A rank that fails or runs past `timeout_s` ends the step: every rank is killed and rank_processes.RankFailed
     or RankTimeout says which, in one line. A form that does not compose with a mode raises NotImplementedError
     (unsupported)."""
-    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat)
+    rank_processes.check(inputs, form, mode, ranks, variant, warmup, repeat, device)
     formulation_of(inputs.workload, formulation)
     reason = unsupported(form, mode, variant)
     if reason:
@@ -86,7 +106,7 @@ def distributed_step(inputs: Inputs, form: str, mode: str, ranks: int = 2, varia
     envs = [{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "RANK": str(r), "WORLD_SIZE": str(ranks),
              **_loopback()} for r in range(ranks)]
     request = rank_processes.request(inputs, form, mode, ranks, variant, formulation, bucket_cap_mb, timeout_s,
-                                     warmup, repeat)
+                                     warmup, repeat, device)
     return rank_processes.run(__name__, request, envs, [f"torch rank {r} of {ranks}" for r in range(ranks)],
                               timeout_s)
 
@@ -119,15 +139,17 @@ class _Workload(torch.nn.Module):
                                self.formulation)
 
 
-def _collectives(events: list, itemsize: int) -> dict[str, dict[str, int]]:
+def _collectives(events: list, itemsize: int, backend: str = "gloo") -> dict[str, dict[str, int]]:
     """The c10d collectives among the profiler's `events`, by XLA's names, with the bytes of the tensors each one
-    handed to gloo. gloo runs each on a worker thread, whose event records the shapes: the k-th c10d call is the
-    k-th gloo work to start. Every collective of a step moves the step's dtype (gradients, parameters, the loss)."""
+    handed to `backend` (gloo or nccl). Each backend's work has an event of its own that records the shapes (gloo's
+    on its worker thread, NCCL's where it is enqueued): the k-th c10d call is the k-th work to start. Every
+    collective of a step moves the step's dtype (gradients, parameters, the loss)."""
     calls = sorted((e for e in events if e.name.startswith("c10d::") and e.name[6:] in _C10D),
                    key=lambda e: e.time_range.start)
-    works = sorted((e for e in events if e.name.startswith("gloo:")), key=lambda e: e.time_range.start)
+    works = sorted((e for e in events if e.name.startswith(_WORK_PREFIX[backend]) and e.name not in _NOT_A_CALL),
+                   key=lambda e: e.time_range.start)
     if len(calls) != len(works):
-        raise RuntimeError(f"{len(calls)} c10d collectives but {len(works)} gloo works in the step's profile")
+        raise RuntimeError(f"{len(calls)} c10d collectives but {len(works)} {backend} works in the step's profile")
     counts = {kind: {"count": 0, "bytes": 0} for kind in rank_processes.COLLECTIVES}
     for call, work in zip(calls, works):
         kind = counts[_C10D[call.name[6:]]]
@@ -136,14 +158,17 @@ def _collectives(events: list, itemsize: int) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _parallel(model: _Workload, form: str, ranks: int, bucket_cap_mb: float) -> torch.nn.Module:
+def _parallel(model: _Workload, form: str, ranks: int, bucket_cap_mb: float,
+              device: torch.device) -> torch.nn.Module:
     if form == "ddp":
-        return torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+        ids = None if device.type == "cpu" else [device.index]
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=ids, bucket_cap_mb=bucket_cap_mb)
     if form == "fsdp":
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
-        return fully_shard(model, mesh=init_device_mesh("cpu", (ranks,), mesh_dim_names=(rank_processes.MESH_AXIS,)))
+        mesh = init_device_mesh(device.type, (ranks,), mesh_dim_names=(rank_processes.MESH_AXIS,))
+        return fully_shard(model, mesh=mesh)
     return model
 
 
@@ -153,7 +178,7 @@ def _step(run: torch.nn.Module, model: _Workload, form: str, x: torch.Tensor, se
     local.backward()  # DDP's and FSDP's reductions hang on the gradient accumulators that backward() runs
     if form == "shard_map":
         for weight in model.weights:
-            dist.all_reduce(weight.grad)  # gloo has no ReduceOp.AVG: the sum divided by N, as DDP does
+            dist.all_reduce(weight.grad)  # gloo has no ReduceOp.AVG: the sum divided by N (on NCCL too), as DDP does
             weight.grad.div_(ranks)
     loss = local.detach().clone()
     dist.all_reduce(loss)
@@ -175,22 +200,29 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
     import implementations.torch as torch_side
 
     inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
+    backend = BACKENDS[request["device"]]
+    device = torch.device("cpu") if request["device"] == "cpu" else torch.device("cuda", rank)
+    if device.type == "cuda":
+        if torch.cuda.device_count() < ranks:
+            raise RuntimeError(f"{torch.cuda.device_count()} CUDA devices, not the {ranks} that the ranks need")
+        torch.cuda.set_device(device)
     threads = max(1, (os.cpu_count() or 1) // ranks)
     # Every launch compiles cold, as CompileSeconds' cold case: Inductor's on-disk caches in an empty folder of the
     # rank's own, where the default folder would serve every launch after the first.
     cache = tempfile.TemporaryDirectory(prefix="tvt-inductor-")
     torch_side.configure("highest", threads, compile_cache=cache.name)
-    dist.init_process_group(BACKEND, rank=rank, world_size=ranks,
-                            timeout=datetime.timedelta(seconds=request["timeout_s"]))
+    dist.init_process_group(backend, rank=rank, world_size=ranks,
+                            timeout=datetime.timedelta(seconds=request["timeout_s"]),
+                            **({} if device.type == "cpu" else {"device_id": device}))
     try:
         formulation = formulation_of(inputs.workload, request["formulation"])
-        params, data = prepare(inputs, "cpu", formulation)
+        params, data = prepare(inputs, device.type, formulation)
         model = _Workload(params, inputs, request["variant"], formulation)
-        parallel = run = _parallel(model, form, ranks, request["bucket_cap_mb"])
+        parallel = run = _parallel(model, form, ranks, request["bucket_cap_mb"], device)
         if mode == "compiled":
             torch._inductor.config.compile_threads = 1  # no pool of compile workers beside the ranks
             run = torch.compile(parallel, mode=frameworks.torch_compile_mode())
-        x, seed = data["x"].detach().chunk(ranks)[rank], cotangent(inputs).chunk(ranks)[rank]
+        x, seed = data["x"].detach().chunk(ranks)[rank], cotangent(inputs, device.type).chunk(ranks)[rank]
 
         def call() -> torch.Tensor:
             for weight in model.weights:  # every call computes its own gradients, as a training step would
@@ -208,14 +240,16 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
         measured = rank_processes.measures(request)
         loss, first_s, samples = rank_processes.timed_steps(call if measured else profiled, call, request["warmup"],
                                                             request["repeat"], dist.barrier, _synchronised)
-        peak, peak_method = None, f"not measured: {NO_PEAK if mode == 'compiled' else 'the request timed no step'}"
+        unmeasured = peak_unmeasured(request["device"], mode, measured)
+        peak, peak_method = None, f"not measured: {unmeasured}"
         if measured:
             loss = profiled()
-            if mode == "eager":
-                found = probe.peak_bytes(lambda _: call(), x)
-                peak, peak_method = found.bytes, f"{found.method}, the largest rank's"
+        if unmeasured is None:
+            found = probe.peak_bytes(lambda _: call(), x)  # the allocator's counters where x is on a GPU
+            peak = found.bytes
+            peak_method = GPU_PEAK if device.type == "cuda" else f"{found.method}, the largest rank's"
         # the slowest rank's seconds of each timed call, and each rank's peak (outside every timed call)
-        seconds = torch.tensor([first_s, *samples], dtype=torch.float64)
+        seconds = torch.tensor([first_s, *samples], dtype=torch.float64, device=device)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
         peaks: list = [None] * ranks
         dist.all_gather_object(peaks, peak)
@@ -224,21 +258,23 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
         if form == "ddp":  # the reducer's bucket sizes in bytes, as DDP logs them
             buckets = [int(b) for b in str(parallel._get_ddp_logging_data()["bucket_sizes"]).split(",") if b]
         stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
-        record = rank_processes.base_record("torch", request, f"{BACKEND} (loopback, one process per rank)")
+        how = "loopback, one process per rank" if device.type == "cpu" else "one process per rank, rank r on cuda:r"
+        record = rank_processes.base_record("torch", request, f"{backend} ({how})")
         record.update({
             "bucket_cap_mb": request["bucket_cap_mb"] if form == "ddp" else None,
             "ddp_bucket_bytes": buckets,
             "gradient_reduction": "mean over ranks", "local_loss_scale": ranks,
             "parameter_sharding": {name: rank_processes.fsdp_axis(name, stacked) if form == "fsdp" else None
                                    for name in inputs.params},
-            "collectives": _collectives(events, x.element_size()),
+            "collectives": _collectives(events, x.element_size(), backend),
             "collectives_method": f"c10d collectives in rank 0's profile of {PROFILED[measured]}, bytes of the "
-                                  "tensors given to gloo (which runs a reduce-scatter as an all-reduce of its input)",
+                                  f"tensors given to {backend}" + _REDUCE_SCATTER.get(backend, ""),
             # evidence that 'compiled' ran torch.compile's graphs: calls of compiled regions during the step
             "compiled_regions": sum(e.name.startswith("Torch-Compiled Region") for e in events),
             "threads_per_rank": threads,
             "first_call_s": float(seconds[0]), "step_times_s": [float(t) for t in seconds[1:]],
-            "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it",
+            "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it"
+                      + ("" if device.type == "cpu" else ", each ending in torch.cuda.synchronize"),
             "peak_bytes": None if peak is None else max(peaks), "peak_method": peak_method,
             "compile_cache": COLD,
         })

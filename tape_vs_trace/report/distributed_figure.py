@@ -109,7 +109,8 @@ def figure(rows: pd.DataFrame, footer: str, path: Path) -> Figure:
     gaps = [f"{'memory' if c == 'peak_bytes' else 'time'} not drawn for {', '.join(names)} ({why})"
             for c, found in missing.items() for why, names in found.items()]
     gap = "; ".join(gaps)
-    note = "Bars: 95 % interval across launches. " + CPU + (f" {gap[:1].upper()}{gap[1:]}." if gaps else "")
+    caveat = f" {CPU}" if "device" not in rows or (rows.device == "cpu").any() else ""
+    note = "Bars: 95 % interval across launches." + caveat + (f" {gap[:1].upper()}{gap[1:]}." if gaps else "")
     text = textwrap.fill(note, 110) + "\n" + textwrap.fill(footer, 110)
     height = fig.get_figheight()
     fig.text(0.01, 0.05 / height, text, ha="left", va="bottom", fontsize=FONT - 1, color="0.3")
