@@ -146,6 +146,25 @@ def transform_saved_skip(framework: str, transform: str, device: str) -> str | N
     return reason
 
 
+# Devices whose frameworks' memory methods measure one quantity, each by its own counters: on CUDA the allocator's
+# high-water mark of allocated bytes on both sides. A CPU's two differ in kind (live storages, XLA's buffer plan).
+COMPARABLE_MEMORY_DEVICES: tuple[str, ...] = ("cuda",)
+
+
+def same_memory_method(a: str, b: str) -> bool:
+    """Whether peaks recorded with methods `a` and `b` may be divided: the same text, or texts that each begin with
+    a framework's method on a device of COMPARABLE_MEMORY_DEVICES (a distributed row's text goes on to say how its
+    step was isolated). JAX's memory_analysis standing in on CUDA begins with neither, so it matches itself alone."""
+    if a == b:
+        return True
+
+    def allocator(text: str) -> bool:
+        return bool(text) and any(text.startswith(fw.memory_methods[d]) for fw in FRAMEWORKS.values()
+                                  for d in COMPARABLE_MEMORY_DEVICES if d in fw.memory_methods)
+
+    return allocator(a) and allocator(b)
+
+
 def memory_method(framework: str, device: str) -> str:
     """How peak bytes of `framework` are measured on `device` ('cpu' or 'cuda')."""
     return get(framework).memory_methods.get(device, "unknown")

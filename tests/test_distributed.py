@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from implementations import rank_processes, workloads
+from implementations import frameworks, rank_processes, workloads
 from implementations.rank_processes import DistributedResult, RankFailed, RankTimeout
 from tests.helpers import StepResult, grad_fn_result
 
@@ -304,6 +304,9 @@ def test_the_gpu_peak_methods_are_one_text_but_for_each_allocators_counters() ->
     # JAX's mark cannot be reset: the text says whose mark it is
     assert all(words in jax_parts["caveat"] for words in ("high-water mark", "cannot be reset", "fresh per launch"))
     assert "after the timed ones" in rank_processes.GPU_PEAK_METHOD and "per device" in rank_processes.GPU_PEAK_METHOD
+    # and the report may divide them (the same kind of method), but not by a CPU row's or JAX's fallback's
+    assert frameworks.same_memory_method(_module("torch").GPU_PEAK, _module("jax").GPU_PEAK)
+    assert not frameworks.same_memory_method(_module("torch").GPU_PEAK, frameworks.memory_method("jax", "cpu"))
 
 
 @pytest.mark.parametrize(("device", "note"), [("cpu", rank_processes.CPU_NOTE), ("cuda", rank_processes.GPU_NOTE)])

@@ -52,7 +52,7 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
     if metric == "peak_bytes":
         if not _finite(t[metric], j[metric]):
             return stats.Comparison(reason="not measured")
-        if t["peak_method"] != j["peak_method"]:
+        if not frameworks.same_memory_method(t["peak_method"], j["peak_method"]):
             return stats.Comparison(reason="different memory methods")
         if not t[metric]:
             return stats.Comparison(reason="divisor is zero")

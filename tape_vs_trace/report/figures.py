@@ -217,7 +217,8 @@ def _changes(cells: Cells, pillar: str, metric: str, base: str, variants: tuple[
 
 def value_panels(sel: pd.DataFrame) -> list[Panel]:
     """The panels of a values figure, one per metric in registry order: times (and compile times) as dots, memory
-    as bars; a metric whose frameworks' values were measured by different methods gets a panel per method."""
+    as bars; a metric whose frameworks' values were measured by methods that may not be divided gets a panel per
+    method."""
     out = []
     for metric in dict.fromkeys(sel.metric):
         rows = sel[sel.metric == metric]
@@ -228,6 +229,9 @@ def value_panels(sel: pd.DataFrame) -> list[Panel]:
             methods = list(dict.fromkeys(rows.memory_method))
             if methods == [""]:
                 out.append(Panel(rows, metric, False))
+                continue
+            if all(frameworks.same_memory_method(m, methods[0]) for m in methods):  # CUDA's allocator peaks
+                out.append(Panel(rows, metric, False, "", "; ".join(methods)))
                 continue
             for method in methods:
                 sub = rows[rows.memory_method == method]

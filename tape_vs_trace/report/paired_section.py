@@ -57,7 +57,8 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
     if any(t[k] != j[k] for k in ("size", "mode", "point", "device", "workload")) or t["framework"] == j["framework"]:
         return stats.Comparison(reason="not like rows")
     method = {"saved_bytes": "cost_method", "flops": "cost_method", "peak_bytes": "peak_method"}.get(metric)
-    if method and t[method] != j[method]:
+    if method and not (frameworks.same_memory_method(t[method], j[method]) if metric == "peak_bytes"
+                       else t[method] == j[method]):
         return stats.Comparison(reason="different memory methods" if metric != "flops" else "different methods")
     if not finite(t[metric], j[metric]):
         return stats.Comparison(reason="not measured")

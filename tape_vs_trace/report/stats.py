@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from implementations import metrics
+from implementations import frameworks, metrics
 
 CONFIDENCE = 0.95
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
@@ -178,7 +178,7 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
         return Comparison(reason="not like rows")
     if not (a["comparable"] and b["comparable"]):
         return Comparison(reason="counts different things")
-    if a["memory_method"] != b["memory_method"]:
+    if not frameworks.same_memory_method(a["memory_method"], b["memory_method"]):
         return Comparison(reason="different memory methods")
     unlike = metrics.unlike_formulations(a["benchmark"])
     if unlike:

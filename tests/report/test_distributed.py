@@ -107,6 +107,12 @@ def test_the_ratio_rule_refuses_unlike_rows(records) -> None:
     assert distributed_section.across(measured, jc, "peak_bytes").reason == "different memory methods"
     same = jc | {"framework": "torch", "peak_bytes": 4 * MIB}
     assert distributed_section.across(same, jc, "peak_bytes").ratio == 0.5
+    # on GPUs both sides read their allocator's high-water mark: one method, whatever each counter is called
+    gpu_t = tc | {"peak_bytes": 4 * MIB, "peak_method": "torch.cuda.max_memory_allocated after a reset, per device"}
+    gpu_j = jc | {"peak_bytes": 3 * MIB, "peak_method": "jax peak_bytes_in_use minus bytes_in_use, per device"}
+    assert distributed_section.across(gpu_t, gpu_j, "peak_bytes").ratio == 0.75
+    fallback = gpu_j | {"peak_method": "jax compiled.memory_analysis (output+temp-alias); of the sharded executable"}
+    assert distributed_section.across(gpu_t, fallback, "peak_bytes").reason == "different memory methods"
     # the time ratio's interval: Welch's t across launches
     c = distributed_section.across(t, j)
     assert (c.low, c.high) == stats.ratio_interval(distributed_results.launch_medians(j),

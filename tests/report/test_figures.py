@@ -209,6 +209,17 @@ def capture(monkeypatch) -> dict[str, Figure]:
     return figs
 
 
+def test_cuda_allocator_peaks_share_one_panel_naming_both_methods(monkeypatch) -> None:
+    figs = capture(monkeypatch)
+    first, second = frameworks.NAMES
+    rows = frame(*(peak(fw, frameworks.memory_method(fw, "cuda")) for fw in (first, second)))
+    figures.pillar_figure(rows, "recording", "t", "f", "x.png")
+    [panel] = figs["x.png"].axes
+    assert colours(panel) == {first, second} and panel.get_xlabel().startswith("peak memory (MiB")
+    note = panel.get_title(loc="right")
+    assert all(frameworks.memory_method(fw, "cuda") in note for fw in (first, second))
+
+
 def test_pillar_figure_draws_only_the_pillars_rows_in_a_time_and_a_memory_panel(monkeypatch) -> None:
     figs = capture(monkeypatch)
     rows = frame(summary_row("torch", 2e-3, workload="mlp"),

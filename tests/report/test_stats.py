@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from implementations import frameworks
 from tape_vs_trace.report import stats
 from tape_vs_trace.report.stats import Comparison
 from tests.report.helpers import MS, md_table, table_row
@@ -292,6 +293,20 @@ def test_ratio_rule_refuses_unlike_rows(change: dict, reason: str) -> None:
     c = stats.compare(t, j)
     assert c.reason == reason and math.isnan(c.ratio)
     assert stats.compare(t, None).reason == "only one framework ran"
+
+
+def test_cuda_allocator_peaks_are_divided_and_cpu_methods_are_not() -> None:
+    """On CUDA both frameworks read their allocator's high-water mark (one kind of method, two counter names); on a
+    CPU live-storage tracking and XLA's buffer plan are not divided, nor JAX's memory_analysis standing in on CUDA."""
+    cuda = {fw: frameworks.memory_method(fw, "cuda") for fw in frameworks.NAMES}
+    cpu = {fw: frameworks.memory_method(fw, "cpu") for fw in frameworks.NAMES}
+    t, j = like()
+    assert stats.compare(t | {"memory_method": cuda["torch"]}, j | {"memory_method": cuda["jax"]}).ratio == 2.0
+    for a, b in ((cpu["torch"], cpu["jax"]), (cuda["torch"], cpu["jax"]),
+                 (cuda["torch"], "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)"),
+                 (cuda["torch"], "")):
+        c = stats.compare(t | {"memory_method": a}, j | {"memory_method": b})
+        assert c.reason == "different memory methods", (a, b)
 
 
 def test_no_ratio_between_unlike_formulations() -> None:
