@@ -12,6 +12,8 @@ import pytest
 
 from tape_vs_trace import cli
 from tape_vs_trace.distributed_run import FIELDS
+from tape_vs_trace.report import distributed_results
+from tape_vs_trace.report.load import side_files
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "box"
@@ -144,8 +146,11 @@ def test_no_distributed_folder_or_no_readable_file_is_one_line(tmp_path, capsys)
 
 
 def test_committed_distributed_results(capsys) -> None:
-    """The committed file: a like pair of the mlp's ddp eager step at N=2, its values as the CSV holds them."""
-    path = next((ROOT / "results" / "distributed").glob("*.csv"))
+    """The committed file that cite reads (a machine's newest commit): a like pair of the mlp's ddp eager step at
+    N=2, its values as the CSV holds them."""
+    found = distributed_results.newest(side_files(ROOT / "results" / "distributed", "distributed results",
+                                                  distributed_results.read, lambda _: None))
+    path = found[sorted(found)[0]][0]
     with path.open() as f:
         rows = [r for r in csv.DictReader(f) if (r["workload"], r["form"], r["mode"], r["ranks"]) ==
                 ("mlp", "ddp", "eager", "2")]
