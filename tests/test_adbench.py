@@ -117,6 +117,17 @@ def test_compiled_lstm_torch_scan_equals_the_loop_and_jax() -> None:
     _torch_scan_against_loop_and_jax(compile_scan=True)
 
 
+def test_lstm_torch_scan_from_carries_that_require_grad_matches_the_loop(monkeypatch) -> None:
+    """The start a torch without the scan fix gets (scan_drops_closed_over_grads): on any torch, carries that
+    require grad leave the loss and the parameters' gradients those of the Python loop."""
+    monkeypatch.setattr(torch_adbench, "scan_drops_closed_over_grads", lambda: True)
+    scan_value, scan_grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF, unroll=False)
+    loop_value, loop_grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF, unroll=True)
+    assert abs(scan_value - loop_value) < 1e-13
+    np.testing.assert_allclose(scan_grad, loop_grad, rtol=0, atol=1e-13)
+    assert np.abs(scan_grad).max() > 1e-3
+
+
 def test_lstm_torch_scan_refuses_remat() -> None:
     arrays = {k: torch.tensor(v) for k, v in _lstm_case().items()}
     with pytest.raises(ValueError, match="remat_full has no scan form"):
