@@ -297,11 +297,13 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
     assert full["track_saved_bytes"] < plain["track_saved_bytes"], costs
     if workload == "mlp":
         # One checkpointed block: its forward is recomputed while the backward's own buffers are live, so the peak
-        # cannot fall; PyTorch's tape peaks at the same bytes, XLA's plan holds the recomputed hidden layer beside
-        # them (README, remat section).
+        # cannot fall; PyTorch's tape peaks at the same bytes. XLA:CPU's plan holds at most the recomputed
+        # [64, 1024] float32 hidden layer beside them: jax 0.10 all of it, jax 0.11 none (it reuses a buffer).
         assert full["track_peak_bytes"] >= plain["track_peak_bytes"], costs
         if framework == "jax":
-            assert full["track_peak_bytes"] > plain["track_peak_bytes"], costs
+            assert full["track_peak_bytes"] - plain["track_peak_bytes"] in (0, 64 * 1024 * 4), costs
+        else:
+            assert full["track_peak_bytes"] == plain["track_peak_bytes"], costs
     else:
         assert full["track_peak_bytes"] < plain["track_peak_bytes"], costs
     if workload != "lstm":  # matmul flops only, on both sides: the ADBench LSTM's gates are elementwise (0 flops)

@@ -69,15 +69,17 @@ def test_jax_mlp_compiled_step_keeps_the_recompute(variant: str, dots: int) -> N
     assert _jax_dots(grad, *args) == dots
 
 
-def test_jax_mlp_compiled_remat_raises_temp_memory() -> None:
+def test_jax_mlp_compiled_remat_adds_at_most_the_recomputed_activation_to_temp_memory() -> None:
     inputs = workloads.make_inputs("mlp", "64x256x1024")
     temp = {}
     for variant in ("plain", "remat_full"):
         grad, args = jax_steps.grad_fn(inputs, variant)
         temp[variant] = jax.jit(grad).lower(*args).compile().memory_analysis().temp_size_in_bytes
     # One straight-line program has nothing to free between forward and backward: the recomputed [64, 1024]
-    # activation is one more buffer (524,288 -> 786,432 B on XLA:CPU).
-    assert temp["remat_full"] == temp["plain"] + 64 * 1024 * 4
+    # activation is one more buffer in jax 0.10's XLA:CPU plan (524,288 -> 786,432 B), none in jax 0.11's, which
+    # reuses one (524,288 B both).
+    assert temp["plain"] > 0
+    assert temp["remat_full"] - temp["plain"] in (0, 64 * 1024 * 4)
 
 
 def test_jax_transformer_scan_keeps_the_whole_recompute() -> None:
