@@ -34,6 +34,7 @@ NOT_RUN = {
     "make": "every target sets up .venv and runs for minutes (bench: the suite); `make -n` checks target and variables",
     "scripts/gpu_bench.sh": "needs an NVIDIA GPU",
     "scripts/setup_offline.sh": "builds .venv from an interpreter that has torch and jax",
+    "scripts/test_stack.sh": "builds a venv of about 5 GB with other framework versions, then runs the tests",
     "asv": "builds a virtualenv per framework release, then runs benchmarks: minutes",
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
     "tape-vs-trace calibrate": "measures this host for about 10 s",
