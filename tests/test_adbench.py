@@ -118,14 +118,27 @@ def test_compiled_lstm_torch_scan_equals_the_loop_and_jax() -> None:
 
 
 def test_lstm_torch_scan_from_carries_that_require_grad_matches_the_loop(monkeypatch) -> None:
-    """The start a torch without the scan fix gets (scan_drops_closed_over_grads): on any torch, carries that
-    require grad leave the loss and the parameters' gradients those of the Python loop."""
-    monkeypatch.setattr(torch_adbench, "scan_drops_closed_over_grads", lambda: True)
+    """The start a torch without the scan fix gets (SCAN_NEEDS_GRAD_CARRIES): on any torch, carries that require
+    grad leave the loss and the parameters' gradients those of the Python loop."""
+    monkeypatch.setattr(torch_adbench, "SCAN_NEEDS_GRAD_CARRIES", True)
     scan_value, scan_grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF, unroll=False)
     loop_value, loop_grad = _torch_value_and_grad(torch_adbench.lstm_objective, LSTM, LSTM_DIFF, unroll=True)
     assert abs(scan_value - loop_value) < 1e-13
     np.testing.assert_allclose(scan_grad, loop_grad, rtol=0, atol=1e-13)
     assert np.abs(scan_grad).max() > 1e-3
+
+
+def test_the_scan_workaround_is_on_where_scan_drops_closed_over_gradients() -> None:
+    """SCAN_NEEDS_GRAD_CARRIES against the installed torch's scan: a two-step recurrence closed over `a`, its initial
+    carry not requiring grad, whose gradient d/da of a * (a * 1 + 1) + 1 at a = 0.5 is 2 (pytorch/pytorch#184528:
+    torch 2.11 gets it wrong, 2.13 right). Red where the version bound is wrong either way."""
+    from torch._higher_order_ops.scan import scan
+
+    a = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    final, _ = scan(lambda carry, x: ((a * carry + x).clone(), ()), torch.ones((), dtype=torch.float64),
+                    torch.ones(2, dtype=torch.float64))
+    (grad,) = torch.autograd.grad(final, a)
+    assert torch_adbench.SCAN_NEEDS_GRAD_CARRIES == (abs(float(grad) - 2.0) > 1e-12), (torch.__version__, float(grad))
 
 
 def test_lstm_torch_scan_refuses_remat() -> None:

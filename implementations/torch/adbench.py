@@ -6,14 +6,17 @@ torch.autograd.grad.
 
 from __future__ import annotations
 
-import functools
-
 import torch
-import torch._dynamo
 import torch.utils._pytree
 from torch.utils.checkpoint import checkpoint
 
 from implementations.workloads import gmm_constant, lower_triangle_indices
+
+# torch before 2.13 loses the gradients of tensors a scan body closes over when no initial carry requires grad
+# (pytorch/pytorch#184528; seen in 2.11): then _lstm_scan starts from carries that require grad, whose own gradients
+# go unused. A plain constant, so that a compiled caller reads it without a graph break; tests/test_adbench.py
+# checks it against the installed torch's scan.
+SCAN_NEEDS_GRAD_CARRIES = torch.__version__ < "2.13"
 
 
 class LogSumExp(torch.autograd.Function):
@@ -114,23 +117,7 @@ def _lstm_scan(main_params, extra_params, hidden, cell, sequence) -> torch.Tenso
         return ([h.clone() for h in hidden], [c.clone() for c in cell], (total + term).clone()), ()
 
     carry = ([h.clone() for h in hidden], [c.clone() for c in cell], sequence.new_zeros(()))
-    if scan_drops_closed_over_grads():
+    if SCAN_NEEDS_GRAD_CARRIES:
         carry = torch.utils._pytree.tree_map(lambda t: t if t.requires_grad else t.detach().requires_grad_(), carry)
     (_, _, total), _ = scan(body, carry, torch.stack((sequence[:-1], sequence[1:]), 1))
     return total
-
-
-@torch._dynamo.assume_constant_result  # a property of the installed torch: a constant to a compiled caller
-@functools.cache
-def scan_drops_closed_over_grads() -> bool:
-    """Whether this torch's scan loses gradients of closed-over tensors when no initial carry requires grad
-    (pytorch/pytorch#184528: torch 2.11 does, 2.13 does not). Then `_lstm_scan` starts from carries that require
-    grad, the condition under which such a scan differentiates correctly; their own gradients are not used.
-    Found from a two-step recurrence whose gradient is known: d/da of a * (a * 1 + 1) + 1 at a = 0.5 is 2."""
-    from torch._higher_order_ops.scan import scan
-
-    a = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
-    final, _ = scan(lambda carry, x: ((a * carry + x).clone(), ()), torch.ones((), dtype=torch.float64),
-                    torch.ones(2, dtype=torch.float64))
-    (grad,) = torch.autograd.grad(final, a)
-    return abs(float(grad) - 2.0) > 1e-12
