@@ -424,6 +424,10 @@ def test_jax_scan_and_loop_agree(variant: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", [0.0, 0.5])
+# torch 2.11's Inductor hands the float64 CPU flash-attention backward a float32 buffer under a memory budget and
+# raises; its float32 budget steps match eager's (1e-6). strict: red once the version bound is wrong.
+@pytest.mark.xfail(torch.__version__ < "2.13", raises=RuntimeError, strict=True,
+                   reason="torch before 2.13: expected scalar type Double but found Float")
 def test_a_budget_changes_what_is_recomputed_not_the_result(budget: float) -> None:
     # The budget points of the curve are timed as the same step: a partition that recomputed the wrong values would
     # change the loss or the gradients. float64, so any difference beyond reassociation shows.
