@@ -282,6 +282,12 @@ def test_asv_check_passes() -> None:
     assert "error" not in (result.stdout + result.stderr).lower()
 
 
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string such as '0.10.2'."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 @pytest.mark.parametrize(("workload", "size"), [("mlp", "64x256x1024"), ("lstm", "l2-c128-b14")])
 def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> None:
@@ -297,11 +303,14 @@ def test_remat_recomputes_for_real(framework: str, workload: str, size: str) -> 
     assert full["track_saved_bytes"] < plain["track_saved_bytes"], costs
     if workload == "mlp":
         # One checkpointed block: its forward is recomputed while the backward's own buffers are live, so the peak
-        # cannot fall; PyTorch's tape peaks at the same bytes. XLA:CPU's plan holds at most the recomputed
-        # [64, 1024] float32 hidden layer beside them: jax 0.10 all of it, jax 0.11 none (it reuses a buffer).
+        # cannot fall; PyTorch's tape peaks at the same bytes. jax 0.10's XLA:CPU plan holds the recomputed
+        # [64, 1024] float32 hidden layer beside them, jax 0.11's reuses a buffer for it.
         assert full["track_peak_bytes"] >= plain["track_peak_bytes"], costs
         if framework == "jax":
-            assert full["track_peak_bytes"] - plain["track_peak_bytes"] in (0, 64 * 1024 * 4), costs
+            import jax
+
+            recomputed = 64 * 1024 * 4 if _release(jax.__version__) < (0, 11) else 0
+            assert full["track_peak_bytes"] - plain["track_peak_bytes"] == recomputed, costs
         else:
             assert full["track_peak_bytes"] == plain["track_peak_bytes"], costs
     else:
