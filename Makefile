@@ -45,24 +45,30 @@ test: $(STAMP) lint
 test-all: $(STAMP) lint
 	$(PY) -m pytest -q
 
-# The main job: the whole asv suite on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
+# The main job: the asv suite (its PROFILE) on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
 # results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve divided from
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
-# RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round,
-# ROUNDS of them per timed combination; a cold compile keeps its own 3) or `asv` (asv run, one process per
-# combination and round: the reference path, full isolation, several times slower; its rounds are each benchmark's).
-# Five rounds: the processes a 95 % interval needs to be narrow (Student's t with 4 degrees of freedom), at two
-# start-ups a round.
+# PROFILE picks what the worker runner measures (tape_vs_trace/profiles.py): `cited` (the default on CPU machines:
+# the rows the report cites first and every count, 12 rounds, each round after the third started only while the
+# runner's 480 s budget has room for it: about 8 minutes in all) or `full` (the default on CUDA machines: every
+# benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
+# RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round;
+# ROUNDS overrides the profile's rounds, a cold compile keeps its own 3) or `asv` (asv run, one process per
+# combination and round: the reference path, full isolation, several times slower; its rounds are each benchmark's,
+# and it runs what ASV_ARGS selects, the whole suite without it, whatever the profile).
 # A failed benchmark is recorded as failed and the run goes on; bench then exits with the runner's status.
-# ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar).
+# ASV_ARGS passes options on to the runner (e.g. ASV_ARGS='-b remat' for one pillar, which replaces the profile's
+# selection).
+PROFILE ?= $(if $(filter cuda,$(DEVICE)),full,cited)
 RUNNER ?= worker
-ROUNDS ?= 5
+ROUNDS ?=
 # Then the distributed steps (tape-vs-trace distributed: every form, mode and N of the grid, the ranks on the GPUs
 # where there are at least 2, else on the CPU), the longest part on a 2-core host; DISTRIBUTED=0 leaves them out,
 # DISTRIBUTED_ARGS passes options (e.g. --ranks 1,2,4).
-# Off by default on a CUDA machine with fewer than 2 GPUs (nvidia-smi -L): its ranks would run on the host's CPU.
+# Off by default on a CUDA machine with fewer than 2 GPUs (nvidia-smi -L): its ranks would run on the host's CPU;
+# on a CPU machine on in the full profile only (the steps take most of its hour).
 GPU_COUNT = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),$(if $(filter-out 0 1,$(GPU_COUNT)),1,0),1)
+DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),$(if $(filter-out 0 1,$(GPU_COUNT)),1,0),$(if $(filter full,$(PROFILE)),1,0))
 DISTRIBUTED_ARGS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
@@ -77,7 +83,7 @@ REPORT_NOTE := rewriting README.md's results block (between its report markers) 
 bench: $(STAMP)
 	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
 		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
-	@if [ "$(DEVICE)" = cuda ]; then $(PY) scripts/gpu_chunks.py estimate --summary --runner $(RUNNER) \
+	@if [ "$(DEVICE)" = cuda ] && [ "$(PROFILE)" = full ]; then $(PY) scripts/gpu_chunks.py estimate --summary --runner $(RUNNER) \
 		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
@@ -86,7 +92,7 @@ bench: $(STAMP)
 		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr,\
-		$(VENV)/bin/tape-vs-trace run --machine $$machine --rounds $(ROUNDS)) \
+		$(VENV)/bin/tape-vs-trace run --machine $$machine --profile $(PROFILE) $(if $(ROUNDS),--rounds $(ROUNDS))) \
 		$(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations.frameworks import DEVICES
-from tape_vs_trace import distributed_run, host_check, machine
+from tape_vs_trace import distributed_run, host_check, machine, profiles
 from tape_vs_trace.progress import Progress
 
 PLUMBING = "(plumbing for make bench)"
@@ -107,7 +107,15 @@ def _paired(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from tape_vs_trace import suite_runner
 
-    done = suite_runner.run(args.results, args.bench, args.rounds, args.machine, timeout=args.worker_timeout)
+    chosen = profiles.get(args.profile) if args.profile else None
+    bench = args.bench or (list(chosen.bench) if chosen else None) or None
+    rounds = args.rounds if args.rounds is not None else chosen.rounds if chosen else None
+    budget = args.budget if args.budget is not None else chosen.budget_s if chosen else None
+    if chosen:
+        print(f"[run] profile {chosen.name}: {chosen.summary if not args.bench else 'the -b selection'}, "
+              f"{rounds} rounds" + (f", within a {budget:.0f} s budget" if budget else ""), flush=True)
+    done = suite_runner.run(args.results, bench, rounds, args.machine, timeout=args.worker_timeout, budget=budget,
+                            profile=chosen.name if chosen and not args.bench else None)
     print(f"wrote {done.path}")
     return 2 if done.failed else 0  # as asv run: failed benchmarks are recorded, and the status says so
 
@@ -202,13 +210,24 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("--results", type=Path, default=Path("results"),
                             help="asv results folder (default: results)"),
                        _arg("-b", "--bench", action="append", default=None,
-                            help="regex of the benchmarks to run, as asv run -b (repeatable; default: all)"),
+                            help="regex of the benchmarks to run, as asv run -b (repeatable; default: the profile's, "
+                                 "else all)"),
                        _arg("--rounds", type=int, default=None,
-                            help="processes per timed combination (default: each benchmark's own rounds)"),
+                            help="processes per timed combination (default: the profile's, else each benchmark's "
+                                 "own rounds)"),
+                       _arg("--profile", default=None,
+                            help="what to run: " + "; ".join(
+                                f"{p.name} ({p.summary}, {p.rounds} rounds"
+                                + (f" within {p.budget_s:.0f} s)" if p.budget_s else ")")
+                                for p in profiles.PROFILES.values())
+                                 + "; -b, --rounds and --budget override its parts"),
+                       _arg("--budget", type=float, default=None,
+                            help="seconds for the whole run: a round after the third starts only while it is "
+                                 "expected to end within them (default: the profile's, else none)"),
                        _arg("--machine", default=None, help="machine name (default: tape-vs-trace machine's)"),
                        _arg("--worker-timeout", type=float, default=3600.0,
                             help="seconds one worker process may take before it is stopped (default 3600)")),
-            errors=("tape_vs_trace.suite_runner:RunError",)),
+            errors=("tape_vs_trace.suite_runner:RunError", "tape_vs_trace.profiles:ProfileError")),
     Command("publish", "asv's dashboard, working offline", _publish,
             description="Run asv publish and point every page's CDN scripts and stylesheets at copies shipped in the "
                         "output folder, so the dashboard works without internet.",

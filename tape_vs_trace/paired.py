@@ -111,6 +111,9 @@ def processes(chosen: list[Experiment], data: dict, benchmarks: dict, device: st
             meta = benchmarks.get(name)
             if meta is None:
                 raise PairedError(f"{e.name}: benchmarks.json has no {name}")
+            if name not in data.get("results", {}):
+                raise PairedError(f"{e.name}: {name} was not run for this commit (not in the run's profile or "
+                                  "selection)")
             if runner_of.get(name) != "worker":
                 raise PairedError(f"{e.name}: {name} was measured by {runner_of.get(name, 'another runner')}, not "
                                   "tape-vs-trace run, so its points were not timed in turn in one process")

@@ -37,6 +37,7 @@ from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
 
 RUNNER = "worker"
 WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped and its tasks recorded as failed
+MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
 
 
 class RunError(Exception):
@@ -311,14 +312,31 @@ def write_benchmarks_json(benchmarks: list[dict[str, Any]], results_dir: Path) -
     util.write_json(str(results_dir / "benchmarks.json"), {b["name"]: b for b in benchmarks}, 2)
 
 
+def next_round_fits(r: int, elapsed: float, walls: list[float], budget: float | None) -> tuple[bool, float]:
+    """Whether round `r` (0-based) starts, `elapsed` seconds into a run whose rounds so far took `walls`, and the
+    seconds it is expected to take: the slowest round since the first (whose cold compiles and shared counts
+    later rounds do not repeat), the first where only it ran. Without a budget every round starts; with one the
+    first MIN_ROUNDS always do (an interval needs processes), the others only while they fit."""
+    expected = max(walls[1:] or walls or [0.0])
+    if budget is None or r < MIN_ROUNDS:
+        return True, expected
+    return elapsed + expected <= budget, expected
+
+
 def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None = None, machine_name: str | None = None,
-        log: Callable[[str], None] = print, timeout: float = WORKER_TIMEOUT_S) -> Finished:
+        log: Callable[[str], None] = print, timeout: float = WORKER_TIMEOUT_S, budget: float | None = None,
+        profile: str | None = None) -> Finished:
     """Measure the selected benchmarks (every one without `regexes`) in worker rounds, saving the asv result file
-    of HEAD for this machine after every round; returns its path and the combinations that failed."""
+    of HEAD for this machine after every round; returns its path and the combinations that failed. With `budget`
+    (seconds from the start, set-up included), a round after the first MIN_ROUNDS starts only while it is expected
+    to end within it; `profile` names the selection in the result file."""
     from tape_vs_trace import machine
 
     if rounds is not None and rounds < 1:
         raise RunError(f"--rounds must be at least 1, not {rounds}")
+    if budget is not None and not budget > 0:
+        raise RunError(f"--budget must be a positive number of seconds, not {budget}")
+    t0 = time.perf_counter()  # the budget and the wall time count from here: discovery and set-up included
     fields = machine.record()
     if machine_name and machine_name != fields["machine"]:
         fields = {**fields, "machine": machine_name}
@@ -338,14 +356,24 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     started = datetime.datetime.now(datetime.UTC)
     outcomes: dict[str, Outcome] = {}
     durations: dict[str, float] = {}
-    runs: dict[str, Any] = {"rounds": 0, "processes": 0, "graphs": {}, "wall_s": 0.0, "per_process": []}
     total_rounds = max(t.rounds for t in chosen)
-    t0 = time.perf_counter()
+    runs: dict[str, Any] = {"profile": profile, "selection": list(regexes or []), "budget_s": budget,
+                            "rounds_planned": total_rounds, "rounds": 0, "stopped": None, "processes": 0,
+                            "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": []}
     path = folder
     with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
         scratch = Path(tmp)
         caches = _setup_caches(chosen, benchmarks, scratch, outcomes, log)
         for r in range(total_rounds):
+            fits, expected = next_round_fits(r, time.perf_counter() - t0, runs["round_wall_s"], budget)
+            if not fits:
+                runs["stopped"] = (f"round {r + 1} of {total_rounds} not started: about {expected:.0f} s, "
+                                   f"{budget - (time.perf_counter() - t0):.0f} s of the {budget:.0f} s budget left")
+                log(f"[run] {runs['stopped']}")
+                results = to_results(benchmarks, outcomes, chosen, fields, python, commit, date, started, durations)
+                path = save(results, folder / fields["machine"], runs)  # the file records why the run stopped
+                break
+            round_started = time.perf_counter()
             plans = round_plans(chosen, r)
             log(f"[run] round {r + 1}/{total_rounds}: {len(plans)} processes, "
                 f"{sum(len(b) for _, b in plans)} combinations, {time.perf_counter() - t0:.0f} s so far")
@@ -370,6 +398,8 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                                             "outside_combinations_s": round(startup, 2)})
             runs["rounds"] = r + 1
             runs["wall_s"] = round(time.perf_counter() - t0, 1)
+            # the first round's wall from the start: it pays discovery and the shared counts, later rounds do not
+            runs["round_wall_s"].append(round(time.perf_counter() - (t0 if r == 0 else round_started), 1))
             results = to_results(benchmarks, outcomes, chosen, fields, python, commit, date, started, durations)
             path = save(results, folder / fields["machine"], runs)
             log(f"[run] round {r + 1}/{total_rounds} saved to {path}")

@@ -258,13 +258,25 @@ def _bench_recipe(*assignments: str, device: str = "cpu", env: dict[str, str] | 
     return done.stdout
 
 
+def test_make_bench_on_cpu_runs_the_cited_profile_without_the_distributed_steps_unless_asked() -> None:
+    recipe = _bench_recipe()
+    assert "tape-vs-trace run --machine" in recipe and "--profile cited" in recipe and "--rounds" not in recipe
+    assert "tape-vs-trace distributed" not in recipe and "skipped the distributed steps" in recipe
+    assert "--profile cited --rounds 7" in _bench_recipe("ROUNDS=7")
+    assert "tape-vs-trace distributed --out results/distributed" in _bench_recipe("DISTRIBUTED=1")
+
+
+def test_make_bench_on_a_cuda_machine_runs_the_full_profile(tmp_path: Path) -> None:
+    assert "--profile full" in _bench_recipe(device="cuda", env=_fake_nvidia_smi(tmp_path, 1))
+
+
 def test_make_bench_runs_the_distributed_steps_before_the_report_unless_told_not_to() -> None:
-    recipe = _bench_recipe("DISTRIBUTED_ARGS=--ranks 1,2,4")
+    recipe = _bench_recipe("PROFILE=full", "DISTRIBUTED_ARGS=--ranks 1,2,4")
     divide, steps, report = (recipe.index(s) for s in
                              ("paired --results results", "tape-vs-trace distributed --out results/distributed "
                               "--ranks 1,2,4", "tape-vs-trace report"))
     assert divide < steps < report
-    skipped = _bench_recipe("DISTRIBUTED=0")
+    skipped = _bench_recipe("PROFILE=full", "DISTRIBUTED=0")
     assert "tape-vs-trace distributed" not in skipped and "skipped the distributed steps" in skipped
 
 

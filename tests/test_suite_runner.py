@@ -94,6 +94,99 @@ def test_selection_follows_asvs_regex_rule(suite) -> None:
     assert chosen.framework == "jax"
 
 
+# --- the budget and the profiles ----------------------------------------------------------------------------------
+
+
+def test_a_budget_never_cuts_the_first_rounds_and_expects_the_slowest_round_since_the_first() -> None:
+    fits = suite_runner.next_round_fits
+    assert fits(2, 1e6, [900.0, 10.0], 100.0) == (True, 10.0)  # the first MIN_ROUNDS always run
+    assert fits(3, 70.0, [200.0, 20.0, 30.0], 100.0) == (True, 30.0)  # 70 + 30 fits; the cold first round ignored
+    assert fits(3, 71.0, [200.0, 20.0, 30.0], 100.0) == (False, 30.0)
+    assert fits(5, 1e6, [1.0, 1.0, 1.0], None)[0]  # no budget: every round
+    assert fits(0, 0.0, [], 100.0) == (True, 0.0)
+
+
+def _fake_clock(monkeypatch, seconds_per_round: float) -> None:
+    """perf_counter advanced only by the faked rounds: each worker process of a round costs its share."""
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return now[0]
+
+    def fake(batch, framework, caches, scratch, label, log, timeout):
+        now[0] += seconds_per_round / 2  # two processes a round: torch, jax
+        return {t.id: {"samples": [0.01] * t.repeat, "number": 1} for t in batch} | {"graphs": {}}
+
+    monkeypatch.setattr(suite_runner, "time", Clock)
+    monkeypatch.setattr(suite_runner, "measure_round", fake)
+    monkeypatch.setattr(suite_runner, "_setup_caches", lambda *a: {})
+    monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
+
+
+def test_a_budget_stops_the_run_before_the_round_that_would_not_fit_and_says_so(monkeypatch, tmp_path: Path) -> None:
+    _fake_clock(monkeypatch, seconds_per_round=10.0)
+    lines: list[str] = []
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=12, log=lines.append, budget=55.0,
+                            profile="cited")
+    record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
+    assert record["rounds"] == 5 and record["rounds_planned"] == 12  # 5 x 10 s end at 50 s; a sixth would end at 60
+    assert record["round_wall_s"] == [10.0] * 5
+    assert record["stopped"] == "round 6 of 12 not started: about 10 s, 5 s of the 55 s budget left"
+    assert record["profile"] == "cited" and record["budget_s"] == 55.0
+    assert any(line == f"[run] {record['stopped']}" for line in lines)
+    samples = json.loads(done.path.read_text())["results"]["recording.GradStep_mlp.time_step"]
+    assert all(len(s) == 5 * 5 for s in samples[json.loads(done.path.read_text())["result_columns"].index("samples")])
+
+
+def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) -> None:
+    _fake_clock(monkeypatch, seconds_per_round=1000.0)
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=4, log=lambda _: None)
+    record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
+    assert record["rounds"] == 4 and record["stopped"] is None and record["profile"] is None
+
+
+@pytest.mark.parametrize("budget", [0.0, -5.0, float("nan")])
+def test_a_budget_that_is_not_a_positive_number_is_refused(tmp_path: Path, budget: float) -> None:
+    with pytest.raises(suite_runner.RunError, match="--budget must be a positive number"):
+        suite_runner.run(tmp_path, None, budget=budget, log=lambda _: None)
+
+
+def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_leaves_the_rest(suite) -> None:
+    from tape_vs_trace import profiles
+
+    benchmarks, _ = suite
+    cited = profiles.get("cited")
+    for regex in cited.bench:  # every regex of the profile selects something on this grid
+        assert suite_runner.select(benchmarks, [regex]), regex
+    chosen = suite_runner.tasks(benchmarks, suite_runner.select(benchmarks, list(cited.bench)), cited.rounds)
+    names = {t.name for t in chosen}
+    by_name = {b["name"]: b for b in benchmarks}
+    # the headline's two measures, whole: every gradient step and every saved-bytes count
+    assert {n for n in by_name if n.startswith("recording.GradStep_")} <= names
+    assert {n for n in by_name if n.startswith("recording.GraphCost_") and n.endswith("track_saved_bytes")} <= names
+    assert {n for n in by_name if ".track_" in n} <= names  # every count: one shared process counts them all anyway
+    assert not any(n.endswith("time_compile_seconds") or n.startswith("transforms.TransformStep") for n in names)
+    modes = {t.name: set() for t in chosen}
+    import itertools
+
+    for t in chosen:
+        params = dict(zip(by_name[t.name]["param_names"], list(itertools.product(*by_name[t.name]["params"]))[t.index]))
+        modes[t.name].add(params.get("mode"))
+    assert modes["recording.GradStep_mlp.time_step"] == {"'eager'", "'compiled'"}
+    assert modes["remat.RematCurve_transformer.time_step"] == {"'eager'"}
+    assert modes["custom_backward.CustomStep_swiglu.time_step"] == {"'eager'"}
+    assert {t.rounds for t in chosen if t.kind == "time"} == {cited.rounds}
+
+
+def test_an_unknown_profile_is_one_line_naming_the_valid_ones() -> None:
+    from tape_vs_trace import profiles
+
+    with pytest.raises(profiles.ProfileError, match=r"^unknown profile 'quick'; valid choices: cited, full$"):
+        profiles.get("quick")
+
+
 # --- a crashing worker ---------------------------------------------------------------------------------------------
 
 

@@ -346,6 +346,11 @@ def _runner_lines(details: dict) -> list[str]:
                      for r, n in counts.items())
     runs = details.get("worker_runs") or {}
     if runs:
-        text += (f"; tape-vs-trace run: {runs.get('rounds', '?')} rounds, {runs.get('processes', '?')} worker "
+        profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
+        planned = runs.get("rounds_planned")
+        rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
+        text += (f"; tape-vs-trace run: {profile}{rounds} rounds, {runs.get('processes', '?')} worker "
                  f"processes, {runs.get('wall_s', '?')} s")
+        if runs.get("stopped"):
+            text += f" ({runs['stopped']})"
     return [f"| runner | {text} |"]

@@ -248,3 +248,14 @@ def test_the_runner_record_is_one_readable_line() -> None:
         "| runner | 1 benchmark(s) by asv run, 2 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 5 rounds, 16 "
         "worker processes, 499.2 s |"]
     assert markdown._runner_lines({}) == []
+
+
+def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds() -> None:
+    from tape_vs_trace.report import markdown
+
+    details = {"runner_of": {"a.B.time_step": "worker"},
+               "worker_runs": {"profile": "cited", "rounds": 9, "rounds_planned": 12, "processes": 18, "wall_s": 470.0,
+                               "stopped": "round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left"}}
+    assert markdown._runner_lines(details) == [
+        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: profile cited, 9 of 12 rounds, 18 worker "
+        "processes, 470.0 s (round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left) |"]
