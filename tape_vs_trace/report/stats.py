@@ -57,8 +57,11 @@ def median_interval(per_process: list[float]) -> tuple[float, float]:
     logs = np.log(np.asarray(per_process, dtype=float))
     if len(logs) < 2 or not np.all(np.isfinite(logs)):
         return math.nan, math.nan
-    low, high = sps.t.interval(CONFIDENCE, len(logs) - 1, loc=logs.mean(), scale=sps.sem(logs))
-    return (float(np.exp(low)), float(np.exp(high))) if math.isfinite(low) else (float(np.exp(logs.mean())),) * 2
+    sem = sps.sem(logs)
+    if not sem > 0:  # equal values (a baseline's paired ratio to itself): the point, without scipy's 0 x inf warning
+        return (float(np.exp(logs.mean())),) * 2
+    low, high = sps.t.interval(CONFIDENCE, len(logs) - 1, loc=logs.mean(), scale=sem)
+    return float(np.exp(low)), float(np.exp(high))
 
 
 def ratio_interval(numerator: list[float], denominator: list[float]) -> tuple[float, float]:
