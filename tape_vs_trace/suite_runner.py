@@ -53,6 +53,7 @@ class Task:
     rounds: int
     repeat: int
     fresh: bool  # a process of its own
+    compiled: bool = False  # mode 'compiled': shares its round's process with the other compiled combinations only
 
     @property
     def id(self) -> str:
@@ -127,16 +128,18 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
         bench = by_name[name]
         combos = list(itertools.product(*bench["params"])) if bench["params"] else [()]
         where = bench["param_names"].index("framework") if "framework" in bench.get("param_names", []) else None
+        mode_at = bench["param_names"].index("mode") if "mode" in bench.get("param_names", []) else None
         fresh = bool(_class_attr(name, "fresh_process", False))
         for i in indices:
             framework = combos[i][where].strip("'\"") if where is not None else "torch"
+            compiled = mode_at is not None and combos[i][mode_at].strip("'\"") == "compiled"
             timed = bench["type"] == "time"
             own = int(bench.get("rounds", 1))
             # `rounds` buys processes where they are cheap (a round costs one start-up per framework); a combination
             # that needs a fresh process (a cold compile) keeps its own count.
             found.append(Task(name, i, framework, "time" if timed else "track",
                               (own if fresh or not rounds else rounds) if timed else 1,
-                              int(bench.get("repeat") or 1) if timed else 1, fresh))
+                              int(bench.get("repeat") or 1) if timed else 1, fresh, compiled))
     return found
 
 
@@ -150,19 +153,21 @@ def rotated(items: list, r: int) -> list:
 
 def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
     """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
-    that share one, its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
-    task."""
+    that share one and are not compiled, one for the compiled ones (their order alternating too), each with its
+    benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh task. Compiled programs
+    resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md)."""
     frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
     if r % 2:
         frameworks.reverse()
     plans = []
     for framework in frameworks:
         due = [t for t in all_tasks if t.framework == framework and t.rounds > r]
-        shared = [t for t in due if not t.fresh]
-        names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
-        ordered = [t for n in names for t in rotated([t for t in shared if t.name == n], r)]
-        if ordered:
-            plans.append((framework, ordered))
+        for compiled in (True, False) if r % 2 else (False, True):
+            shared = [t for t in due if not t.fresh and t.compiled == compiled]
+            names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
+            ordered = [t for n in names for t in rotated([t for t in shared if t.name == n], r)]
+            if ordered:
+                plans.append((framework, ordered))
         plans += [(framework, [t]) for t in due if t.fresh]
     return plans
 

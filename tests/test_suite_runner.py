@@ -51,6 +51,29 @@ def test_frameworks_alternate_and_fresh_combinations_get_a_process_each() -> Non
     assert [f for f, _ in suite_runner.round_plans(chosen, 1)][0] == "jax"
 
 
+def test_compiled_combinations_share_a_process_of_their_own_in_every_round() -> None:
+    chosen = [_task("m.A.time_step", 0, "torch"), Task("m.A.time_step", 1, "torch", "time", 3, 5, False, True),
+              _task("m.A.time_step", 2, "jax"), Task("m.A.time_step", 3, "jax", "time", 3, 5, False, True)]
+    first = [(f, [t.id for t in b]) for f, b in suite_runner.round_plans(chosen, 0)]
+    assert first == [("torch", ["m.A.time_step-0"]), ("torch", ["m.A.time_step-1"]),
+                     ("jax", ["m.A.time_step-2"]), ("jax", ["m.A.time_step-3"])]
+    second = [(f, [t.id for t in b]) for f, b in suite_runner.round_plans(chosen, 1)]
+    assert second == [("jax", ["m.A.time_step-3"]), ("jax", ["m.A.time_step-2"]),
+                      ("torch", ["m.A.time_step-1"]), ("torch", ["m.A.time_step-0"])]
+
+
+def test_the_suite_marks_exactly_the_compiled_mode_combinations_compiled(suite) -> None:
+    import itertools
+
+    benchmarks, chosen = suite
+    by_name = {b["name"]: b for b in benchmarks}
+    for t in chosen:
+        names = by_name[t.name]["param_names"]
+        params = dict(zip(names, list(itertools.product(*by_name[t.name]["params"]))[t.index]))
+        assert t.compiled == (params.get("mode") == "'compiled'"), t.id
+    assert any(t.compiled for t in chosen) and any(not t.compiled and t.kind == "time" for t in chosen)
+
+
 def test_a_combination_runs_in_as_many_rounds_as_it_asks_and_counts_once() -> None:
     chosen = [_task("m.A.time_step", 0, rounds=5), _task("m.B.time_step", 0, rounds=3),
               _task("m.C.track_bytes", 0, rounds=1, kind="track")]
@@ -106,8 +129,8 @@ def test_a_budget_never_cuts_the_first_rounds_and_expects_the_slowest_round_sinc
     assert fits(0, 0.0, [], 100.0) == (True, 0.0)
 
 
-def _fake_clock(monkeypatch, seconds_per_round: float) -> None:
-    """perf_counter advanced only by the faked rounds: each worker process of a round costs its share."""
+def _fake_clock(monkeypatch, seconds_per_process: float) -> None:
+    """perf_counter advanced only by the faked worker processes, each costing `seconds_per_process`."""
     now = [0.0]
 
     class Clock:
@@ -116,7 +139,7 @@ def _fake_clock(monkeypatch, seconds_per_round: float) -> None:
             return now[0]
 
     def fake(batch, framework, caches, scratch, label, log, timeout):
-        now[0] += seconds_per_round / 2  # two processes a round: torch, jax
+        now[0] += seconds_per_process
         return {t.id: {"samples": [0.01] * t.repeat, "number": 1} for t in batch} | {"graphs": {}}
 
     monkeypatch.setattr(suite_runner, "time", Clock)
@@ -126,7 +149,7 @@ def _fake_clock(monkeypatch, seconds_per_round: float) -> None:
 
 
 def test_a_budget_stops_the_run_before_the_round_that_would_not_fit_and_says_so(monkeypatch, tmp_path: Path) -> None:
-    _fake_clock(monkeypatch, seconds_per_round=10.0)
+    _fake_clock(monkeypatch, seconds_per_process=2.5)  # 4 a round: eager and compiled of torch and jax
     lines: list[str] = []
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=12, log=lines.append, budget=55.0,
                             profile="cited")
@@ -141,7 +164,7 @@ def test_a_budget_stops_the_run_before_the_round_that_would_not_fit_and_says_so(
 
 
 def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) -> None:
-    _fake_clock(monkeypatch, seconds_per_round=1000.0)
+    _fake_clock(monkeypatch, seconds_per_process=1000.0)
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=4, log=lambda _: None)
     record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
     assert record["rounds"] == 4 and record["stopped"] is None and record["profile"] is None
