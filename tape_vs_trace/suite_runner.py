@@ -3,10 +3,11 @@
 `asv run` starts one process per benchmark, parameter combination and round, and writes its result file when the
 run ends. A process's start-up (imports; on a GPU also the CUDA context, the XLA client and the compiles) costs
 several times the measurement it makes. This runner measures the same benchmarks (asv's classes, parameters,
-setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework and round,
-each process taking every combination's `repeat` samples, interleaved combination by combination, the order rotated
-every round and every pass. So the statistics between processes stay what they are (the report splits each
-combination's samples into its processes), and a round costs two start-ups instead of one per combination.
+setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework, round and
+kind of program (the compiled combinations apart from the others), each process taking every combination's
+`repeat` samples, interleaved combination by combination, the order rotated every round and every pass. So the
+statistics between processes stay what they are (the report splits each combination's samples into its
+processes), and a round costs four start-ups instead of one per combination.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from implementations import frameworks
 from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
 
 RUNNER = "worker"
@@ -53,7 +55,7 @@ class Task:
     rounds: int
     repeat: int
     fresh: bool  # a process of its own
-    compiled: bool = False  # mode 'compiled': shares its round's process with the other compiled combinations only
+    compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see apart_by_mode)
 
     @property
     def id(self) -> str:
@@ -117,12 +119,23 @@ def _config() -> Any:
     return Config.load(str(ROOT / "asv.conf.json"))
 
 
+def paired_across_modes(device: str) -> set[str]:
+    """The benchmarks of a paired experiment that divides an eager point by a compiled one (compiling the
+    gradient): a paired ratio divides two samples of one sweep of one process, so their compiled combinations stay
+    in the process of the others."""
+    from tape_vs_trace import experiments
+
+    return {experiments.asv_combination(e, e.points[0], device)[0] for e in experiments.experiments(device)
+            if len({p.mode == "compiled" for p in e.points}) > 1}
+
+
 def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rounds: int | None) -> list[Task]:
     """One task per selected combination. A time benchmark runs `rounds` processes (its own `rounds` without it, and
     always where it needs a process of its own); a track benchmark's value is a count, taken once."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     by_name = {b["name"]: b for b in benchmarks}
+    together = paired_across_modes(frameworks.detect_device())
     found = []
     for name, indices in selection.items():
         bench = by_name[name]
@@ -132,7 +145,7 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
         fresh = bool(_class_attr(name, "fresh_process", False))
         for i in indices:
             framework = combos[i][where].strip("'\"") if where is not None else "torch"
-            compiled = mode_at is not None and combos[i][mode_at].strip("'\"") == "compiled"
+            compiled = mode_at is not None and combos[i][mode_at].strip("'\"") == "compiled" and name not in together
             timed = bench["type"] == "time"
             own = int(bench.get("rounds", 1))
             # `rounds` buys processes where they are cheap (a round costs one start-up per framework); a combination
@@ -155,7 +168,8 @@ def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
     """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
     that share one and are not compiled, one for the compiled ones (their order alternating too), each with its
     benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh task. Compiled programs
-    resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md)."""
+    resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md); which
+    combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others)."""
     frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
     if r % 2:
         frameworks.reverse()

@@ -284,6 +284,14 @@ def test_samples_of_another_runner_are_not_paired() -> None:
         paired.processes([e], data, benchmarks, "cpu")
 
 
+def test_an_experiment_of_a_benchmark_the_run_left_out_says_it_was_not_run() -> None:
+    e = _remat("cpu", "torch", "eager", "unrolled")
+    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3)
+    data["results"].pop("remat.RematCurve_transformer.time_step")  # a profile without the remat curve
+    with pytest.raises(PairedError, match="was not run for this commit"):
+        paired.processes([e], data, benchmarks, "cpu")
+
+
 def test_a_point_without_samples_is_one_line_naming_it() -> None:
     e = _remat("cpu", "torch", "eager", "unrolled")
     data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, drop=((e.name, 2),))
