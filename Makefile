@@ -50,9 +50,10 @@ test-all: $(STAMP) lint
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # PROFILE picks what the worker runner measures (tape_vs_trace/profiles.py): `cited` (the default on CPU machines:
 # the rows the report cites first and every count, 12 rounds, each round after the third started only while the
-# runner's 480 s budget has room for it: about 8 minutes in all) or `full` (the default on CUDA machines: every
+# runner's 480 s budget has room for it) or `full` (the default on CUDA machines: every
 # benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
-# RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, one process per framework and round;
+# RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, per framework and round one process
+# for the compiled combinations and one for the others;
 # ROUNDS overrides the profile's rounds, a cold compile keeps its own 3) or `asv` (asv run, one process per
 # combination and round: the reference path, full isolation, several times slower; its rounds are each benchmark's,
 # and it runs what ASV_ARGS selects, the whole suite without it, whatever the profile).

@@ -4,8 +4,8 @@ within how many seconds.
 - `cited`, the default on CPU machines: what the headline and each pillar's first finding cite (every gradient
   step of the recording pillar in both modes, the custom and plain eager steps, the eager remat curve, the
   no-grad forwards, the engine's features, the harness's overhead), with every count (one shared count process
-  takes them all); ROUNDS processes per combination, each round started only while the runner's budget has room
-  for it. More processes for fewer rows: its intervals are the narrow ones.
+  takes them all); 12 processes per combination, each round after the third started only while the runner's
+  budget has room for it. More processes for fewer rows: its intervals are the narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
 A profile is a list of asv `-b` regexes (asv's rule: re.search on `module.Class.method(param, ...)`, each parameter
@@ -40,8 +40,8 @@ CITED = Profile(
      r"^harness\.",
      r"\.track_"),
     rounds=12,
-    # With the machine record, calibration, report and dashboard (under a minute on a 2-core host), make bench
-    # stays within 10 minutes on a host up to 1.25x slower than its estimate.
+    # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired
+    # division, report, dashboard), with room for a host slower at those than the ones measured (docs/history.md).
     budget_s=480.0,
     summary="the cited rows (gradient steps, eager custom and remat steps, no-grad forwards, engine, harness, "
             "every count)",

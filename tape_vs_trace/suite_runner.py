@@ -55,7 +55,7 @@ class Task:
     rounds: int
     repeat: int
     fresh: bool  # a process of its own
-    compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see apart_by_mode)
+    compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see paired_across_modes)
 
     @property
     def id(self) -> str:
@@ -148,7 +148,7 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
             compiled = mode_at is not None and combos[i][mode_at].strip("'\"") == "compiled" and name not in together
             timed = bench["type"] == "time"
             own = int(bench.get("rounds", 1))
-            # `rounds` buys processes where they are cheap (a round costs one start-up per framework); a combination
+            # `rounds` buys processes where they are cheap (a round costs two start-ups per framework); a combination
             # that needs a fresh process (a cold compile) keeps its own count.
             found.append(Task(name, i, framework, "time" if timed else "track",
                               (own if fresh or not rounds else rounds) if timed else 1,
