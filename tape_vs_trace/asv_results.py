@@ -4,6 +4,7 @@ same commit merged into the first without losing a value or its provenance."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -41,47 +42,114 @@ def run_details() -> dict:
     return info
 
 
-def _failed(value: object) -> bool:
-    return value is None
+def _nan(value: object) -> bool:
+    """asv's n/a: a skipped combination, or one the run did not select."""
+    return isinstance(value, float) and value != value
 
 
-def _merge_entry(previous: list, entry: list, columns: list[str]) -> list | None:
-    """`entry` with the old values put back where it failed (null) and `previous` measured; None where there is
-    nothing to put back or the two entries' positions mean different things."""
-    # Elementwise only for the same parameter grid and benchmark version: otherwise positions mean other things.
-    if previous[1:3] != entry[1:3] or not isinstance(entry[0], list) or not isinstance(previous[0], list):
-        return None
-    keep = [_failed(a) and not _failed(b) for a, b in zip(entry[0], previous[0])]
-    if not any(keep):
-        return None
-    combined = list(entry)
-    for i, (column, value) in enumerate(zip(columns, entry)):
-        if isinstance(value, list) and column not in ("params",) and i < len(previous) \
-                and isinstance(previous[i], list) and len(value) == len(keep) == len(previous[i]):
-            combined[i] = [p if k else v for v, p, k in zip(value, previous[i], keep)]
-    return combined
+def _measured(value: object) -> bool:
+    return value is not None and not _nan(value)
 
 
-def merge_results(old: dict, new: dict) -> tuple[dict, list[str]]:
-    """`new` (a later run of the same commit and environment) laid over `old`: a benchmark the new run measured
-    takes the new values; one it did not run keeps the old ones; where the new run failed a parameter combination
-    (null) that the old run measured, the old value stays. Returns the merged data and the benchmarks whose values
-    (some or all) still come from `old`."""
+def _per_combination(column: str) -> bool:
+    """Columns holding one item per parameter combination (the others hold one item per benchmark)."""
+    return column in ("result", "samples") or column.startswith("stats_")
+
+
+def _expanded(entry: list, columns: list[str], count: int) -> list:
+    """`entry` with a value for every column, a per-combination column's None (asv's all-None) as `count` Nones."""
+    full = list(entry) + [None] * (len(columns) - len(entry))
+    return [[None] * count if value is None and _per_combination(column) else value
+            for column, value in zip(columns, full)]
+
+
+def _compressed(entry: list, columns: list[str]) -> list:
+    """asv's own form of an entry: an all-None per-combination list as None, trailing Nones dropped."""
+    out = [None if _per_combination(c) and isinstance(v, list) and all(x is None for x in v) else v
+           for c, v in zip(columns, entry)]
+    while out and out[-1] is None:
+        out.pop()
+    return out
+
+
+def _take_old(new: object, old: object, chosen: bool | None) -> bool:
+    """Whether a combination keeps the old run's item. Not chosen by the new run: the old one, whatever it is (a
+    value, a failure, a skip). Chosen: the new one, unless the new run failed where the old one measured. A file
+    that does not say what it chose (asv run's: NaN for a skip and for a combination -b left out alike): its NaN
+    never replaces a value or a failure."""
+    if chosen is False:
+        return True
+    if new is None:
+        return _measured(old)
+    return chosen is None and _nan(new) and not _nan(old)
+
+
+def _merge_entry(previous: list, entry: list, columns: list[str], chosen: set[int] | None) -> tuple[list, list[int]]:
+    """`entry` with the old run's items put back per combination (`_take_old`; `chosen`: the new run's choice, None
+    where its file does not say); returns it and the combinations whose value or failure is the old run's."""
+    count = len(_values(entry))
+    new, old = _expanded(entry, columns, count), _expanded(previous, columns, count)
+    take = [_take_old(n, o, None if chosen is None else j in chosen)
+            for j, (n, o) in enumerate(zip(new[0], old[0]))]
+    for i, column in enumerate(columns):
+        if _per_combination(column) and len(new[i]) == len(old[i]) == count:
+            new[i] = [o if t else n for n, o, t in zip(new[i], old[i], take)]
+    return _compressed(new, columns), [j for j, t in enumerate(take) if t and not _nan(old[0][j])]
+
+
+def _values(entry: list) -> list:
+    """An entry's value per combination (asv writes None for "all failed")."""
+    return entry[0] if entry[0] is not None else [None] * (math.prod(len(p) for p in entry[1]) if entry[1] else 1)
+
+
+def _chosen(data: dict) -> dict[str, list[int]] | None:
+    """The combinations a run chose per benchmark (tape-vs-trace run records them), None where the file does not
+    say (asv run's)."""
+    return data.get("tape_vs_trace", {}).get("chosen")
+
+
+def _chosen_or_attempted(data: dict) -> dict[str, list[int]]:
+    """A file's choice; for one that does not say, the combinations it has a value or a failure for (its skips
+    cannot be told from what it left out)."""
+    chosen = _chosen(data)
+    if chosen is not None:
+        return chosen
+    return {name: _not_nan(entry) for name, entry in data.get("results", {}).items()}
+
+
+def _not_nan(entry: list) -> list[int]:
+    return [j for j, v in enumerate(_values(entry)) if not _nan(v)]
+
+
+def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
+    """`new` (a later run of the same commit and environment) laid over `old`, combination by combination: what
+    the new run chose and measured (or skipped) replaces the old item; a combination it did not choose, or failed
+    where the old run measured, keeps the old item (value, samples, statistics); a benchmark it did not run keeps
+    the old entry. An entry of another benchmark version or parameter grid replaces the old one whole (its
+    positions mean other things). The merged record's "chosen" is every run's choice together: a combination
+    outside it was not run. Returns the merged data and, per benchmark, the combinations whose value or failure
+    still comes from `old`."""
     merged = dict(new)
     merged["results"] = dict(old.get("results", {}))
     merged["durations"] = {**old.get("durations", {}), **new.get("durations", {})}
-    kept_old = [name for name in merged["results"] if name not in new.get("results", {})]
+    kept = {name: _not_nan(entry) for name, entry in merged["results"].items() if name not in new.get("results", {})}
     columns = new.get("result_columns", [])
-    same_columns = columns == old.get("result_columns")
+    same_columns = columns == old.get("result_columns") and columns[:3] == ["result", "params", "version"]
+    choice = _chosen(new)
     for name, entry in new.get("results", {}).items():
         previous = merged["results"].get(name)
-        combined = None
-        if previous is not None and same_columns and len(columns) >= 3:
-            combined = _merge_entry(previous, entry, columns)
-        merged["results"][name] = entry if combined is None else combined
-        if combined is not None:
-            kept_old.append(name)
-    return merged, sorted(kept_old)
+        merged["results"][name] = entry
+        # Elementwise only for the same parameter grid and benchmark version: otherwise positions mean other things.
+        if previous is None or not same_columns or previous[1:3] != entry[1:3]:
+            continue
+        chosen = None if choice is None else set(choice.get(name, []))
+        merged["results"][name], from_old = _merge_entry(previous, entry, columns, chosen)
+        if from_old:
+            kept[name] = from_old
+    before, now = _chosen_or_attempted(old), _chosen_or_attempted(new)
+    union = {name: sorted(set(before.get(name, [])) | set(now.get(name, []))) for name in merged["results"]}
+    merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union}
+    return merged, {name: idx for name, idx in sorted(kept.items()) if idx}
 
 
 def _merge_into(target: Path, data: dict) -> dict:
@@ -95,7 +163,7 @@ def _merge_into(target: Path, data: dict) -> dict:
     # Chunks of one run (gpu_bench.sh scrubs after each) share a record: keep one, not one per chunk.
     same_run = earlier.get("calibration") == ours.get("calibration") and host_check.same_host(earlier, ours)[0]
     if kept and not same_run:
-        runs.append({**earlier, "benchmarks_kept": kept})
+        runs.append({**earlier, "benchmarks_kept": sorted(kept), "combinations_kept": kept})
     data["tape_vs_trace"]["earlier_runs"] = runs
     data["tape_vs_trace"]["runner_of"] = {**earlier.get("runner_of", {}), **ours.get("runner_of", {})}
     return data

@@ -308,9 +308,10 @@ def to_results(benchmarks: list[dict[str, Any]], outcomes: dict[str, Outcome], c
     return results
 
 
-def save(results: Any, folder: Path, runs: dict[str, Any]) -> Path:
+def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task]) -> Path:
     """Write the asv result file (asv's save, a fresh file that scrub-results names and merges), with this
-    runner's record, then scrub: returns the scrubbed file."""
+    runner's record and its choice of combinations (NaN is asv's n/a for a skip and for one not chosen alike: the
+    merge keeps an earlier run's value of one not chosen), then scrub: returns the scrubbed file."""
     from asv.results import get_filename
 
     from tape_vs_trace import asv_results
@@ -318,7 +319,8 @@ def save(results: Any, folder: Path, runs: dict[str, Any]) -> Path:
     results.save(str(folder.parent))
     path = folder.parent / get_filename(folder.name, results.commit_hash, results.env_name)
     data = json.loads(path.read_text())
-    data["tape_vs_trace"] = {"runner": RUNNER, "worker_runs": runs}
+    choice = {name: sorted(t.index for t in chosen if t.name == name) for name in dict.fromkeys(t.name for t in chosen)}
+    data["tape_vs_trace"] = {"runner": RUNNER, "worker_runs": runs, "chosen": choice}
     path.write_text(json.dumps(data))
     scrubbed = asv_results.scrub_results(folder.parent)
     return next((p for p in scrubbed if p.parent == path.parent), path)
@@ -390,7 +392,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                                    f"{budget - (time.perf_counter() - t0):.0f} s of the {budget:.0f} s budget left")
                 log(f"[run] {runs['stopped']}")
                 results = to_results(benchmarks, outcomes, chosen, fields, python, commit, date, started, durations)
-                path = save(results, folder / fields["machine"], runs)  # the file records why the run stopped
+                path = save(results, folder / fields["machine"], runs, chosen)  # the file records why the run stopped
                 break
             round_started = time.perf_counter()
             plans = round_plans(chosen, r)
@@ -420,7 +422,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
             # the first round's wall from the start: it pays discovery and the shared counts, later rounds do not
             runs["round_wall_s"].append(round(time.perf_counter() - (t0 if r == 0 else round_started), 1))
             results = to_results(benchmarks, outcomes, chosen, fields, python, commit, date, started, durations)
-            path = save(results, folder / fields["machine"], runs)
+            path = save(results, folder / fields["machine"], runs, chosen)
             log(f"[run] round {r + 1}/{total_rounds} saved to {path}")
     failed = sorted(t.id for t in chosen if outcomes.get(t.id) and outcomes[t.id].error)
     if failed:

@@ -65,3 +65,56 @@ def test_scrub_results_twice_merges_and_loses_nothing(tmp_path: Path, monkeypatc
     _result_file(folder, commit, "existing-py_x_.venv_bin_python", {"p.B.time_y": _entry([None, 6.0], "3")})
     asv_results.scrub_results(tmp_path / "results")
     assert json.loads(second.read_text())["results"]["p.B.time_y"][0] == [None, 6.0]
+
+
+NAN = float("nan")
+GRID = [["'torch'", "'jax'"], ["'eager'", "'compiled'"]]  # four combinations
+
+
+def _run(values: list, chosen: list[int] | None) -> dict:
+    """One run's result file: `values` per combination (NaN: skipped or not chosen, None: failed), their samples,
+    and the combinations the run chose (None: a file of asv run, which does not say)."""
+    samples = [[v] * 3 if isinstance(v, float) and v == v else None for v in values]
+    entry = [values, GRID, "2", 1, 1.0, [None if s is None else v * 0.9 for v, s in zip(values, samples)], samples]
+    record = {} if chosen is None else {"chosen": {"p.A.time_x": chosen}}
+    return {"result_columns": [*COLUMNS, "samples"], "results": {"p.A.time_x": entry}, "durations": {},
+            "tape_vs_trace": record}
+
+
+def _merged(old: dict, new: dict) -> tuple[list, list]:
+    merged, _ = asv_results.merge_results(old, new)
+    entry = merged["results"]["p.A.time_x"]
+    return entry[0], entry[6]
+
+
+def test_a_combination_the_new_run_did_not_choose_keeps_the_old_value_and_samples() -> None:
+    values, samples = _merged(_run([1.0, NAN, NAN, None], [0, 3]), _run([NAN, NAN, 2.0, NAN], [2]))
+    assert values[0] == 1.0 and samples[0] == [1.0] * 3
+    assert values[2] == 2.0 and samples[2] == [2.0] * 3
+    assert values[1] != values[1]  # chosen by neither: still not run
+    assert values[3] is None and samples[3] is None  # failed in the old run: not turned into a skip or a value
+
+
+def test_a_skip_or_failure_of_a_chosen_combination_is_no_measured_value() -> None:
+    # Chosen again: a skip replaces the old value; a failure leaves the measured one (and says the old run's record
+    # holds it), and a failure over nothing stays a failure.
+    values, _ = _merged(_run([1.0, 1.5, None, NAN], [0, 1, 2]), _run([NAN, None, None, NAN], [0, 1, 2]))
+    assert values[0] != values[0]
+    assert values[1] == 1.5
+    assert values[2] is None
+
+
+def test_merged_record_lists_every_run_s_choice() -> None:
+    old, new = _run([1.0, NAN, NAN, NAN], [0]), _run([NAN, NAN, 2.0, NAN], [2])
+    merged, kept = asv_results.merge_results(old, new)
+    assert merged["tape_vs_trace"]["chosen"] == {"p.A.time_x": [0, 2]}
+    assert kept == {"p.A.time_x": [0]}
+
+
+def test_a_file_without_a_choice_never_erases_a_value_with_nan() -> None:
+    # asv run writes NaN for a combination it skipped and for one its -b did not select alike: NaN never replaces
+    # a value or a failure there; a new value still replaces an old one.
+    values, samples = _merged(_run([1.0, None, 3.0, NAN], None), _run([NAN, NAN, 4.0, 5.0], None))
+    assert values[0] == 1.0 and samples[0] == [1.0] * 3
+    assert values[1] is None
+    assert values[2] == 4.0 and values[3] == 5.0

@@ -252,7 +252,8 @@ class Stop(Exception):
     pass
 
 
-def _fake_rounds(monkeypatch, stop_after: int | None = None) -> list[int]:
+def _fake_rounds(monkeypatch, stop_after: int | None = None, failing: frozenset[str] = frozenset(),
+                 scale: float = 1.0) -> list[int]:
     seen: list[int] = []
 
     def fake(batch, framework, caches, scratch, label, log, timeout):
@@ -260,7 +261,8 @@ def _fake_rounds(monkeypatch, stop_after: int | None = None) -> list[int]:
         if stop_after is not None and r >= stop_after:
             raise Stop
         seen.append(r)
-        return {t.id: ({"samples": [0.01 * (r + 1)] * t.repeat, "number": 1} if t.kind == "time"
+        return {t.id: ({"error": "boom"} if t.id in failing else
+                       {"samples": [0.01 * (r + 1) * scale] * t.repeat, "number": 1} if t.kind == "time"
                        else {"value": 4096}) for t in batch} | {"graphs": {}}
 
     monkeypatch.setattr(suite_runner, "measure_round", fake)
@@ -310,6 +312,47 @@ def test_the_result_file_records_the_runner_of_every_benchmark(monkeypatch, tmp_
                                    "remat.RematCost_mlp.track_saved_bytes": "worker"}
     assert record["worker_runs"]["rounds"] == 2
     assert "runner" not in record
+
+
+STEP = "recording.GradStep_mlp.time_step"  # [framework, workload, size, mode, style, ...]: torch eager is 0-1
+
+
+def _step_entry(folder: Path) -> tuple[list, list]:
+    [path] = [p for p in folder.glob("*/*.json") if p.name != "machine.json"]
+    data = json.loads(path.read_text())
+    entry = data["results"][STEP]
+    return entry[0], entry[data["result_columns"].index("samples")]
+
+
+def test_two_runs_of_different_combinations_of_one_benchmark_keep_both(monkeypatch, tmp_path: Path) -> None:
+    # PyTorch's eager combinations (the second fails), then every compiled one, into one results folder: JAX's eager
+    # combinations were chosen by neither run.
+    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "none.json"))
+    _fake_rounds(monkeypatch, failing=frozenset({f"{STEP}-1"}))
+    suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step\('torch'.*'eager'"], rounds=3, log=lambda _: None)
+    _fake_rounds(monkeypatch, scale=10.0)
+    suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step\(.*'compiled'"], rounds=3, log=lambda _: None)
+    values, samples = _step_entry(tmp_path)
+    assert values[0] == pytest.approx(0.02) and samples[0] == [0.01] * 5 + [0.02] * 5 + [0.03] * 5
+    for i in (2, 3, 6, 7):
+        assert values[i] == pytest.approx(0.2) and samples[i] == pytest.approx([0.1] * 5 + [0.2] * 5 + [0.3] * 5)
+    assert values[1] is None and samples[1] is None  # failed in the first run: neither a value nor a skip
+    assert all(v != v for v in (values[4], values[5]))  # NaN: not run by either
+    [record] = [json.loads(p.read_text())["tape_vs_trace"] for p in tmp_path.glob("*/*-existing-venv.json")]
+    assert record["chosen"][STEP] == [0, 1, 2, 3, 6, 7]
+
+
+def test_a_rerun_of_the_same_combination_replaces_it_and_a_failure_keeps_the_measured_value(
+        monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "none.json"))
+    torch_eager = [r"GradStep_mlp\.time_step\('torch'.*'eager'"]
+    _fake_rounds(monkeypatch)
+    suite_runner.run(tmp_path, torch_eager, rounds=3, log=lambda _: None)
+    _fake_rounds(monkeypatch, failing=frozenset({f"{STEP}-1"}), scale=10.0)
+    suite_runner.run(tmp_path, torch_eager, rounds=3, log=lambda _: None)
+    values, samples = _step_entry(tmp_path)
+    assert values[0] == pytest.approx(0.2) and samples[0] == pytest.approx([0.1] * 5 + [0.2] * 5 + [0.3] * 5)
+    assert values[1] == pytest.approx(0.02) and samples[1] == [0.01] * 5 + [0.02] * 5 + [0.03] * 5
 
 
 def test_outcomes_become_asvs_values_nan_for_a_skip_none_for_a_failure() -> None:
