@@ -332,7 +332,7 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     return "\n".join(lines)
 
 
-RUNNER_KEYS = ("runner_of", "worker_runs")
+RUNNER_KEYS = ("runner_of", "worker_runs", "chosen")  # per-benchmark lists, not a provenance line
 
 
 def _runner_lines(details: dict) -> list[str]:
