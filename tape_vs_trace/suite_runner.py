@@ -12,10 +12,11 @@ processes), and a round costs four start-ups instead of one per combination.
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
 
-Results go through asv's own API (asv.results.Results, the benchmark descriptions of a `benchmarks.json`
-discovered on this device, written to the results folder as `asv run` does), after every round: a run cut short
-loses the round in progress, not the run. Every benchmark's runner is recorded in the result file
-("tape_vs_trace"/"runner_of"). `asv run` stays the reference path, with full isolation.
+Results go through asv's own API (tape_vs_trace.suite_results: asv.results.Results, the benchmark descriptions of
+a `benchmarks.json` discovered on this device, written to the results folder as `asv run` does), after every
+round: a run cut short loses the round in progress, not the run. Every benchmark's runner is recorded in the result
+file ("tape_vs_trace"/"runner_of"), and the combinations the run chose ("chosen"). `asv run` stays the reference
+path, with full isolation.
 """
 
 from __future__ import annotations
@@ -24,20 +25,19 @@ import datetime
 import importlib
 import itertools
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
+from tape_vs_trace.suite_results import Outcome, record, save, to_results, write_benchmarks_json
 from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
 
-RUNNER = "worker"
 WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped and its tasks recorded as failed
 MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
 
@@ -63,17 +63,6 @@ class Task:
 
     def plan(self) -> dict[str, Any]:
         return {"name": self.name, "index": self.index, "repeat": self.repeat, "kind": self.kind}
-
-
-@dataclass
-class Outcome:
-    """What the rounds gave one combination: samples per round, a value, a skip or an error."""
-
-    samples: list[list[float]] = field(default_factory=list)
-    number: int | None = None
-    value: Any = None
-    skip: str | None = None
-    error: str | None = None
 
 
 def discover(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
@@ -262,77 +251,6 @@ def _commit() -> tuple[str, int]:
     return commit, int(stamp) * 1000
 
 
-def env_name(python: str) -> str:
-    """The name `asv run -E existing:PYTHON` gives the environment (asv.environment.get_env_name)."""
-    from asv.environment import get_env_name
-
-    return get_env_name("existing", python.replace(os.sep, "_"), {}, {})
-
-
-def to_results(benchmarks: list[dict[str, Any]], outcomes: dict[str, Outcome], chosen: list[Task],
-               machine_params: dict[str, str], python: str, commit: str, date: int, started: datetime.datetime,
-               durations: dict[str, float]) -> Any:
-    """asv Results of every benchmark with a chosen combination: samples of every round, a track's value, NaN for
-    a skip (asv's n/a), None for a failure; combinations not chosen keep NaN, as asv writes them."""
-    from asv.results import Results
-    from asv.runner import BenchmarkResult
-
-    results = Results({**machine_params, "python": python}, {}, commit, date, python, env_name(python), {})
-    by_name = {b["name"]: b for b in benchmarks}
-    for name in dict.fromkeys(t.name for t in chosen):
-        bench = by_name[name]
-        count = len(list(itertools.product(*bench["params"]))) if bench["params"] else 1
-        value: list[Any] = [float("nan")] * count
-        samples: list[Any] = [None] * count
-        number: list[Any] = [None] * count
-        errors = []
-        for t in (t for t in chosen if t.name == name):
-            o = outcomes.get(t.id)
-            if o is None:
-                continue
-            if o.error:
-                value[t.index] = None
-                errors.append(f"For parameters index {t.index}: {o.error}")
-            elif o.skip:
-                continue
-            elif t.kind == "time" and o.samples:
-                value[t.index] = True
-                samples[t.index] = [s for per_round in o.samples for s in per_round]
-                number[t.index] = o.number
-            elif t.kind == "track":
-                value[t.index] = o.value
-        result = BenchmarkResult(result=value, samples=samples, number=number, errcode=1 if errors else 0,
-                                 stderr="\n".join(errors), profile=None)
-        results.add_result(bench, result, started_at=started, duration=durations.get(name),
-                           record_samples=True)
-    return results
-
-
-def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task]) -> Path:
-    """Write the asv result file (asv's save, a fresh file that scrub-results names and merges), with this
-    runner's record and its choice of combinations (NaN is asv's n/a for a skip and for one not chosen alike: the
-    merge keeps an earlier run's value of one not chosen), then scrub: returns the scrubbed file."""
-    from asv.results import get_filename
-
-    from tape_vs_trace import asv_results
-
-    results.save(str(folder.parent))
-    path = folder.parent / get_filename(folder.name, results.commit_hash, results.env_name)
-    data = json.loads(path.read_text())
-    choice = {name: sorted(t.index for t in chosen if t.name == name) for name in dict.fromkeys(t.name for t in chosen)}
-    data["tape_vs_trace"] = {"runner": RUNNER, "worker_runs": runs, "chosen": choice}
-    path.write_text(json.dumps(data))
-    scrubbed = asv_results.scrub_results(folder.parent)
-    return next((p for p in scrubbed if p.parent == path.parent), path)
-
-
-def write_benchmarks_json(benchmarks: list[dict[str, Any]], results_dir: Path) -> None:
-    """results/benchmarks.json as `asv run` writes it, from this device's discovery."""
-    from asv import util
-
-    util.write_json(str(results_dir / "benchmarks.json"), {b["name"]: b for b in benchmarks}, 2)
-
-
 def next_round_fits(r: int, elapsed: float, walls: list[float], budget: float | None) -> tuple[bool, float]:
     """Whether round `r` (0-based) starts, `elapsed` seconds into a run whose rounds so far took `walls`, and the
     seconds it is expected to take: the slowest round since the first (whose cold compiles and shared counts
@@ -413,7 +331,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                 for t in batch:
                     spent = sum(seconds.get(t.id, {}).values()) + startup / len(batch)
                     durations[t.name] = durations.get(t.name, 0.0) + spent
-                    _record(outcomes.setdefault(t.id, Outcome()), found.get(t.id))
+                    record(outcomes.setdefault(t.id, Outcome()), found.get(t.id))
                 runs["per_process"].append({"round": r + 1, "framework": framework, "combinations": len(batch),
                                             "wall_s": round(time.perf_counter() - started_batch, 2),
                                             "outside_combinations_s": round(startup, 2)})
@@ -463,16 +381,3 @@ def _setup_caches(chosen: list[Task], benchmarks: list[dict[str, Any]], scratch:
     return caches
 
 
-def _record(outcome: Outcome, found: dict[str, Any] | None) -> None:
-    """One round's finding of a combination added to its outcome."""
-    if found is None:
-        outcome.error = outcome.error or "not reached by its worker"
-    elif "error" in found:
-        outcome.error = found["error"]
-    elif "skip" in found:
-        outcome.skip = found["skip"]
-    elif "samples" in found:
-        outcome.samples.append(list(found["samples"]))
-        outcome.number = found["number"]
-    else:
-        outcome.value = found["value"]

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace import machine, suite_runner
+from tape_vs_trace import machine, suite_results, suite_runner
 from tape_vs_trace.report import load
-from tape_vs_trace.suite_runner import Outcome, Task
+from tape_vs_trace.suite_results import Outcome
+from tape_vs_trace.suite_runner import Task
 
 
 def _task(name: str, index: int, framework: str = "torch", rounds: int = 3, repeat: int = 5, kind: str = "time",
@@ -361,7 +362,7 @@ def test_outcomes_become_asvs_values_nan_for_a_skip_none_for_a_failure() -> None
     chosen = [_task("m.A.time_step", i, "torch" if i < 2 else "jax") for i in range(4)]
     outcomes = {"m.A.time_step-0": Outcome(samples=[[1.0, 3.0], [2.0]], number=1),
                 "m.A.time_step-1": Outcome(skip="not a size"), "m.A.time_step-2": Outcome(error="boom")}
-    results = suite_runner.to_results([bench], outcomes, chosen, {"machine": "m"}, "3.11", "a" * 40, 0, None, {})
+    results = suite_results.to_results([bench], outcomes, chosen, {"machine": "m"}, "3.11", "a" * 40, 0, None, {})
     values = results.get_result_value("m.A.time_step", bench["params"])
     assert values[0] == 2.0  # the median of every round's samples
     assert values[1] != values[1] and values[3] != values[3]  # NaN: skipped, or never reached
