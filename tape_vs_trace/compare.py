@@ -7,8 +7,9 @@ JAX/PyTorch ratio stated as a difference in either run (its interval excludes ev
 resolution, `stats.Comparison.differs`) must not point the other way in the other run: it agrees when the other run
 states the same difference, or has its ratio on the same side of 1 without stating it ("in one run only"); it flipped
 when the other run's ratio lies on the other side. Absolute times of two runs
-are only compared when `host_check.same_host` finds the same host; otherwise they are flagged, and offered in
-calibrated units (`host_check.normalised`), never as seconds.
+are only compared when `host_check.same_host` finds the same host by its fingerprint (a calibration that moved under
+load is noted, not another host); otherwise they are flagged, and offered in calibrated units
+(`host_check.normalised`), never as seconds.
 """
 
 from __future__ import annotations
@@ -91,12 +92,13 @@ class Report:
 
 
 def _host_lines(host: Hosts, normalise: str | None) -> list[str]:
-    """A note per machine name without fingerprints, a flag per name that two hosts share."""
+    """A note per machine name without fingerprints or whose calibration moved, a flag per name that two hosts
+    share."""
     lines = []
     for (name, commit), (same, why) in host.same.items():
         label = f"{name} @ {commit[:8]}"
-        if same is None:
-            lines.append(f"note: {label}: {why}")
+        if same is None or (same and why != host_check.SAME):
+            lines.append(f"note: {label}: {why}" + ("; its times are compared" if same else ""))
         elif not same:
             lines.append(f"different machines: {label} shares a name across the runs but not a host ({why}); its "
                          "times are not compared" + (f", normalised by {normalise} below" if normalise else

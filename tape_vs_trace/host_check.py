@@ -2,60 +2,84 @@
 under one machine name be put side by side (the rerun check, the report's host section), or not.
 
 A run's "tape_vs_trace" record (`machine.details` plus the calibration, stored by `tape-vs-trace scrub-results`)
-is what is compared; `machine` writes it.
+is what is compared; `machine` writes it. The host is decided by its fingerprint alone; the calibration measures how
+fast the host ran while it was calibrated, which load moves, so a calibration that moved is an annotation, not
+another host.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-# Calibration rates further apart than this (relative to the smaller) mean another, or a differently loaded, host:
-# a shared host's load can move its dispatch costs past it between consecutive runs, and compare names the rate.
-HOST_TOLERANCE = 0.30
-# The CPU identity two records must share (the series key takes family and model from it as well).
+# Calibration rates further apart than this (relative to the smaller) are named as moved: two consecutive runs on
+# one quiet host calibrated up to 19 % apart; one under load moved by two thirds.
+CALIBRATION_TOLERANCE = 0.30
+# The CPU identity two records must share (the series key takes family and model from it as well), and the rest of
+# the fingerprint that tells a host's hardware apart.
 _CPU_IDENTITY = ("vendor", "model_name", "family", "model", "stepping")
+_CPU_HARDWARE = ("flags", "caches")
+# Recorded and named when they differ, never deciding: a VM's memory grows and its kernel is updated between runs.
+_HOST_NOTES = (("ram_bytes", "memory (bytes)"), ("kernel", "kernel"))
+SAME = "same host by fingerprint"  # same_host's reason when nothing else is worth saying
 
 
 def _relative_gap(a: float, b: float) -> float:
     return abs(a - b) / min(a, b) if min(a, b) > 0 else float("inf")
 
 
-def same_host(details_a: dict[str, Any], details_b: dict[str, Any],
-              tolerance: float = HOST_TOLERANCE) -> tuple[bool, str]:
-    """Whether two runs' "tape_vs_trace" records (fingerprint + calibration) look like the same host.
+def same_host(details_a: dict[str, Any], details_b: dict[str, Any]) -> tuple[bool, str]:
+    """Whether two runs' "tape_vs_trace" records come from the same host, decided by their fingerprints.
 
     Different when the CPU identity (vendor, model name, family, model, stepping), its instruction-set flags or
-    caches, or the GPU name differ, or when a calibration rate (float32 matmul, copy bandwidth, either framework's
-    dispatch cost) differs by more than `tolerance` (relative to the smaller). A record without fingerprint counts
-    as not comparable: absolute times of two runs are only put side by side when both say where they ran.
+    caches, the number of cores the run saw, or the GPU (name, memory) differ. A key one record lacks (an older
+    fingerprint) is not compared. Memory size and kernel are named when they differ, and so is a calibration rate
+    that moved by more than CALIBRATION_TOLERANCE (`calibration_moves`): load moves a calibration, not the host. A
+    record without fingerprint counts as not comparable: absolute times of two runs are only put side by side when
+    both say where they ran.
     """
     fa, fb = details_a.get("fingerprint"), details_b.get("fingerprint")
     if not fa or not fb:
         return False, "no fingerprint in one of the runs: cannot tell whether they ran on the same host"
     reasons = []
     ca, cb = fa.get("cpu", {}), fb.get("cpu", {})
-    for key in (*_CPU_IDENTITY, "flags", "caches"):
+    for key in (*_CPU_IDENTITY, *_CPU_HARDWARE):
         if ca.get(key) != cb.get(key):
             reasons.append(f"CPU {key} differs: {ca.get(key)!r} vs {cb.get(key)!r}")
-    ga, gb = fa.get("gpu", {}).get("gpu"), fb.get("gpu", {}).get("gpu")
-    if ga != gb:
-        reasons.append(f"GPU differs: {ga!r} vs {gb!r}")
-    cal_a, cal_b = details_a.get("calibration") or {}, details_b.get("calibration") or {}
-    rates = [(f"float32 matmul rate (flop/s, {tool})", (key, "float32"))
-             for key, tool in (("matmul_flops_per_s", "torch"), ("matmul_flops_per_s_jax", "jax"))]
-    rates += [("copy bandwidth (B/s)", ("copy_bytes_per_s",))]
-    rates += [(f"{fw} dispatch cost (s/op)", ("dispatch_seconds_per_op", fw)) for fw in ("torch", "jax")]
-    for label, path in rates:
-        va, vb = _lookup(cal_a, path), _lookup(cal_b, path)
-        if va is None or vb is None:
-            continue
-        gap = _relative_gap(va, vb)
-        if gap > tolerance:
-            reasons.append(f"{label} differs by {gap:.0%} (> {tolerance:.0%}): {va:.4g} vs {vb:.4g}")
+    if "threads" in fa and "threads" in fb and str(fa["threads"]) != str(fb["threads"]):
+        reasons.append(f"cores differ: {fa['threads']} vs {fb['threads']}")
+    for key, label in (("gpu", "GPU"), ("memory_total", "GPU memory")):
+        ga, gb = fa.get("gpu", {}).get(key), fb.get("gpu", {}).get(key)
+        if ga != gb:
+            reasons.append(f"{label} differs: {ga!r} vs {gb!r}")
     if reasons:
         return False, "; ".join(reasons)
-    compared = "fingerprint" + (" and calibration" if cal_a and cal_b else " (no calibration in one of the runs)")
-    return True, f"same host by {compared}, within {tolerance:.0%}"
+    notes = [f"{label} differs: {fa[key]} vs {fb[key]}" for key, label in _HOST_NOTES
+             if key in fa and key in fb and fa[key] != fb[key]]
+    notes += calibration_moves(details_a.get("calibration") or {}, details_b.get("calibration") or {})
+    return True, SAME + (f" ({'; '.join(notes)})" if notes else "")
+
+
+# (label, path into the calibration) of every rate a run records for both frameworks
+_RATES = (("float32 matmul rate (flop/s, torch)", ("matmul_flops_per_s", "float32")),
+          ("float32 matmul rate (flop/s, jax)", ("matmul_flops_per_s_jax", "float32")),
+          ("copy bandwidth (B/s, torch)", ("copy_bytes_per_s",)),
+          ("copy bandwidth (B/s, jax)", ("copy_bytes_per_s_jax",)),
+          ("torch dispatch cost (s/op)", ("dispatch_seconds_per_op", "torch")),
+          ("jax dispatch cost (s/op)", ("dispatch_seconds_per_op", "jax")))
+
+
+def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any],
+                      tolerance: float = CALIBRATION_TOLERANCE) -> list[str]:
+    """One phrase per calibration rate of two runs that moved by more than `tolerance` (relative to the smaller),
+    ending with the likely cause; empty when none did (or a run has no calibration)."""
+    moved = []
+    for label, path in _RATES:
+        va, vb = _lookup(cal_a, path), _lookup(cal_b, path)
+        if va is not None and vb is not None and _relative_gap(va, vb) > tolerance:
+            moved.append(f"{label} {va:.4g} vs {vb:.4g}, {_relative_gap(va, vb):.0%} apart")
+    if not moved:
+        return []
+    return [f"calibration moved by more than {tolerance:.0%}: {', '.join(moved)}; run under load?"]
 
 
 def _lookup(data: dict[str, Any], path: tuple[str, ...]) -> float | None:

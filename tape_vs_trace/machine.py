@@ -6,7 +6,8 @@ that change performance and stay put across reboots are fields: the CPU (model s
 stepping), core count, device (GPU model or "cpu") and the framework versions. RAM is not one (these VMs' RAM
 grows between runs), nor the kernel, clocks or driver. Those go into `fingerprint()`, which `scrub-results` stores
 in each result file with the run's calibration (`tape_vs_trace.calibrate`); `host_check.same_host` compares two
-such records and says whether two runs of one machine name can share a series of absolute times.
+such records and says whether two runs of one machine name can share a series of absolute times: by the
+fingerprint's CPU identity, flags, caches, cores and GPU (memory and kernel are named, the calibration noted).
 
 A cloud "machine" of one name can be a different host each day: the same `AMD EPYC` string covers several CPU
 generations. The name therefore carries the CPU family and model where /proc/cpuinfo gives them
