@@ -48,6 +48,7 @@ class Framework:
     color: str  # its colour in every figure
     precisions: dict[str, str]  # suite precision -> the framework's own setting
     memory_methods: dict[str, str]  # device -> how peak bytes are measured there (printed beside every peak)
+    peak_mode: str  # the mode in which its probe runs the step whose asv peak it measures (probe.peak_bytes)
     engine_features: tuple[str, ...]  # the autograd-engine features it has (benchmarks/engine.py)
     transforms: tuple[str, ...] = ()  # the function transforms it has (TRANSFORMS, benchmarks/transforms.py)
     # transform -> why its compiled form is not run (implementations.<name>.transforms raises NotImplementedError)
@@ -67,6 +68,7 @@ FRAMEWORKS: dict[str, Framework] = {
                 "cpu": "torch live-storage tracking (TorchDispatchMode)",
                 "cuda": "torch.cuda.max_memory_allocated",
             },
+            peak_mode="eager",  # the step op by op, recording its tape
             engine_features=("accumulate_grad_attr", "accumulate_tree_add", "hooks", "no_hooks", "retain_graph_twice",
                              "zero_grad_none", "zero_grad_zeros"),
             transforms=TRANSFORMS,
@@ -92,6 +94,7 @@ FRAMEWORKS: dict[str, Framework] = {
                 "cpu": "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)",
                 "cuda": "jax peak_bytes_in_use",
             },
+            peak_mode="compiled",  # probe.peak_bytes compiles the step with jax.jit: XLA's buffer plan and fusions
             # No tensor hooks and no .grad attributes: only the functional counterparts exist.
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
             transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
@@ -163,6 +166,12 @@ def same_memory_method(a: str, b: str) -> bool:
                                   for d in COMPARABLE_MEMORY_DEVICES if d in fw.memory_methods)
 
     return allocator(a) and allocator(b)
+
+
+def peak_mode(framework: str) -> str:
+    """The mode of the step whose asv peak `framework`'s probe measures ('eager', 'compiled'); the ratio rule divides
+    two peaks only in one mode, as it divides times (an eager tape is never divided by a jitted program)."""
+    return get(framework).peak_mode
 
 
 def memory_method(framework: str, device: str) -> str:

@@ -166,10 +166,17 @@ def refusal(a: dict | None, b: dict | None) -> str:
     return ""
 
 
+def _peak_mode(row: dict) -> str:
+    """The mode in which the framework's probe measured a peak row (frameworks.peak_mode); '' if unknown."""
+    return frameworks.peak_mode(row["framework"]) if row["framework"] in frameworks.FRAMEWORKS else ""
+
+
 def compare(a: dict | None, b: dict | None) -> Comparison:
     """THE ratio rule: b / a across frameworks, formed only between like rows. Like rows differ in `framework`
     alone (same machine, commit, benchmark and benchmark version, every other parameter equal), both ran, the
-    metric counts the same thing in both frameworks, and peaks were measured by the same method."""
+    metric counts the same thing in both frameworks, and peaks were measured by the same method in the same mode (on
+    CUDA both allocators' high-water marks are one method, but PyTorch's probe runs the tape op by op and JAX's a
+    jitted program)."""
     reason = refusal(a, b)
     if reason:
         return Comparison(reason=reason)
@@ -183,6 +190,9 @@ def compare(a: dict | None, b: dict | None) -> Comparison:
         return Comparison(reason="counts different things")
     if not frameworks.same_memory_method(a["memory_method"], b["memory_method"]):
         return Comparison(reason="different memory methods")
+    if a["memory_method"] and _peak_mode(a) != _peak_mode(b):
+        return Comparison(reason="unlike modes: " + ", ".join(f"{frameworks.label(r['framework'])} {_peak_mode(r)}"
+                                                             for r in (a, b)))
     unlike = metrics.unlike_formulations(a["benchmark"])
     if unlike:
         return Comparison(reason=unlike)

@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
 from implementations import frameworks
 from tape_vs_trace.report import stats
 from tape_vs_trace.report.stats import Comparison
-from tests.report.helpers import MS, md_table, table_row
+from tests.report.helpers import FIXTURE, MS, md_table, table_row
+
+GPU_FIXTURE = FIXTURE.parent / "gpu_fixture" / "gpu-nvidia-h200"  # synthetic CUDA results, never cited
 
 # log(0) and log(-1) are the inputs under test in the refusals below.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -299,18 +303,43 @@ def test_ratio_rule_refuses_unlike_rows(change: dict, reason: str) -> None:
     assert stats.compare(t, None).reason == "only one framework ran"
 
 
-def test_cuda_allocator_peaks_are_divided_and_cpu_methods_are_not() -> None:
+def test_cuda_allocator_peaks_are_one_method_and_cpu_methods_are_not() -> None:
     """On CUDA both frameworks read their allocator's high-water mark (one kind of method, two counter names); on a
     CPU live-storage tracking and XLA's buffer plan are not divided, nor JAX's memory_analysis standing in on CUDA."""
     cuda = {fw: frameworks.memory_method(fw, "cuda") for fw in frameworks.NAMES}
     cpu = {fw: frameworks.memory_method(fw, "cpu") for fw in frameworks.NAMES}
+    assert frameworks.same_memory_method(cuda["torch"], cuda["jax"])
     t, j = like()
-    assert stats.compare(t | {"memory_method": cuda["torch"]}, j | {"memory_method": cuda["jax"]}).ratio == 2.0
     for a, b in ((cpu["torch"], cpu["jax"]), (cuda["torch"], cpu["jax"]),
                  (cuda["torch"], "jax compiled.memory_analysis (output+temp-alias; arguments are the baseline)"),
                  (cuda["torch"], "")):
         c = stats.compare(t | {"memory_method": a}, j | {"memory_method": b})
         assert c.reason == "different memory methods", (a, b)
+
+
+def test_cuda_peaks_of_unlike_modes_get_no_ratio() -> None:
+    """PyTorch's probe measures the eager tape, JAX's a jitted program: one method on CUDA, two modes, no ratio."""
+    cuda = {fw: frameworks.memory_method(fw, "cuda") for fw in frameworks.NAMES}
+    t, j = like(metric="track_peak_bytes", sampled=False)
+    t["metric"] = "track_peak_bytes"
+    c = stats.compare(t | {"memory_method": cuda["torch"]}, j | {"memory_method": cuda["jax"]})
+    assert c.reason == "unlike modes: PyTorch eager, JAX compiled" and math.isnan(c.ratio)
+    # within one framework the mode is the same: a remat policy's peak against plain is still divided
+    assert stats.change(t | {"memory_method": cuda["torch"]}, t | {"memory_method": cuda["torch"], "value": 3.0}
+                        ).ratio == 1.5
+
+
+def test_gpu_fixture_peaks_get_no_ratio_in_the_report(results: Path, tmp_path: Path) -> None:
+    """A CUDA results folder (tests/data/gpu_fixture: synthetic) with PyTorch's eager and JAX's jitted peaks of the
+    remat policies: summary.md prints each peak and no JAX/PyTorch ratio, with the reason."""
+    from tape_vs_trace import report
+
+    shutil.copytree(GPU_FIXTURE, results / "gpu-nvidia-h200")
+    report.write_report(results, tmp_path / "report", lambda line: None)
+    text = (tmp_path / "report" / "summary.md").read_text()
+    gpu = text[text.index("## All results on gpu-nvidia-h200"):]
+    rows = md_table(gpu, "track_peak_bytes")
+    assert len(rows) == 3 and all(r[-1] == "— (unlike modes: PyTorch eager, JAX compiled)" for r in rows.values())
 
 
 def test_no_ratio_between_unlike_formulations() -> None:
