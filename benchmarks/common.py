@@ -50,6 +50,12 @@ def formulations(workload: str) -> list[str] | None:
     return list(workloads.spec(workload).formulations) or None
 
 
+def process_settings(params: dict[str, Any]) -> tuple[str, bool]:
+    """What a combination's set-up sets for the whole process (frameworks.load): its matmul precision and float64
+    support (JAX's jax_enable_x64). tape-vs-trace run gives combinations that differ in them processes apart."""
+    return params.get("precision", "highest"), params.get("dtype", "float32") == "float64"
+
+
 def memo(key: tuple, build: Callable[[], Any]) -> Any:
     """`build()` once per process and key. Keys start with the benchmark class's name (or a kind such as
     'inputs'), so two classes never share a step built for the other."""
@@ -138,6 +144,9 @@ class Benchmark:
         state = _MEMO.get(key)
         if state is None:
             state = _MEMO[key] = self._prepare(dict(zip(self.param_names, params)))
+        elif not isinstance(state, Skip):
+            # A memo hit sets the process-wide settings again: another combination's set-up may have set its own.
+            frameworks.load(state["case"].framework, *process_settings(state["case"].params))
         if isinstance(state, Skip):
             raise state
         self.__dict__.update(state)
@@ -153,7 +162,7 @@ class Benchmark:
                           lambda: workloads.make_inputs(case.workload, params["size"], case.dtype,
                                                         cache_dir=os.environ.get("TVT_INPUT_CACHE")))
             case.inputs = workloads.program_of(inputs, case.style, case.attention)
-        case.fw = frameworks.load(case.framework, case.precision, float64=case.dtype == "float64")
+        case.fw = frameworks.load(case.framework, *process_settings(params))
         try:
             state = {"case": case, **self.build(case)}
         except Skip as skip:  # found only once built (a missing calibration, say)

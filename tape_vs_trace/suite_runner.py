@@ -56,6 +56,7 @@ class Task:
     repeat: int
     fresh: bool  # a process of its own
     compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see paired_across_modes)
+    settings: tuple[str, bool] = ("highest", False)  # process-wide: benchmarks.common.process_settings
 
     @property
     def id(self) -> str:
@@ -123,25 +124,26 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
     always where it needs a process of its own); a track benchmark's value is a count, taken once."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    from benchmarks.common import process_settings
+
     by_name = {b["name"]: b for b in benchmarks}
     together = paired_across_modes(frameworks.detect_device())
     found = []
     for name, indices in selection.items():
         bench = by_name[name]
         combos = list(itertools.product(*bench["params"])) if bench["params"] else [()]
-        where = bench["param_names"].index("framework") if "framework" in bench.get("param_names", []) else None
-        mode_at = bench["param_names"].index("mode") if "mode" in bench.get("param_names", []) else None
         fresh = bool(_class_attr(name, "fresh_process", False))
+        timed = bench["type"] == "time"
+        own = int(bench.get("rounds", 1))
         for i in indices:
-            framework = combos[i][where].strip("'\"") if where is not None else "torch"
-            compiled = mode_at is not None and combos[i][mode_at].strip("'\"") == "compiled" and name not in together
-            timed = bench["type"] == "time"
-            own = int(bench.get("rounds", 1))
+            values = dict(zip(bench.get("param_names", []), (v.strip("'\"") for v in combos[i]), strict=True))
+            compiled = values.get("mode") == "compiled" and name not in together
             # `rounds` buys processes where they are cheap (a round costs two start-ups per framework); a combination
             # that needs a fresh process (a cold compile) keeps its own count.
-            found.append(Task(name, i, framework, "time" if timed else "track",
+            found.append(Task(name, i, values.get("framework", "torch"), "time" if timed else "track",
                               (own if fresh or not rounds else rounds) if timed else 1,
-                              int(bench.get("repeat") or 1) if timed else 1, fresh, compiled))
+                              int(bench.get("repeat") or 1) if timed else 1, fresh, compiled,
+                              process_settings(values)))
     return found
 
 
@@ -155,10 +157,12 @@ def rotated(items: list, r: int) -> list:
 
 def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
     """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
-    that share one and are not compiled, one for the compiled ones (their order alternating too), each with its
-    benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh task. Compiled programs
-    resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md); which
-    combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others)."""
+    that share one and are not compiled, one for the compiled ones (their order alternating too), each of them split
+    by process-wide settings (Task.settings: a precision set for one combination holds for every other in the
+    process), each with its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
+    task. Compiled programs resident in a process slowed JAX's op-by-op transformer step beside them by a fifth
+    (docs/history.md); which combinations count as compiled here is Task.compiled (paired_across_modes keeps some
+    with the others)."""
     frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
     if r % 2:
         frameworks.reverse()
@@ -166,11 +170,10 @@ def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
     for framework in frameworks:
         due = [t for t in all_tasks if t.framework == framework and t.rounds > r]
         for compiled in (True, False) if r % 2 else (False, True):
-            shared = [t for t in due if not t.fresh and t.compiled == compiled]
-            names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
-            ordered = [t for n in names for t in rotated([t for t in shared if t.name == n], r)]
-            if ordered:
-                plans.append((framework, ordered))
+            for settings in sorted({t.settings for t in due if not t.fresh and t.compiled == compiled}):
+                shared = [t for t in due if not t.fresh and t.compiled == compiled and t.settings == settings]
+                names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
+                plans.append((framework, [t for n in names for t in rotated([t for t in shared if t.name == n], r)]))
         plans += [(framework, [t]) for t in due if t.fresh]
     return plans
 

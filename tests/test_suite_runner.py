@@ -4,6 +4,7 @@ API and the report read, with the runner recorded. Worker processes are faked he
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -61,6 +62,33 @@ def test_compiled_combinations_share_a_process_of_their_own_in_every_round() -> 
     second = [(f, [t.id for t in b]) for f, b in suite_runner.round_plans(chosen, 1)]
     assert second == [("jax", ["m.A.time_step-3"]), ("jax", ["m.A.time_step-2"]),
                       ("torch", ["m.A.time_step-1"]), ("torch", ["m.A.time_step-0"])]
+
+
+def test_combinations_of_other_process_wide_settings_never_share_a_process() -> None:
+    chosen = [Task("m.A.time_step", i, "jax", "time", 3, 5, False, compiled, settings)
+              for i, (compiled, settings) in enumerate([(False, ("highest", False)), (False, ("tf32", False)),
+                                                        (True, ("highest", False)), (True, ("tf32", False)),
+                                                        (False, ("highest", True)), (False, ("highest", False))])]
+    for r in range(2):
+        plans = suite_runner.round_plans(chosen, r)
+        assert all(len({(t.compiled, t.settings) for t in batch}) == 1 for _, batch in plans)
+        assert sorted(t.id for _, batch in plans for t in batch) == sorted(t.id for t in chosen)
+        assert len(plans) == 5
+
+
+def test_a_combination_s_process_wide_settings_come_from_its_precision_and_dtype(suite) -> None:
+    benchmarks, _ = suite
+    [bench] = [dict(b) for b in benchmarks if b["name"] == "recording.GradStep_mlp.time_step"]
+    names = bench["param_names"]
+    bench["params"] = [["'highest'", "'tf32'"] if n == "precision" else ["'float32'", "'float64'"] if n == "dtype"
+                       else values for n, values in zip(names, bench["params"], strict=True)]
+    found = suite_runner.tasks([bench], {bench["name"]: list(range(len(list(itertools.product(*bench["params"])))))},
+                               None)
+    combos = list(itertools.product(*bench["params"]))
+    for task in found:
+        params = dict(zip(names, (v.strip("'") for v in combos[task.index]), strict=True))
+        assert task.settings == (params["precision"], params["dtype"] == "float64")
+    assert len({t.settings for t in found}) == 4
 
 
 def test_the_compiled_mode_combinations_go_apart_except_where_a_paired_ratio_spans_the_modes(suite) -> None:

@@ -252,3 +252,56 @@ def test_setup_runs_again_only_where_another_combination_set_up_since(tmp_path: 
     for j in runs:  # the setup that ran last before each sample is that combination's own
         assert [e for e in events[:j] if e.startswith("setup")][-1] == f"setup {events[j]}"
     assert sum(b.setups for b in pair.values()) < 2 + 6  # not before every sample: only where the other's ran
+
+
+# --- process-wide settings ----------------------------------------------------------------------------------------
+
+
+def _precision_in_force(framework: str) -> str:
+    if framework == "torch":
+        import torch
+
+        return torch.get_float32_matmul_precision()
+    import jax
+
+    return jax.config.jax_default_matmul_precision
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_each_combination_is_timed_at_its_own_matmul_precision(tmp_path: Path, framework: str) -> None:
+    """The suite's Benchmark base with both precisions in one worker: the precision is a process-wide setting, so
+    the one in force inside each timed call must be the combination's own, not the one set up last."""
+    from asv_runner.discovery import _get_benchmark
+
+    from benchmarks import common
+    from implementations import frameworks
+
+    seen: list[tuple[str, str]] = []
+
+    class PrecisionProbe(common.Benchmark):
+        params = [[framework], ["highest", "tf32"]]
+        param_names = ["framework", "precision"]
+        repeat = 3
+
+        def build(self, case):
+            return {}
+
+        def time_step(self, framework, precision):
+            seen.append((precision, _precision_in_force(framework)))
+
+    def get(benchmark_id: str):
+        bench = _get_benchmark("time_step", sys.modules[__name__], PrecisionProbe, PrecisionProbe.time_step)
+        bench.set_param_idx(int(benchmark_id.rsplit("-", 1)[1]))
+        return bench
+
+    plan = {"framework": framework, "caches": {},
+            "tasks": [{"name": "p.PrecisionProbe.time_step", "index": i, "repeat": 3, "kind": "time"} for i in (0, 1)]}
+    try:
+        Worker(plan, tmp_path / "out.json", get).run()
+    finally:
+        frameworks.load(framework, "highest")
+        for k in [k for k in common._MEMO if k[0] == "PrecisionProbe"]:
+            del common._MEMO[k]
+    own = frameworks.get(framework).precisions
+    assert len(seen) == 6 and {p for p, _ in seen} == {"highest", "tf32"}
+    assert all(in_force == own[precision] for precision, in_force in seen), seen
