@@ -1,19 +1,22 @@
 """asv's dashboard for machines without internet: every script and stylesheet is loaded from the published folder.
 
 asv 0.6.6 writes pages that load jQuery, flot and Bootstrap from CDNs, so on an air-gapped cluster the dashboard
-renders blank. `publish` runs `asv publish` into a scratch folder beside --out, adds the History and Distributed
-pages (`history`, `distributed_page`), points each CDN `<script>`/`<link>` at the copy in `dashboard_assets/` (files
-from npm packages, with their licences; see its README.md), and only then replaces --out, so a failure leaves the
-previous dashboard in place.
+renders blank. `publish` runs `asv publish` into a scratch folder beside --out, adds the History, Comparison and
+Distributed pages (`history`, `comparison_page`, `distributed_page`), points each CDN `<script>`/`<link>` at the
+copy in `dashboard_assets/` (files from npm packages, with their licences; see its README.md), and only then
+replaces --out, so a failure leaves the previous dashboard in place.
 
 asv draws only the parameter values its benchmarks.json lists, and that file is discovered on one machine: a GPU
 machine's folder merged into the results would render empty series (other sizes, bfloat16, tf32, cuda). So asv reads
 a scratch results folder of links to the real files and a benchmarks.json whose values are the union over every
-machine's result files (`merged_benchmarks`); the real benchmarks.json is never rewritten.
+machine's result files (`merged_benchmarks`); the real benchmarks.json is never rewritten. In that folder a machine
+name whose host changed has its other hosts' runs under names of their own (`host_split`), so that no graph or
+regression joins two hosts; the Regressions page says what the host rule makes of each jump's two runs.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -24,7 +27,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace import distributed_page, history
+from tape_vs_trace import comparison_page, distributed_page, history, host_split
 from tape_vs_trace.progress import Step, quiet
 
 ASSETS = Path(__file__).with_name("dashboard_assets")
@@ -65,13 +68,18 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}-publish-", dir=out.parent) as scratch:
         site = Path(scratch) / "site"
-        view = _results_view(results.resolve(), Path(scratch) / "results", step)
+        view, hosts = _results_view(results.resolve(), Path(scratch) / "results", step)
+        for machine in hosts:
+            if machine.split:
+                warn(f"{host_split.summary(machine)}")
         # asv's reader drops the "version" key it checked; asv publish wants it back
         conf.update(version=1, results_dir=str(view), html_dir=str(site))
         scratch_config = Path(scratch) / "asv.conf.json"
         scratch_config.write_text(json.dumps(conf, indent=2))
         _run_asv(scratch_config, step)
         css = f"{ASSET_DIR}/bootstrap/css/bootstrap.min.css"
+        step("drawing the JAX/PyTorch comparison page")
+        compared = comparison_page.write(view, site, css, hosts, warn)
         if (results / distributed_page.FOLDER).is_dir():
             step("drawing the distributed results' page")
         distributed = distributed_page.write(results, site, css, warn)
@@ -81,6 +89,8 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
         index = site / "index.html"
         if index.is_file():
             text = history.link(index.read_text(encoding="utf-8"))
+            text = comparison_page.link(text) if compared else text
+            text = regressions_note(text, host_split.regressions(site, hosts))
             index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
         pages = sorted(site.rglob("*.html"))
         for page in pages:
@@ -169,11 +179,14 @@ def _extend(benchmark: dict, params: list[list[str]]) -> bool:
     return True
 
 
-def _results_view(results: Path, view: Path, step: Step = quiet) -> Path:
-    """A folder that asv reads as `results`: links to its result files and the merged benchmarks.json."""
+def _results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, list[host_split.Machine]]:
+    """A folder that asv reads as `results`: links to its result files (each machine's other hosts' runs copied
+    under names of their own) and the merged benchmarks.json; and the machines' hosts."""
+    hosts = host_split.machines(results)
+    moved = host_split.stage(hosts, results, view)
     for file in sorted(results.rglob("*.json")):
         link = view / file.relative_to(results)
-        if link == view / "benchmarks.json":
+        if link == view / "benchmarks.json" or file in moved:
             continue
         link.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -182,7 +195,20 @@ def _results_view(results: Path, view: Path, step: Step = quiet) -> Path:
             shutil.copy2(file, link)
     view.mkdir(parents=True, exist_ok=True)
     (view / "benchmarks.json").write_text(json.dumps(merged_benchmarks(results, step), indent=4))
-    return view
+    return view, hosts
+
+
+def regressions_note(index_html: str, lines: list[str]) -> str:
+    """asv's index page with, above its Regressions page's table, each jump's two runs and the host rule's word on
+    them (asv's script rewrites only the table's own element)."""
+    if not lines:
+        return index_html
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    note = ('<details class="host-note" style="margin: 8px 16px"><summary>The host rule on each jump\'s two runs '
+            f'({len(lines)}): a run under load is the same host, and its calibration moved</summary><ul>{items}</ul>'
+            '<p>Runs of another host are published under a machine name of their own: see the '
+            f'<a href="{comparison_page.PAGE}#hosts">Comparison page</a>.</p></details>')
+    return index_html.replace('<div id="regressions-body">', note + '<div id="regressions-body">', 1)
 
 
 def _run_asv(config: Path, step: Step = quiet) -> None:
