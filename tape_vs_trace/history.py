@@ -1,12 +1,18 @@
 """Where a benchmark's history breaks: asv keeps only the results of a benchmark's current version on its graphs and
 drops the others without a word. This page of the published dashboard lists, per benchmark, every commit with
-results and the benchmark version they were measured with, and marks each change of version."""
+results and the benchmark version they were measured with, and marks each change of version.
+
+The runner's process layout breaks a history that asv does not see: which combinations share a worker process
+changed the speed of some steps (docs/history.md). `placement` says, for one benchmark of one result file, which
+layout measured it: recorded by the runner since it records one, derived for older files from what they do record.
+"""
 
 from __future__ import annotations
 
 import html
 import json
 from pathlib import Path
+from typing import Any, NamedTuple
 
 
 def versions(results: Path) -> dict[str, list[tuple[str, str, str, str]]]:
@@ -56,3 +62,65 @@ def link(index_html: str) -> str:
     """asv's index page with a "History" entry in its navigation bar."""
     anchor = '<ul class="nav navbar-nav navbar-left">'
     return index_html.replace(anchor, anchor + '<li><a href="history.html">History</a></li>', 1)
+
+
+class Layout(NamedTuple):
+    """A process layout of the worker runner (`tape_vs_trace.suite_runner`) and the commit that introduced it."""
+
+    id: str
+    commit: str
+    author_date_ms: int  # what asv records as a result file's "date"
+    words: str
+
+
+ASV = "one process per combination and round (asv run)"
+# The worker runner's layouts, oldest first. A result file records its commit's author date, and this repository's
+# history is linear: a file dated on or after a layout's commit was measured with it.
+LAYOUTS = (
+    Layout("worker-shared", "", 0,
+           "one worker process per framework and round, compiled and eager combinations together"),
+    Layout("worker-compiled-apart", "7b3a82c3bb348b39d4e38a97c790eabb466bbe9f", 1796197395000,
+           "compiled combinations in a worker process of their own per framework and round"),
+)
+# Since this commit (author date in ms), a benchmark whose paired ratios divide an eager point by a compiled one
+# keeps its compiled combinations in the eager worker: those the runner's paired_across_modes returned then.
+COMPILED_WITH_EAGER = ("255262e945cd19a1ceb21012e3604a805d59a3b5", 1796198822000,
+                       ("transforms.TransformStep_mlp.time_step",))
+
+
+class Placement(NamedTuple):
+    """Which processes measured one benchmark of one result file, and how that is known."""
+
+    words: str
+    source: str
+
+
+def runner_layout(details: dict[str, Any], date_ms: int) -> tuple[Layout, tuple[str, ...], str]:
+    """The worker layout of a result file's worker run (its "tape_vs_trace" record, its commit's author date), the
+    benchmarks whose compiled combinations share the eager worker, and how that is known."""
+    recorded = (details.get("worker_runs") or {}).get("layout")
+    by_id = {layout.id: layout for layout in LAYOUTS}
+    if isinstance(recorded, dict) and recorded.get("id") in by_id:
+        return by_id[recorded["id"]], tuple(recorded.get("compiled_with_eager") or ()), "recorded by the runner"
+    layout = [layout for layout in LAYOUTS if date_ms >= layout.author_date_ms][-1]
+    together = COMPILED_WITH_EAGER[2] if date_ms >= COMPILED_WITH_EAGER[1] else ()
+    later = next((x for x in LAYOUTS if x.author_date_ms > date_ms), None)
+    how = (f"derived: its commit is dated before {later.commit[:8]}, which introduced the next layout"
+           if later else f"derived: its commit is dated on or after {layout.commit[:8]}, which introduced it")
+    return layout, together, how
+
+
+def placement(details: dict[str, Any], date_ms: int, benchmark: str) -> Placement:
+    """How `benchmark` of a result file was placed in processes: asv run's process per combination (the runner
+    the file names for it, asv where it names none), or the worker layout of the run that measured it (an earlier
+    run's, where the file kept that run's values of the benchmark)."""
+    runner = (details.get("runner_of") or {}).get(benchmark, "asv")
+    if runner != "worker":
+        return Placement(ASV, "recorded by the runner" if details.get("runner_of") else "no runner recorded")
+    for earlier in details.get("earlier_runs") or []:
+        if benchmark in (earlier.get("benchmarks_kept") or []) and earlier.get("worker_runs"):
+            details = earlier
+    layout, together, how = runner_layout(details, date_ms)
+    if layout.id != "worker-shared" and benchmark in together:
+        return Placement(f"{layout.words}, except this benchmark's, which share the eager worker", how)
+    return Placement(layout.words, how)

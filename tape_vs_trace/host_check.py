@@ -74,7 +74,7 @@ def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any],
     ending with the likely cause; empty when none did (or a run has no calibration)."""
     moved = []
     for label, path in _RATES:
-        va, vb = _lookup(cal_a, path), _lookup(cal_b, path)
+        va, vb = calibrated_value(cal_a, path), calibrated_value(cal_b, path)
         if va is not None and vb is not None and _relative_gap(va, vb) > tolerance:
             moved.append(f"{label} {va:.4g} vs {vb:.4g}, {_relative_gap(va, vb):.0%} apart")
     if not moved:
@@ -82,7 +82,8 @@ def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any],
     return [f"calibration moved by more than {tolerance:.0%}: {', '.join(moved)}; run under load?"]
 
 
-def _lookup(data: dict[str, Any], path: tuple[str, ...]) -> float | None:
+def calibrated_value(data: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    """The positive number at `path` in a calibration (or any nested record), None where there is none."""
     for key in path:
         if not isinstance(data, dict) or key not in data:
             return None
@@ -118,7 +119,7 @@ def normalised(value_seconds: float, calibration: dict[str, Any], kind: str) -> 
     if kind not in _NORMALISATIONS:
         raise ValueError(f"unknown normalisation {kind!r}; valid choices: {', '.join(NORMALISATION_KINDS)}")
     path, multiply, unit = _NORMALISATIONS[kind]
-    rate = _lookup(calibration, path)
+    rate = calibrated_value(calibration, path)
     if rate is None:
         raise ValueError(f"the calibration has no positive {'.'.join(path)}")
     return Normalised(value_seconds * rate if multiply else value_seconds / rate, unit)

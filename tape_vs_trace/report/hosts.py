@@ -1,14 +1,19 @@
-"""Runs filed under one machine name that come from different hosts: told apart by their fingerprints and
-calibrations (tape_vs_trace.host_check.same_host), their times never compared as seconds, and offered side by side in
-calibrated units for a reader who wants to anyway."""
+"""Runs on different hosts. Runs filed under one machine name that come from different hosts: told apart by their
+fingerprints (tape_vs_trace.host_check.same_host), their times never compared as seconds, and offered side by side in
+calibrated units for a reader who wants to anyway. Machines whose ratios meet in one verdict across machines: only
+like runs (the same benchmark versions, runner layout and measurement methods), the others named with the reason."""
 
 from __future__ import annotations
 
 import json
+import math
+from datetime import UTC, datetime
 
 import pandas as pd
 
-from tape_vs_trace import host_check
+from tape_vs_trace import history, host_check
+from tape_vs_trace.report import fmt, headline, stats
+from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
 
 KIND = "matmul_float32"  # times in float32 matmul flops of each host's calibrated rate
@@ -49,3 +54,173 @@ def _normalised(table: pd.DataFrame, machine: str, commit: str, other: str, cal_
                                                                                                "device"))
         out.append(f"| `{key[0]}` | {params} | {na.value:.4g} | {nb.value:.4g} |")
     return out + [""] if len(both) else []
+
+
+# What must match for two machines' ratios of one case to meet in one verdict, in the words the report names
+ASPECTS = ("benchmark version", "runner layout", "measurement method")
+
+
+def _date_ms(row: dict) -> int:
+    return int(datetime.strptime(row["date"], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def run_kind(r: Row, details: dict[tuple[str, str], dict]) -> dict[str, str]:
+    """The aspects of one machine's ratio that another machine's must share to meet it in a verdict: both rows'
+    benchmark versions, their runner layout where the value is a sampled time (a count does not depend on which
+    processes ran it; `history.placement`, with how it is known), and how each value was measured."""
+    kind = {"benchmark version": " / ".join(dict.fromkeys(str(x["benchmark_version"]) for x in (r.torch, r.jax)))}
+    if r.torch.get("sampled"):
+        record = details.get((r.torch["machine"], r.commit)) or {}
+        where = history.placement(record, _date_ms(r.torch), r.torch["benchmark"])
+        kind["runner layout"] = f"{where.words} ({where.source})"
+    kind["measurement method"] = " / ".join(dict.fromkeys(
+        "; ".join(str(x.get(k) or "") for k in ("basis", "method", "memory_method")).strip("; ") for x in
+        (r.torch, r.jax)))
+    return kind
+
+
+def _bare(kind: dict[str, str]) -> tuple:
+    """A kind without how each aspect is known: two layouts meet when they are the same, however known."""
+    return tuple(v.split(" (", 1)[0] if k == "runner layout" else v for k, v in kind.items())
+
+
+def like_machines(by_machine: dict[str, Row], details: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The machines whose ratios of one case meet in its verdict (the most alike, ties to the newest run's), and for
+    each machine left out, why: each aspect it does not share, with both machines' words."""
+    kinds = {m: run_kind(r, details) for m, r in by_machine.items()}
+    groups: dict[tuple, list[str]] = {}
+    for m, kind in kinds.items():
+        groups.setdefault(_bare(kind), []).append(m)
+    newest = {m: _date_ms(r.torch) for m, r in by_machine.items()}
+    like = max(groups.values(), key=lambda ms: (len(ms), max(newest[m] for m in ms)))
+    ref = like[0]
+    why = {m: [f"its {a} ({kinds[m].get(a, 'none')}) is not {ref}'s ({kinds[ref].get(a, 'none')})" for a in ASPECTS
+               if _bare({a: kinds[m].get(a, "")}) != _bare({a: kinds[ref].get(a, "")})]
+           for m in kinds if m not in like}
+    return like, why
+
+
+def across(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+    """summary.md's table across machines: each case's ratio on every machine and on how many like machines its
+    direction holds (`like_machines`: the same benchmark versions, runner layout and measurement methods); a machine
+    left out of a verdict is named in its cell, and why under the table."""
+    machines = list(dict.fromkeys(r.machine for r in rows))
+    if len(machines) < 2:
+        return []
+    by_case: dict[tuple, dict[str, Row]] = {}
+    for r in rows:
+        by_case.setdefault((r.measure, r.case), {})[r.machine] = r
+    lines = ["| measure | case | " + " | ".join(machines) + " | holds on |", "|---|---|" + "---:|" * len(machines)
+             + "---|"]
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for (measure, case), by_machine in by_case.items():
+        like, why = like_machines(by_machine, details)
+        cells = [fmt.ratio(by_machine[m].comparison) if m in by_machine else "not measured" for m in machines]
+        verdict = headline.holds({m: by_machine[m] for m in like})
+        if why:
+            verdict += f" ({', '.join(why)} left out: unlike runs)"
+        for m, said in why.items():
+            for text in said:
+                reasons.setdefault((m, text), []).append(f"{measure}: {headline.case_label(case)}")
+        lines.append(f"| {measure} | {headline.case_label(case)} | " + " | ".join(cells) + f" | {verdict} |")
+    notes = [f"- {m} is left out of the {len(cases)} verdict(s) marked so above: {text}."
+             for (m, text), cases in reasons.items()]
+    return lines + ([""] + notes if notes else [])
+
+
+# kind -> (label, path into the calibration of PyTorch's value, JAX's, whether a larger value is a faster host)
+CALIBRATIONS = {
+    "matmul rate": ("float32 matmul rate (flop/s)", ("matmul_flops_per_s", "float32"),
+                    ("matmul_flops_per_s_jax", "float32"), True),
+    "dispatch cost": ("dispatch cost (s/op)", ("dispatch_seconds_per_op", "torch"), ("dispatch_seconds_per_op", "jax"),
+                      False),
+    "copy bandwidth": ("copy bandwidth (B/s)", ("copy_bytes_per_s",), ("copy_bytes_per_s_jax",), True),
+}
+# the calibration of the kind that bounds a mode's step: an eager step dispatches many small ops, a compiled step of
+# these sizes is a few fused matmul-bound programs
+RELEVANT = {"eager": "dispatch cost", "compiled": "matmul rate"}
+
+
+def calibrated_ratio(calibration: dict, kind: str) -> float | None:
+    """The JAX/PyTorch time ratio the calibration of `kind` predicts (JAX's cost over PyTorch's: a rate's
+    reciprocal), or None where either value is missing."""
+    _, torch_path, jax_path, rate = CALIBRATIONS[kind]
+    t, j = (host_check.calibrated_value(calibration, p) for p in (torch_path, jax_path))
+    if t is None or j is None:
+        return None
+    return t / j if rate else j / t
+
+
+def _differs(a: Row, b: Row) -> float | None:
+    """b's ratio over a's where the two differ beyond the band a rerun moves a ratio and their intervals do not
+    overlap; None otherwise."""
+    ca, cb = a.comparison, b.comparison
+    change = cb.ratio / ca.ratio
+    apart = ca.high < cb.low or cb.high < ca.low
+    return change if apart and abs(math.log(change)) > math.log(1 + stats.BETWEEN_PROCESSES) else None
+
+
+def accounts(change: float, predicted: float | None) -> str:
+    """Whether a calibration's change of ratio accounts for a ratio's change: 'accounts for it' (the same way, the
+    rest within the band), 'accounts for part of it' (the same way, more left), or 'does not account for it'."""
+    if predicted is None:
+        return "no calibration of this kind in both runs"
+    rest = math.log(change / predicted)
+    if predicted == 1 or (predicted > 1) != (change > 1):
+        return "does not account for it"
+    if abs(rest) <= math.log(1 + stats.BETWEEN_PROCESSES):
+        return "accounts for it"
+    return f"accounts for part of it ({math.exp(rest):.3g}× left)"
+
+
+def _calibration_table(machines: list[tuple[str, str]], details: dict) -> list[str]:
+    head = [f"{fw} {label}" for label, *_ in CALIBRATIONS.values() for fw in ("PyTorch", "JAX")]
+    lines = ["| machine | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    for machine, commit in machines:
+        cal = (details.get((machine, commit)) or {}).get("calibration") or {}
+        cells = [host_check.calibrated_value(cal, path) for _, t, j, _ in CALIBRATIONS.values() for path in (t, j)]
+        lines.append(f"| {machine} (`{commit[:8]}`) | " + " | ".join("n/a" if v is None else f"{v:.4g}"
+                                                                       for v in cells) + " |")
+    return lines
+
+
+def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+    """For every step-time ratio that differs between two like machines (`like_machines`) beyond the band a rerun
+    moves it, with intervals apart: each framework's calibration on each machine, and whether the JAX/PyTorch ratio
+    of the calibration of the step's kind (RELEVANT) moved the same way and by as much (`accounts`); then in how
+    many of those differences it does. Empty where no ratio differs."""
+    by_case: dict[tuple, dict[str, Row]] = {}
+    for r in rows:
+        if r.measure == "step time":
+            by_case.setdefault(r.case, {})[r.machine] = r
+    found, verdicts, machines = [], [], {}
+    for case, by_machine in by_case.items():
+        like = like_machines(by_machine, details)[0]
+        for i, ma in enumerate(like):
+            for mb in like[i + 1:]:
+                a, b = by_machine[ma], by_machine[mb]
+                change = _differs(a, b)
+                kind = RELEVANT.get(case[2])
+                if change is None or kind is None:
+                    continue
+                cals = [calibrated_ratio((details.get((r.torch["machine"], r.commit)) or {}).get("calibration")
+                                         or {}, kind) for r in (a, b)]
+                predicted = cals[1] / cals[0] if None not in cals else None
+                verdicts.append(accounts(change, predicted).split(" (")[0])
+                machines.update({(r.torch["machine"], r.commit): None for r in (a, b)})
+                shown = " → ".join("n/a" if c is None else f"{c:.3g}" for c in cals)
+                found.append(f"| {headline.case_label(case)} | {ma} → {mb} | {a.comparison.ratio:.3g}× → "
+                             f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {shown} | "
+                             f"{'n/a' if predicted is None else f'{predicted:.3g}×'} | {accounts(change, predicted)} |")
+    if not found:
+        return []
+    counts = {v: verdicts.count(v) for v in ("accounts for it", "accounts for part of it", "does not account for it")}
+    return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
+            "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
+            *_calibration_table(list(machines), details), "",
+            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | |",
+            "|---|---|---|---:|---|---:|---|", *found, "",
+            f"Of {len(found)} such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
+            "matmul rate for compiled ones) accounts for " + ", for part of ".join(
+                str(counts[k]) for k in ("accounts for it", "accounts for part of it")) +
+            f" and does not account for {counts['does not account for it']}."]

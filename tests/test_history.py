@@ -1,0 +1,54 @@
+"""The runner's process layout of a result file's benchmark (tape_vs_trace.history.placement): recorded by the
+runner, or derived for older files from their commit date against the commits that changed the layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tape_vs_trace import history
+
+RECORDS = Path(__file__).parent / "data" / "host_records"
+GRAD = "recording.GradStep_mlp.time_step"
+TRANSFORM = "transforms.TransformStep_mlp.time_step"
+APART, SHARED = history.LAYOUTS[1], history.LAYOUTS[0]
+
+
+def _worker(runs: dict | None = None, **extra) -> dict:
+    return {"runner_of": {GRAD: "worker", TRANSFORM: "worker", "x.Asv.time_step": "asv"},
+            "worker_runs": runs or {"profile": "cited"}, **extra}
+
+
+def test_older_files_take_the_layout_of_their_commit_date() -> None:
+    before, at = APART.author_date_ms - 1, APART.author_date_ms
+    old = history.placement(_worker(), before, GRAD)
+    assert old.words == SHARED.words
+    assert old.source == "derived: its commit is dated before 7b3a82c3, which introduced the next layout"
+    new = history.placement(_worker(), at, GRAD)
+    assert new.words == APART.words
+    assert new.source == "derived: its commit is dated on or after 7b3a82c3, which introduced it"
+    # between the two changes the transforms' compiled combinations were apart too; since the second, with eager
+    assert history.placement(_worker(), at, TRANSFORM).words == APART.words
+    later = history.placement(_worker(), history.COMPILED_WITH_EAGER[1], TRANSFORM)
+    assert later.words.startswith(APART.words) and later.words.endswith("which share the eager worker")
+    assert history.placement(_worker(), history.COMPILED_WITH_EAGER[1], GRAD).words == APART.words
+
+
+def test_asv_run_and_a_recorded_layout() -> None:
+    assert history.placement(_worker(), 0, "x.Asv.time_step") == (history.ASV, "recorded by the runner")
+    assert history.placement({}, 0, GRAD) == (history.ASV, "no runner recorded")  # files before the worker runner
+    recorded = _worker({"layout": {"id": "worker-shared", "compiled_with_eager": []}})
+    # the record wins over the date
+    assert history.placement(recorded, APART.author_date_ms, GRAD) == (SHARED.words, "recorded by the runner")
+    kept = _worker(earlier_runs=[{"benchmarks_kept": [GRAD], "worker_runs": {"layout": {"id": "worker-shared"}}}])
+    assert history.placement(kept, APART.author_date_ms, GRAD).words == SHARED.words  # the earlier run's values
+
+
+def test_the_committed_runs_of_the_issue() -> None:
+    """f6m207's results at 0f953aff predate compiled combinations in processes of their own; f6m167's at 7b3a82c3
+    and the AMD host's at 6f5e58d1 do not."""
+    f6m207 = json.loads((RECORDS / "intel-xeon-f6m207-2c-0f953aff.json").read_text())
+    assert history.placement(f6m207["tape_vs_trace"], f6m207["date"], GRAD).words == SHARED.words
+    for name in ("intel-xeon-f6m167-2c-7b3a82c3.json", "amd-epyc-f25m17-2c-run-b-quiet.json"):
+        record = json.loads((RECORDS / name).read_text())
+        assert history.placement(record["tape_vs_trace"], record["date"], GRAD).words == APART.words
