@@ -249,7 +249,7 @@ def _newest_first(groups: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFra
     return sorted(groups.items(), key=lambda kv: (kv[1].date.max(), kv[0]), reverse=True)
 
 
-def headline_section(top: Headline | None) -> list[str]:
+def headline_section(top: Headline | None, details: dict | None = None) -> list[str]:
     """The chart, one sentence per machine, the machines left out and why, and where there are several, each case
     on every machine with on how many its finding holds."""
     if top is None:
@@ -258,10 +258,11 @@ def headline_section(top: Headline | None) -> list[str]:
     lines += [f"- {headline.sentence(top.rows, m, top.info.get(m, {}))}" for m in dict.fromkeys(r.machine
                                                                                             for r in top.rows)]
     lines += [f"- Not in the headline: {why}." for why in top.left_out]
-    table = headline.across(top.rows)
+    table = hosts.across(top.rows, details or {})
     if table:
         lines += ["", "Across machines (a finding holds on a machine where its ratio points the same way beyond the "
-                  "band a rerun moves it):", "", *table]
+                  "band a rerun moves it; only like runs meet in a verdict):", "", *table,
+                  *hosts.explain(top.rows, details or {})]
     return lines + [""]
 
 
@@ -281,8 +282,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     contents += [f"  - [{g}](#{slug('Findings on ' + g)})" for g, _ in groups]
     contents += [f"- [All results on {g}](#{slug('All results on ' + g)})" for g, _ in groups]
     contents += ["- [Older commits](#older-commits)"] if older else []
-    lines = ["# tape-vs-trace report", "", intro, "", *contents, "", "## Headline", "", *headline_section(top),
-             "## Latest findings", ""]
+    lines = ["# tape-vs-trace report", "", intro, "", *contents, "", "## Headline", "",
+             *headline_section(top, data.details), "## Latest findings", ""]
     body: list[str] = []
     for group, rows in groups:
         machine, commit = rows.machine.iloc[0], rows.commit.iloc[0]
