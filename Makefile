@@ -81,9 +81,14 @@ COMPILE_CACHE := $(abspath .asv/compile-cache)
 COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
 # Said before the report runs: README.md is a tracked file, and its results block changes under the user's feet.
 REPORT_NOTE := rewriting README.md's results block (between its report markers) and results/report/
+# Every tracked path whose content measures or records a result (the suite, the implementations, the runners and
+# the report, the scripts, the pins, the configurations, this file): bench refuses to run while one differs from
+# HEAD, as results are recorded under HEAD. tests/test_makefile.py checks each tracked file is here or not measuring.
+RECORDED_SOURCES := Makefile asv.conf.json asv.matrix.conf.json benchmarks implementations pyproject.toml \
+	requirements scripts tape_vs_trace
 bench: $(STAMP)
-	@test -z "$$(git status --porcelain -- implementations benchmarks asv.conf.json)" || \
-		{ echo "error: commit implementations/, benchmarks/ and asv.conf.json first: results are recorded under HEAD"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(RECORDED_SOURCES))" || \
+		{ echo "error: commit $(RECORDED_SOURCES) first: results are recorded under HEAD"; exit 1; }
 	@if [ "$(DEVICE)" = cuda ] && [ "$(PROFILE)" = full ]; then $(PY) scripts/gpu_chunks.py estimate --summary --runner $(RUNNER) \
 		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
