@@ -21,6 +21,14 @@ class Metric:
     comparable: bool  # may a JAX value be divided by a PyTorch value? False where the two count different things
     description: str  # one sentence: what is measured and how; the dashboard shows it
     lower_is_better: bool = True  # every metric here is a cost, so asv's regression detection reads it right
+    # exact values only: a difference within both bounds (in `unit`, and as a fraction of the larger value) reads
+    # as equal and is never a direction (a sampled metric's floor is its ratio's rerun band, report/stats.py)
+    resolution: tuple[float, float] = (0.0, 0.0)
+
+
+# Bytes that differ by a few scalars, a negligible share, are equal: JAX keeps its scalar literals among the
+# residuals. Both bounds, so that neither a small tensor at a large size nor at a small one is read as equal.
+BYTES_RESOLUTION = (64.0, 1e-4)
 
 
 METRICS: dict[str, Metric] = {
@@ -33,10 +41,16 @@ METRICS: dict[str, Metric] = {
         Metric("time_compile_seconds", "seconds", "compile time", True, True,
                "First call of the freshly compiled step (trace, compile and one execution), one per process, with "
                "each compiler's one-time start-up warmed on another function."),
+        Metric("time_compile_phase", "seconds", "compile phase time", True, True,
+               "One phase of the first call of a freshly compiled gradient step (JAX: trace, lower, XLA compile; "
+               "PyTorch: Dynamo, AOTAutograd, Inductor; both: the execution, and first_call, the whole call), from "
+               "each framework's own timers, one compile per process."),
         Metric("track_peak_bytes", "bytes", "peak memory", False, True,
-               "Peak bytes live during one step above what was resident before it; the method is recorded."),
+               "Peak bytes live during one step above what was resident before it; the method is recorded.",
+               resolution=BYTES_RESOLUTION),
         Metric("track_saved_bytes", "bytes", "saved for backward", False, True,
-               "Bytes kept for the backward pass beyond the inputs, the parameters and the output cotangent."),
+               "Bytes kept for the backward pass beyond the inputs, the parameters and the output cotangent.",
+               resolution=BYTES_RESOLUTION),
         Metric("track_graph_size", "count", "graph size", False, False,
                "Autograd nodes reachable from the loss (PyTorch) or jaxpr equations of forward + backward (JAX): "
                "different things, so no ratio."),
@@ -72,6 +86,11 @@ UNLIKE_FORMULATIONS: dict[str, str] = {
 def unlike_formulations(benchmark: str) -> str:
     """Why the two frameworks' rows of `benchmark` may not be divided, or '' where they may."""
     return next((why for prefix, why in UNLIKE_FORMULATIONS.items() if benchmark.startswith(prefix)), "")
+
+
+def resolution(name: str) -> tuple[float, float]:
+    """The resolution of exact metric `name` (Metric.resolution); none for a name the registry does not know."""
+    return METRICS[name].resolution if name in METRICS else (0.0, 0.0)
 
 
 def get(name: str) -> Metric:

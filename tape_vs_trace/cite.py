@@ -179,7 +179,8 @@ def record(results: Results, row: dict) -> dict:
 
 def _ratio(c: stats.Comparison) -> dict:
     return {"of": f"{OTHER}/{BASE}", "ratio": _finite(c.ratio), "ci_low": _finite(c.low), "ci_high": _finite(c.high),
-            "refused": c.reason or None, "note": c.note or None}
+            "refused": c.reason or None, "note": c.note or None,
+            "equal_within_resolution": c.negligible}  # an exact difference too small to be a direction
 
 
 def _value_text(rec: dict) -> str:

@@ -56,8 +56,7 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
             return stats.Comparison(reason="different memory methods")
         if not t[metric]:
             return stats.Comparison(reason="divisor is zero")
-        ratio = j[metric] / t[metric]
-        return stats.Comparison(ratio, ratio, ratio)
+        return stats.exact(t[metric], j[metric], "track_peak_bytes")
     return _timed(t, j)
 
 

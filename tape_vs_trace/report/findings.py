@@ -32,9 +32,11 @@ def _values(a: dict, b: dict) -> str:
 
 def describe(c: stats.Comparison, a: dict, b: dict) -> str:
     """One case of a rule: the change from a to b in %, with its interval or the verdict."""
-    if c.low == c.high == c.ratio:  # exact values: a difference is a difference
+    if c.low == c.high == c.ratio:  # exact values: a difference beyond the metric's resolution is a difference
         if c.ratio == 1:
             return f"unchanged ({fmt.value(a['value'], a['unit'])})"
+        if c.negligible:
+            return f"{fmt.equal(c, _side(a, b))} ({fmt.value(a['value'], a['unit'])})"
         return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)})"
     if c.differs is None:
         return f"{_values(a, b)} ({c.ratio:.3g}×, {fmt.NO_INTERVAL})"
@@ -42,6 +44,16 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
     if not c.differs:
         return f"{fmt.NO_DIFFERENCE} ({_values(a, b)}; {span}{fmt.small(c)})"
     return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)}; {span})"
+
+
+def _side(a: dict, b: dict) -> str:
+    """How a case names its second row: the framework where the two differ in it, else the variant, else the
+    program."""
+    if a["framework"] != b["framework"]:
+        return frameworks.label(b["framework"])
+    if a["variant"] != b["variant"]:
+        return b["variant"]
+    return program_label(b.get("program") or "") or "the second"
 
 
 def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str, label_b: str) -> str:

@@ -43,6 +43,20 @@ def value(value: float, unit: str) -> str:
     return f"{text} {label}".strip() if label and label != "count" else text
 
 
+def signed(delta: float, unit: str) -> str:
+    """A difference with its sign and unit: '+16 B' (bytes under a KiB in bytes, where MiB would read 0.00001526),
+    '−1.5 MiB'."""
+    sign = "+" if delta >= 0 else "−"
+    if unit == "bytes" and abs(delta) < 1024:
+        return f"{sign}{abs(delta):,.0f} B"
+    return sign + value(abs(delta), unit)
+
+
+def equal(c: Comparison, who: str = "JAX") -> str:
+    """'equal (JAX +16 B)': an exact difference within its metric's resolution, told but never a direction."""
+    return f"equal ({who} {signed(c.delta, c.unit)})"
+
+
 def pct(fraction: float) -> str:
     return f"{abs(fraction) * 100:.1f} %"
 
@@ -55,7 +69,7 @@ def ratio(c: Comparison) -> str:
     if c.differs is None and c.note:
         return f"{r} ({NO_INTERVAL}: {c.note})"
     if c.low == c.high == c.ratio:
-        return r + " (exact)"
+        return equal(c) if c.negligible else r + " (exact)"
     span = f"{c.low:.3g}–{c.high:.3g}"
     if c.differs:
         return f"{r} [{span}]"

@@ -229,6 +229,8 @@ def ratio_text(c: stats.Comparison) -> str:
     if c.low == c.high == c.ratio:
         if c.ratio == 1:
             return "1× (equal)"
+        if c.negligible:
+            return fmt.equal(c)
         return f"{c.ratio:.{3 if abs(c.ratio - 1) >= 1e-3 else 7}g}×"
     text = f"{c.ratio:.3g}×"
     return text + f" [{c.low:.2g}–{c.high:.2g}]" if math.isfinite(c.low) else text

@@ -64,9 +64,9 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
         return stats.Comparison(reason="not measured")
     if not t[metric]:
         return stats.Comparison(reason="divisor is zero")
-    ratio = j[metric] / t[metric]
     if method:  # exact values
-        return stats.Comparison(ratio, ratio, ratio)
+        return stats.exact(t[metric], j[metric], f"track_{metric}", "flops" if metric == "flops" else "bytes")
+    ratio = j[metric] / t[metric]
     pt, pj = medians(t), medians(j)
     if len(pt) < 2 or len(pj) < 2:
         return stats.Comparison(ratio, note="one process")

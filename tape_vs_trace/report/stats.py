@@ -22,7 +22,7 @@ CONFIDENCE = 0.95
 # every change up to this, not only 1 (in the spirit of `asv compare`, which reports a change when it is significant
 # and beyond a factor, 1.1 by default): about the upper quartile of how far the same ratio moved between two runs of
 # one commit, within one process and between processes (docs/history.md). Exact values (bytes, counts) have no
-# such floor: any difference of them is real.
+# such floor, only a resolution below which a difference is a few scalars (metrics.Metric.resolution).
 WITHIN_PROCESS = 0.03
 BETWEEN_PROCESSES = 0.10
 
@@ -116,6 +116,9 @@ class Comparison:
     reason: str = ""  # why there is no ratio; "" when there is one
     note: str = ""  # why a ratio has no interval
     resolution: float = BETWEEN_PROCESSES  # changes a sampled ratio cannot state (WITHIN_PROCESS for paired ones)
+    delta: float = math.nan  # b - a of exact values (`exact`), in `unit`
+    unit: str = ""
+    negligible: bool = False  # an exact difference within the metric's resolution (metrics.Metric.resolution)
 
     @property
     def formed(self) -> bool:
@@ -123,13 +126,13 @@ class Comparison:
 
     @property
     def differs(self) -> bool | None:
-        """Whether the ratio is stated as a difference: an exact ratio (low == high) whenever it is not 1; a sampled
-        one when its interval excludes every change up to `resolution` (it lies wholly above 1 + resolution or below
-        1 / (1 + resolution)). None when there is no interval."""
+        """Whether the ratio is stated as a difference: an exact ratio (low == high) whenever it is not 1 and not
+        `negligible`; a sampled one when its interval excludes every change up to `resolution` (it lies wholly above
+        1 + resolution or below 1 / (1 + resolution)). None when there is no interval."""
         if not self.formed or not (math.isfinite(self.low) and math.isfinite(self.high)):
             return None
         if self.low == self.high:
-            return self.ratio != 1.0
+            return self.ratio != 1.0 and not self.negligible
         return not self.reaches_resolution
 
     @property
@@ -142,13 +145,22 @@ class Comparison:
         return self.low < band and self.high > 1.0 / band
 
 
+def exact(a: float, b: float, metric: str, unit: str = "bytes") -> Comparison:
+    """b / a of two exact values of `metric` (a non-zero divisor): equal where the difference is within the
+    metric's resolution (metrics.resolution), which keeps the difference to be told, never as a direction."""
+    absolute, fraction = metrics.resolution(metric)
+    delta = b - a
+    negligible = 0 < abs(delta) <= absolute and abs(delta) <= fraction * max(abs(a), abs(b))
+    return Comparison(b / a, b / a, b / a, delta=delta, unit=unit, negligible=negligible)
+
+
 def _medians(row: dict) -> list[float]:
     return json.loads(row["process_medians"]) if row.get("process_medians") else []
 
 
 def _interval(a: dict, b: dict, ratio: float) -> Comparison:
     if not a["sampled"] and not b["sampled"]:
-        return Comparison(ratio, ratio, ratio)
+        return exact(a["value"], b["value"], a["metric"], a.get("unit") or "")
     pa, pb = _medians(a), _medians(b)
     if len(pa) > 1 and len(pb) > 1:
         return Comparison(ratio, *ratio_interval(pb, pa))

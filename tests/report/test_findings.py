@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from implementations import pillars
-from tape_vs_trace.report import findings
+from tape_vs_trace.report import findings, stats
 from tape_vs_trace.report.stats import Comparison
 from tests.report.helpers import MIB, write_results
 
@@ -23,6 +23,8 @@ def mib(value: float) -> dict:
 
 @pytest.mark.parametrize(("c", "a", "b", "text"), [
     (Comparison(1.0, 1.0, 1.0), mib(1), mib(1), "unchanged (1 MiB)"),
+    (stats.exact(13 * MIB, 13 * MIB + 16, "track_saved_bytes"), mib(13) | {"framework": "torch"},
+     mib(13) | {"framework": "jax"}, "equal (JAX +16 B) (13 MiB)"),
     (Comparison(1.5, 1.5, 1.5), mib(2), mib(3), "+50.0 % (2 MiB → 3 MiB)"),
     (Comparison(0.5, 0.5, 0.5), mib(2), mib(1), "−50.0 % (2 MiB → 1 MiB)"),
     (Comparison(1.2, note="one process"), secs(0.01), secs(0.012), "10 ms → 12 ms (1.2×, no interval)"),

@@ -68,6 +68,8 @@ def test_pct_is_a_magnitude_with_one_decimal() -> None:
     (Comparison(reason="failed"), "— (failed)"),
     (Comparison(2.0, note="one process"), "2× (no interval: one process)"),
     (Comparison(2.0, 2.0, 2.0), "2× (exact)"),
+    (stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), "equal (JAX +16 B)"),
+    (stats.exact(13_516_816, 13_516_800, "track_saved_bytes"), "equal (JAX −16 B)"),
     (Comparison(2.0, 1.5, 2.5), "2× [1.5–2.5]"),
     (Comparison(1.1, 0.9, 1.3), "no difference measurable on this machine (1.1×, 95 % interval 0.9–1.3)"),
 ])

@@ -69,6 +69,18 @@ def test_the_sentence_counts_each_verdict_per_mode_with_the_range_of_its_ratios(
     assert headline.sentence(rows, "elsewhere", {}) == ""
 
 
+def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_direction() -> None:
+    """16 B of 13,516,800 (JAX's scalar literals) reads "equal (JAX +16 B)" and leaves the count of "keeps more"."""
+    saved = [row("a", 2.25, 2.25, 2.25, mode="", measure="saved for backward"),
+             row("a", 1.0, 1.0, 1.0, mode="", measure="saved for backward")]
+    saved.append(Row("saved for backward", saved[0].case, saved[0].label, "a", "c" * 40,
+                     stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), {"device": "cpu"}, {}))
+    assert headline.sentence(saved, "a", {}).endswith(
+        "bytes saved for the backward: JAX keeps more in 1 (2.25×), equal in 2 of 3.")
+    assert headline.ratio_text(saved[-1].comparison) == "equal (JAX +16 B)"
+    assert headline.holds({"a": saved[-1]}) == "no finding on any of 1 machines"
+
+
 def test_across_machines_a_finding_holds_where_every_machine_points_the_same_way() -> None:
     same = [row("a", 4.7, 4.0, 6.0), row("b", 3.0, 2.5, 3.5)]
     assert headline.holds({r.machine: r for r in same}) == "JAX slower on 2 of 2 machines"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from implementations import frameworks
+from implementations import frameworks, metrics
 from tape_vs_trace.report import stats
 from tape_vs_trace.report.stats import Comparison
 from tests.report.helpers import FIXTURE, MS, md_table, table_row
@@ -411,3 +411,17 @@ def test_split_by_fixed_count_and_single_round() -> None:
     assert stats.Split(1, True).chunks([1, 2, 3]) == ([[1, 2, 3]], "")
     assert stats.Split(1, (1, 10, 5.0)).chunks([1, 2]) == ([[1, 2]], "")
     assert stats.Split(2, -3).chunks([1, 2, 3])[0] is None
+
+
+def test_exact_bytes_within_the_resolution_are_equal_and_never_a_direction() -> None:
+    """JAX's scalar literals (16 B of the transformer's 13,516,800 saved bytes) are no finding; a small tensor is one,
+    at a small size (100 B of 2 MiB) and at a large one (a 64 KiB bias of 400 MiB)."""
+    assert metrics.resolution("track_saved_bytes") == metrics.resolution("track_peak_bytes") == (64.0, 1e-4)
+    t, j = like(metric="track_saved_bytes", sampled=False)
+    t |= {"metric": "track_saved_bytes", "sampled": False, "unit": "bytes", "value": 13_516_800}
+    c = stats.compare(t, j | {"value": 13_516_816, "unit": "bytes"})
+    assert (c.ratio, c.differs, c.negligible, c.delta) == (13_516_816 / 13_516_800, False, True, 16)
+    for a, b in ((2 * 2 ** 20, 2 * 2 ** 20 + 100), (400 * 2 ** 20, 400 * 2 ** 20 + 2 ** 16), (1000, 1016)):
+        c = stats.compare(t | {"value": a}, j | {"value": b, "unit": "bytes"})
+        assert c.differs and not c.negligible, (a, b)
+    assert stats.exact(10, 11, "track_flops", "flops").differs  # counts have no resolution
