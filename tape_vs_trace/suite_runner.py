@@ -3,11 +3,12 @@
 `asv run` starts one process per benchmark, parameter combination and round, and writes its result file when the
 run ends. A process's start-up (imports; on a GPU also the CUDA context, the XLA client and the compiles) costs
 several times the measurement it makes. This runner measures the same benchmarks (asv's classes, parameters,
-setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework, round and
-kind of program (the compiled combinations apart from the others), each process taking every combination's
-`repeat` samples, interleaved combination by combination, the order rotated every round and every pass. So the
-statistics between processes stay what they are (the report splits each combination's samples into its
-processes), and a round costs four start-ups instead of one per combination.
+setup and timed bodies, through asv_runner: tape_vs_trace.suite_worker) in one process per framework, round,
+kind of program (the compiled combinations apart from the others) and process-wide settings (matmul precision,
+float64), each process taking every combination's `repeat` samples, interleaved combination by combination, the
+order rotated every round and every pass. So the statistics between processes stay what they are (the report
+splits each combination's samples into its processes), and a round costs a few start-ups (four on a CPU grid of one
+precision) instead of one per combination.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -40,6 +41,8 @@ from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
 
 WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped and its tasks recorded as failed
 MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
+# round_plans' process layout, recorded in the result file: tape_vs_trace.history.LAYOUTS lists each one it had
+LAYOUT = "worker-compiled-apart"
 
 
 class RunError(Exception):
@@ -301,7 +304,9 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     total_rounds = max(t.rounds for t in chosen)
     runs: dict[str, Any] = {"profile": profile, "selection": list(regexes or []), "budget_s": budget,
                             "rounds_planned": total_rounds, "rounds": 0, "stopped": None, "processes": 0,
-                            "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": []}
+                            "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [],
+                            "layout": {"id": LAYOUT, "settings": sorted(list(s) for s in {t.settings for t in chosen}),
+                                       "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device()))}}
     path = folder
     with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
         scratch = Path(tmp)
