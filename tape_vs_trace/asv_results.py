@@ -135,18 +135,18 @@ def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
     kept = {name: _not_nan(entry) for name, entry in merged["results"].items() if name not in new.get("results", {})}
     columns = new.get("result_columns", [])
     same_columns = columns == old.get("result_columns") and columns[:3] == ["result", "params", "version"]
-    choice = _chosen(new)
+    choice, before, now = _chosen(new), _chosen_or_attempted(old), _chosen_or_attempted(new)
     for name, entry in new.get("results", {}).items():
         previous = merged["results"].get(name)
         merged["results"][name] = entry
         # Elementwise only for the same parameter grid and benchmark version: otherwise positions mean other things.
         if previous is None or not same_columns or previous[1:3] != entry[1:3]:
+            before.pop(name, None)
             continue
         chosen = None if choice is None else set(choice.get(name, []))
         merged["results"][name], from_old = _merge_entry(previous, entry, columns, chosen)
         if from_old:
             kept[name] = from_old
-    before, now = _chosen_or_attempted(old), _chosen_or_attempted(new)
     union = {name: sorted(set(before.get(name, [])) | set(now.get(name, []))) for name in merged["results"]}
     merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union}
     return merged, {name: idx for name, idx in sorted(kept.items()) if idx}

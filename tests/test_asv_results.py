@@ -111,6 +111,14 @@ def test_merged_record_lists_every_run_s_choice() -> None:
     assert kept == {"p.A.time_x": [0]}
 
 
+def test_a_new_benchmark_version_replaces_the_old_entry_and_its_choice() -> None:
+    old, new = _run([1.0, NAN, NAN, NAN], [0]), _run([NAN, NAN, 2.0, NAN], [2])
+    new["results"]["p.A.time_x"][2] = "3"
+    merged, kept = asv_results.merge_results(old, new)
+    assert merged["results"]["p.A.time_x"][0][0] != merged["results"]["p.A.time_x"][0][0]
+    assert merged["tape_vs_trace"]["chosen"] == {"p.A.time_x": [2]} and kept == {}
+
+
 def test_a_file_without_a_choice_never_erases_a_value_with_nan() -> None:
     # asv run writes NaN for a combination it skipped and for one its -b did not select alike: NaN never replaces
     # a value or a failure there; a new value still replaces an old one.
