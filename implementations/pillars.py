@@ -121,7 +121,8 @@ PILLARS: dict[str, Pillar] = {
         Pillar(
             "recording", "graph recording vs tracing", "eager autograd tape; torch.compile",
             "op-by-op jax.value_and_grad; jax.jit",
-            ("GradStep", "ForwardRecording", "GraphCost", "CompileSeconds"), ("mode", "formulation", "cache"),
+            ("GradStep", "ForwardRecording", "GraphCost", "CompileSeconds", "CompilePhases"),
+            ("mode", "formulation", "cache", "phase"),
             Figure("values"),
             (
                 # what the tape keeps against what tracing keeps, and what compiling buys
