@@ -252,6 +252,9 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "L24-B8-S1024-D1024": {
                     "layers": 24, "batch": 8, "seq": 1024, "width": 1024, "heads": 16, "ffn": 4096,
                 },
+                # The compile-time depth series (CompilePhases): small arrays, so the first call is the compile.
+                **{f"L{n}-B2-S32-D64": {"layers": n, "batch": 2, "seq": 32, "width": 64, "heads": 2, "ffn": 256}
+                   for n in (1, 2, 4, 8, 16)},
             },
             _gen_transformer,
             lambda s: (s["batch"], s["seq"], s["width"]),
@@ -269,6 +272,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                                       cuda=("L12-B8-S1024-D1024", "L24-B8-S1024-D1024")),
                 ("saved",): on("L4-B4-S64-D128"),
                 ("distributed",): on("L4-B4-S64-D128", cuda="L12-B8-S1024-D1024"),
+                ("CompilePhases",): on(*(f"L{n}-B2-S32-D64" for n in (1, 2, 4)),
+                                       cuda=tuple(f"L{n}-B2-S32-D64" for n in (1, 2, 4, 8, 16))),
             }),
         ),
         WorkloadSpec(
@@ -282,12 +287,16 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "d50-4x64": {"depth": 50, "batch": 4, "width": 64},
                 "d100-4x64": {"depth": 100, "batch": 4, "width": 64},
                 "d100-256x4096": {"depth": 100, "batch": 256, "width": 4096},
+                # The compile-time depth series (CompilePhases), a geometric one.
+                **{f"d{n}-4x64": {"depth": n, "batch": 4, "width": 64} for n in (8, 16, 32, 64, 128, 256, 512)},
             },
             _gen_chain,
             lambda s: (s["batch"], s["width"]),
             grid=grid({
                 ("GradStep", "GraphCost", "ForwardRecording"): on("d50-4x64", cuda="d100-256x4096"),
                 ("saved",): on("d50-4x64"),
+                ("CompilePhases",): on(*(f"d{n}-4x64" for n in (8, 16, 32)),
+                                       cuda=tuple(f"d{n}-4x64" for n in (8, 16, 32, 64, 128, 256, 512))),
             }),
         ),
         WorkloadSpec(
@@ -448,6 +457,32 @@ def validate(workload: str, size: str | None = None, dtype: str | None = None, v
         raise _choices(f"dtype for {workload}", dtype, s.dtypes)
     if variant is not None and variant not in s.variants:
         raise _choices(f"variant for {workload}", variant, s.variants)
+
+
+# The size entry that counts a workload's repeated units: the chain's links, the transformer's blocks.
+DEPTH_KEYS: tuple[str, ...] = ("depth", "layers")
+
+
+def depth_of(workload: str, size: str) -> int:
+    """The depth of `size` (its DEPTH_KEYS entry); a ValueError where the workload has none."""
+    dims = spec(workload).sizes[size]
+    found = [dims[k] for k in DEPTH_KEYS if k in dims]
+    if not found:
+        raise ValueError(f"{workload} has no depth: its sizes have none of {', '.join(DEPTH_KEYS)}")
+    return found[0]
+
+
+def depth_series(workload: str, device: str = "cpu", family: str = "CompilePhases") -> dict[int, str]:
+    """{depth: size} of the sizes `family` runs on `device`, shallowest first: the compile-time growth series."""
+    return dict(sorted((depth_of(workload, size), size) for size in spec(workload).runs(family, device)))
+
+
+def size_at_depth(workload: str, depth: int, device: str = "cpu", family: str = "CompilePhases") -> str:
+    """The size of the depth series at `depth`; a ValueError lists the depths the spec has."""
+    series = depth_series(workload, device, family)
+    if depth not in series:
+        raise _choices(f"depth of {workload}'s {family} series on {device}", depth, series or ("none",))
+    return series[depth]
 
 
 def _name_seed(workload: str) -> int:
