@@ -45,10 +45,6 @@ METRICS: dict[str, Metric] = {
                "One phase of the first call of a freshly compiled gradient step (JAX: trace, lower, XLA compile; "
                "PyTorch: Dynamo, AOTAutograd, Inductor; both: the execution, and first_call, the whole call), from "
                "each framework's own timers, one compile per process."),
-        Metric("time_compile_phase", "seconds", "compile phase time", True, True,
-               "One phase of the first call of a freshly compiled gradient step (JAX: trace, lower, XLA compile; "
-               "PyTorch: Dynamo, AOTAutograd, Inductor; both: the execution, and first_call, the whole call), from "
-               "each framework's own timers, one compile per process."),
         Metric("track_peak_bytes", "bytes", "peak memory", False, True,
                "Peak bytes live during one step above what was resident before it; the method is recorded.",
                resolution=BYTES_RESOLUTION),
