@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 
 from benchmarks.common import (
     STEP_DTYPES,
@@ -177,7 +178,73 @@ class _CompileSeconds(Benchmark):
         self.first_call()
 
 
+# Each framework's compile phases and layer-loop formulations (implementations/<framework>/compile_phases.py's
+# PHASES and FORMULATIONS), named here since no framework is imported at module level; tests/test_compile_phases.py
+# checks them against the modules.
+COMPILE_PHASES = {"torch": ("dynamo", "aot_autograd", "inductor", "execution"),
+                  "jax": ("trace", "lower", "xla_compile", "execution")}
+COMPILE_FORMULATIONS = {"torch": ("unrolled", "regional"), "jax": ("unrolled", "scan")}
+# What the phase clock reads: the seconds of this process's row's phase, once measured (one row per process).
+_PHASE = {"seconds": 0.0}
+
+
+def phase_clock() -> float:
+    """asv's `timer` of CompilePhases: 0 before the timed call, the row's phase seconds after it, so the one sample
+    of the process is that phase of its one first call (as the framework's own timers measured it)."""
+    return _PHASE["seconds"]
+
+
+class _CompilePhases(Benchmark):
+    """Where the first call of a freshly compiled gradient step spends its time, at each depth of the workload's
+    depth series (workloads.depth_series): one phase per row (`phase`; 'first_call' is the whole call), each
+    framework's own timers (implementations/<framework>/compile_phases.py), and how the step is formulated:
+    'unrolled' (every layer in the program), JAX's 'scan' or PyTorch's 'regional' (the repeated block compiled once).
+    One compile per process; set-up warms the compiler on another function and prepares `cache` as CompileSeconds
+    does."""
+
+    axes = [("formulation", ["unrolled", "scan", "regional"]), ("cache", ["cold", "warm"]),
+            ("phase", ["first_call", *dict.fromkeys(p for phases in COMPILE_PHASES.values() for p in phases)])]
+    # One process per depth on CPU: each phase row costs a process and a compile (minutes of them on a 2-core CPU),
+    # and a growth exponent's interval comes from the fit over the depths; CUDA machines run three.
+    rounds = by_device(cpu=1, cuda=3)
+    repeat = 1
+    number = 1
+    warmup_time = 0
+    version = "1"
+    fresh_process = True  # tape-vs-trace run: a cold compile in a process that compiled nothing before it
+    timer = staticmethod(phase_clock)
+
+    def skip(self, case):
+        if case.phase != "first_call" and case.phase not in COMPILE_PHASES[case.framework]:
+            return f"{case.phase} is not a phase of {case.framework}'s compile"
+        if case.formulation not in COMPILE_FORMULATIONS[case.framework]:
+            return f"{case.framework} has no {case.formulation} formulation"
+        shallowest = next(iter(workloads.depth_series(case.workload, case.device).values()))
+        if case.cache == "warm" and case.size != shallowest:
+            return "a warm cache runs at the depth series' shallowest depth only (each row costs a process)"
+        return None
+
+    def build(self, case):
+        phases = importlib.import_module(f"implementations.{case.framework}.compile_phases")
+        return {"phases": phases}
+
+    def setup(self, *params):
+        Benchmark.setup(self, *params)
+        _PHASE["seconds"] = 0.0
+        self._compile = contextlib.ExitStack()
+        self.measure = self._compile.enter_context(self.phases.first_call(
+            self.case.inputs, self.case.formulation, self.case.device, self.case.cache))
+
+    def teardown(self, *params):
+        if hasattr(self, "_compile"):  # not there when setup skipped the combination
+            self._compile.close()
+
+    def time_compile_phase(self, *params):
+        _PHASE["seconds"] = self.measure()[self.case.phase]
+
+
 globals().update(by_workload(_GradStep))
 globals().update(by_workload(_ForwardRecording))
 globals().update(by_workload(_GraphCost))
 globals().update(by_workload(_CompileSeconds))
+globals().update(by_workload(_CompilePhases))
