@@ -1,0 +1,191 @@
+"""How compile time grows with the program: the CompilePhases rows (recording pillar) against depth, a fitted
+growth exponent (the slope of log seconds on log depth) with its interval per line, a figure of seconds against
+depth per phase for both frameworks (``compile_growth.png``), and findings in words.
+
+A line is (workload, framework, formulation, phase) at the cold cache; its points are the depths of the workload's
+depth series (workloads.depth_series). The exponent's interval is the t interval of the least-squares slope: it
+takes the scatter of the points about the line, so one process per depth gives an interval from three depths on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from implementations import frameworks, workloads
+
+METRIC = "time_compile_phase"
+FIGURE = "compile_growth.png"
+CONFIDENCE = 0.95
+# Phase colours, shared by both frameworks' panels; the whole first call is black.
+_COLOURS = {"first_call": "black", "trace": "#1f77b4", "dynamo": "#1f77b4", "lower": "#2ca02c",
+            "aot_autograd": "#2ca02c", "xla_compile": "#ff7f0e", "inductor": "#ff7f0e", "execution": "#7f7f7f"}
+_LINES = {"unrolled": "-", "scan": "--", "regional": "--"}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """seconds ~ depth ** exponent: the least-squares slope on log-log axes and its `CONFIDENCE` interval (NaN
+    with fewer than three points: no scatter to estimate)."""
+
+    exponent: float
+    low: float
+    high: float
+    points: int
+
+    def text(self) -> str:
+        if math.isnan(self.low):
+            return f"{self.exponent:.2f} (no interval: {self.points} points)"
+        return f"{self.exponent:.2f} [{self.low:.2f}, {self.high:.2f}]"
+
+
+def growth_exponent(depths: list[float], seconds: list[float], confidence: float = CONFIDENCE) -> Fit:
+    """The growth exponent of `seconds` against `depths`; a ValueError for fewer than two distinct depths or a
+    value that is not positive (a log-log fit needs both)."""
+    from scipy import stats as scipy_stats
+
+    x, y = np.asarray(depths, dtype=float), np.asarray(seconds, dtype=float)
+    if len(x) != len(y) or len(set(x)) < 2:
+        raise ValueError(f"a growth exponent needs two distinct depths or more, got {sorted(set(x))}")
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("a growth exponent needs positive depths and seconds")
+    fit = scipy_stats.linregress(np.log(x), np.log(y))
+    n = len(x)
+    if n < 3:
+        return Fit(float(fit.slope), math.nan, math.nan, n)
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr)
+    return Fit(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half, n)
+
+
+def points(table: pd.DataFrame) -> pd.DataFrame:
+    """The CompilePhases rows of `table` (the report's tidy table) as (machine, workload, framework, formulation,
+    cache, phase, depth, seconds, ci_low, ci_high), deepest last; rows whose size has no depth are left out."""
+    rows = table[(table.metric == METRIC) & (table.status == "ok")] if len(table) else table
+    out = []
+    for r in rows.itertuples():
+        p = json.loads(r.params)
+        if r.workload not in workloads.WORKLOADS or r.size not in workloads.spec(r.workload).sizes:
+            continue
+        out.append({"machine": r.machine, "workload": r.workload, "framework": r.framework,
+                    "formulation": p["formulation"], "cache": p["cache"], "phase": p["phase"],
+                    "depth": workloads.depth_of(r.workload, r.size), "seconds": float(r.value),
+                    "ci_low": float(r.ci_low), "ci_high": float(r.ci_high)})
+    columns = ["machine", "workload", "framework", "formulation", "cache", "phase", "depth", "seconds", "ci_low",
+               "ci_high"]
+    return pd.DataFrame(out, columns=columns).sort_values(columns[:7]).reset_index(drop=True)
+
+
+LINE = ["machine", "workload", "framework", "formulation", "phase"]
+
+
+def fits(pts: pd.DataFrame) -> pd.DataFrame:
+    """One fitted exponent per line of cold-cache points with two depths or more: LINE columns and the Fit's."""
+    out = []
+    for key, line in pts[pts.cache == "cold"].groupby(LINE, sort=True):
+        line = line[line.seconds > 0]
+        if line.depth.nunique() >= 2:
+            fit = growth_exponent(list(line.depth), list(line.seconds))
+            out.append(dict(zip(LINE, key)) | {"exponent": fit.exponent, "low": fit.low, "high": fit.high,
+                                                "points": fit.points, "fit": fit.text()})
+    return pd.DataFrame(out, columns=[*LINE, "exponent", "low", "high", "points", "fit"])
+
+
+def findings(pts: pd.DataFrame) -> list[str]:
+    """In words, per machine, workload and framework: where the first call's time goes at the deepest depth, how
+    the whole first call grows in each formulation, and what the block-once formulation buys there."""
+    lines, fitted = [], fits(pts)
+    for (machine, workload, fw), group in pts[pts.cache == "cold"].groupby(["machine", "workload", "framework"]):
+        label = frameworks.label(fw)
+        for form, rows in group.groupby("formulation"):
+            deepest = rows[rows.depth == rows.depth.max()].set_index("phase").seconds
+            total = deepest.get("first_call", math.nan)
+            shares = ", ".join(f"{phase} {deepest[phase] / total:.0%}" for phase in deepest.index
+                               if phase != "first_call" and total > 0)
+            fit = fitted[(fitted.machine == machine) & (fitted.workload == workload) & (fitted.framework == fw)
+                         & (fitted.formulation == form) & (fitted.phase == "first_call")]
+            grows = f"; grows as depth^{fit.fit.iloc[0]}" if len(fit) else ""
+            lines.append(f"{workload}, {label} {form}, {machine}: first call {total:.2f} s at depth "
+                         f"{int(rows.depth.max())} ({shares}){grows}")
+        lines += _buys(group, machine, workload, label)
+    return lines
+
+
+def _buys(group: pd.DataFrame, machine: str, workload: str, label: str) -> list[str]:
+    """What the block-once formulation (scan, regional) buys at the deepest depth both formulations ran."""
+    first = group[group.phase == "first_call"].pivot_table(index="depth", columns="formulation", values="seconds")
+    other = [f for f in first.columns if f != "unrolled"]
+    if "unrolled" not in first.columns or not other:
+        return []
+    both = first.dropna()
+    if both.empty:
+        return []
+    depth = both.index.max()
+    ratio = both.loc[depth, "unrolled"] / both.loc[depth, other[0]]
+    return [f"{workload}, {label}, {machine}: {other[0]} compiles the depth-{int(depth)} step {ratio:.1f}x faster "
+            f"than unrolled ({both.loc[depth, 'unrolled']:.2f} s against {both.loc[depth, other[0]]:.2f} s)"]
+
+
+def draw(table: pd.DataFrame, out: Path) -> list[str]:
+    """``compile_growth.png`` in `out`: per workload (rows) and framework (columns), seconds against depth on
+    log-log axes, a colour per phase, a line style per formulation; [] where there are no CompilePhases rows."""
+    pts = points(table)
+    pts = pts[pts.cache == "cold"]
+    if pts.empty:
+        return []
+    from matplotlib.figure import Figure
+
+    names = sorted(pts.workload.unique())
+    fws = [f for f in frameworks.NAMES if f in set(pts.framework)]
+    fig = Figure(figsize=(7.5, 2.8 * len(names) + 0.8), dpi=130)
+    axes = fig.subplots(len(names), len(fws), squeeze=False)
+    for i, workload in enumerate(names):
+        for j, fw in enumerate(fws):
+            ax = axes[i, j]
+            for (form, phase), line in pts[(pts.workload == workload) & (pts.framework == fw)].groupby(
+                    ["formulation", "phase"]):
+                line = line[line.seconds > 0].sort_values("depth")
+                ax.plot(line.depth, line.seconds, _LINES.get(form, ":"), marker="o", markersize=3,
+                        color=_COLOURS.get(phase, "0.5"), label=f"{form} {phase}", linewidth=1)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{workload}, {frameworks.label(fw)}", fontsize=9)
+            ax.set_xlabel("depth (layers)", fontsize=9)
+            ax.set_ylabel("seconds", fontsize=9)
+            ax.tick_params(labelsize=8)
+            ax.legend(fontsize=6, ncol=2, frameon=False)
+    fig.suptitle("compile time against depth, per phase (cold caches; dashed: scan / regional)", fontsize=10)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / FIGURE)
+    return [FIGURE]
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tape_vs_trace.report.compile_growth RESULTS OUT`: the fits and findings of an asv results
+    folder's CompilePhases rows, printed, and the figure written to OUT."""
+    from tape_vs_trace.report.load import ReportError, load_results
+
+    if len(argv) != 2:
+        print("usage: python -m tape_vs_trace.report.compile_growth RESULTS OUT", file=sys.stderr)
+        return 2
+    try:
+        table = load_results(Path(argv[0]), lambda text: print(f"warning: {text}", file=sys.stderr)).table
+    except ReportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    pts = points(table)
+    print(pts.to_string(index=False))
+    print(fits(pts).to_string(index=False))
+    print("\n".join(findings(pts)))
+    print("figure:", ", ".join(draw(table, Path(argv[1]))) or "none (no CompilePhases rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
