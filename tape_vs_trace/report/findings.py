@@ -147,6 +147,15 @@ class Paired:
         found = self.experiment(a, b)
         return paired_section.paired_ratio(self.rows[found]) if found else None
 
+    def times(self, a: dict, b: dict) -> tuple[dict, dict] | None:
+        """The paired table's own times of a and b (its baseline and point), which a paired verdict prints beside
+        its ratio: asv's medians of the same combinations are another estimator."""
+        found = self.experiment(a, b)
+        base = self.rows.get((found[0], self.rows[found]["baseline"])) if found else None
+        if base is None:
+            return None
+        return {"value": base["time_s"], "unit": "seconds"}, {"value": self.rows[found]["time_s"], "unit": "seconds"}
+
 
 def _key(params: dict) -> str:
     return json.dumps({k: str(v) for k, v in params.items()}, sort_keys=True)
@@ -162,14 +171,17 @@ def _width(c: stats.Comparison) -> float:
 PAIRED, ACROSS = "paired call by call in one process", "across processes"
 
 
-def one_verdict(asv: stats.Comparison, paired: stats.Comparison, a: dict, b: dict) -> str:
-    """One verdict for one question answered by both methods: the narrower interval's, the other as cross-check;
-    no finding where the two intervals miss each other."""
+def one_verdict(asv: stats.Comparison, paired: stats.Comparison, a: dict, b: dict,
+                times: tuple[dict, dict]) -> str:
+    """One verdict for one question answered by both methods: the narrower interval's, with that estimator's own
+    times (asv's rows a and b, or the paired table's `times`), the other as cross-check; no finding where the two
+    intervals miss each other."""
     if _width(asv) < math.inf and _width(paired) < math.inf and (paired.high < asv.low or paired.low > asv.high):
         return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired)}; {ACROSS}: "
                 f"{fmt.ratio(asv)}): no finding")
-    (first, how), (second, other) = sorted([(paired, PAIRED), (asv, ACROSS)], key=lambda m: _width(m[0]))
-    return f"{describe(first, a, b)}, {how}; cross-check {other}: {fmt.ratio(second)}"
+    (first, how, rows), (second, other, _) = sorted([(paired, PAIRED, times), (asv, ACROSS, (a, b))],
+                                                    key=lambda m: _width(m[0]))
+    return f"{describe(first, *rows)}, {how}; cross-check {other}: {fmt.ratio(second)}"
 
 
 def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None,
@@ -186,7 +198,8 @@ def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None
                 if c.formed:
                     ops = _ops(bd, w, s, a, b, rule.base, rule.variant) if rule.ops else ""
                     pc = paired.ratio(a, b) if paired is not None else None
-                    told = describe(c, a, b) if pc is None else one_verdict(c, pc, a, b)
+                    times = paired.times(a, b) if pc is not None else None
+                    told = describe(c, a, b) if times is None else one_verdict(c, pc, a, b, times)
                     out.append(" ".join(v for v in (frameworks.label(fw), name, told) if v) + ops)
             continue
         t, j = cells.get(*key, rule.variant, "torch"), cells.get(*key, rule.variant, "jax")

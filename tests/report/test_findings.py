@@ -107,8 +107,10 @@ def custom_row(variant: str, commit: str = "c1") -> dict:
 def paired_table(ratio: float, low: float, high: float, commit: str = "c1"):
     import pandas as pd
     rows = [{"group": "paired", "experiment": "custom against autodiff swiglu torch eager", "point": point,
-             "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "commit": commit}
-            for point, r, lo, hi in (("autodiff", 1.0, 1.0, 1.0), ("custom", ratio, low, high))]
+             "baseline": "autodiff", "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "time_s": t,
+             "commit": commit}
+            for point, r, lo, hi, t in (("autodiff", 1.0, 1.0, 1.0, 0.01385),
+                                        ("custom", ratio, low, high, 0.01604))]
     return pd.DataFrame(rows)
 
 
@@ -120,19 +122,43 @@ def test_the_paired_lookup_divides_only_an_experiments_own_baseline_and_point() 
     assert findings.Paired(None, "cpu").ratio(custom_row("plain"), custom_row("custom")) is None
 
 
-def test_one_question_gets_one_verdict_from_the_narrower_interval() -> None:
-    a, b = secs(0.01), secs(0.0115)
-    asv, paired = Comparison(1.25, 0.95, 1.6), Comparison(1.15, 1.12, 1.18, resolution=0.03)
-    assert findings.one_verdict(asv, paired, a, b) == (
-        "+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.12–1.18×), paired call by call in one process; cross-check "
-        "across processes: no difference measurable on this machine (1.25×, 95 % interval 0.95–1.6)")
-    # the asv interval narrower: it states the verdict, the paired ratio is the cross-check
-    assert findings.one_verdict(Comparison(1.15, 1.13, 1.17), Comparison(1.2, 1.0, 1.4, resolution=0.03), a, b) \
-        .startswith("+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.13–1.17×), across processes; cross-check paired")
+def test_one_question_gets_one_verdict_from_the_narrower_interval_with_that_estimators_own_times() -> None:
+    """asv's medians (10 → 11.5 ms) beside the paired estimate's +15.9 % would be two estimators in one sentence:
+    the paired verdict prints the paired table's times (its baseline and point)."""
+    a, b, times = secs(0.01), secs(0.0115), (secs(0.01385), secs(0.01604))
+    asv, paired = Comparison(1.25, 0.95, 1.6), Comparison(1.159, 1.12, 1.18, resolution=0.03)
+    assert findings.one_verdict(asv, paired, a, b, times) == (
+        "+15.9 % (13.85 ms → 16.04 ms; ratio 95 % interval 1.12–1.18×), paired call by call in one process; "
+        "cross-check across processes: no difference measurable on this machine (1.25×, 95 % interval 0.95–1.6)")
+    # the asv interval narrower: it states the verdict with asv's times, the paired ratio is the cross-check
+    assert findings.one_verdict(Comparison(1.15, 1.13, 1.17), Comparison(1.2, 1.0, 1.4, resolution=0.03), a, b,
+                                times).startswith("+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.13–1.17×), across "
+                                                  "processes; cross-check paired")
+
+
+class VariantCells(FakeCells):
+    """One case of one framework (PyTorch), its rows by variant."""
+
+    def get(self, pillar: str, metric: str, w: str, s: str, program: str, variant: str, fw: str) -> dict | None:
+        return self.rows.get(variant) if fw == "torch" else None
+
+
+def test_a_paired_finding_reads_the_paired_tables_times() -> None:
+    """The custom backward's eager step, answered by asv rows (10 → 11.5 ms, one process each) and by the paired
+    experiment (13.85 → 16.04 ms, +15.9 %): the finding prints the paired estimate with its own times."""
+    paired = findings.Paired(paired_table(1.159, 1.12, 1.18), "cpu")
+    assert paired.times(custom_row("plain"), custom_row("custom")) == (secs(0.01385), secs(0.01604))
+    asv = {"machine": "m", "framework": "torch", "metric": "time_step", "memory_method": "", "status": "ok",
+           "sampled": True, "basis": "one process", "process_medians": ""}
+    cells = VariantCells({"plain/eager": custom_row("plain") | asv,
+                          "custom/eager": custom_row("custom") | asv | secs(0.0115)})
+    rule = next(r for p, r in pillars.findings() if p == "custom_backward" and r.metric == "time_step")
+    [case] = findings._cases("custom_backward", rule, cells, paired=paired)
+    assert "+15.9 % (13.85 ms → 16.04 ms" in case and "11.5 ms" not in case.split("cross-check")[0], case
 
 
 def test_two_methods_whose_intervals_miss_each_other_state_no_finding() -> None:
     text = findings.one_verdict(Comparison(1.5, 1.3, 1.7), Comparison(1.1, 1.08, 1.12, resolution=0.03), secs(1),
-                                secs(1.5))
+                                secs(1.5), (secs(1), secs(1.1)))
     assert text.startswith("the two methods disagree beyond their intervals") and text.endswith("no finding")
     assert "+" not in text.split("(")[0]
