@@ -88,6 +88,10 @@ COMPILED_WITH_EAGER = ("255262e945cd19a1ceb21012e3604a805d59a3b5", 1796198822000
                        ("transforms.TransformStep_mlp.time_step",))
 
 
+# what a recorded run whose combinations had several process-wide settings adds to its layout's words
+SETTINGS_APART = "each process-wide setting (matmul precision, float64) in processes of its own"
+
+
 class Placement(NamedTuple):
     """Which processes measured one benchmark of one result file, and how that is known."""
 
@@ -101,7 +105,10 @@ def runner_layout(details: dict[str, Any], date_ms: int) -> tuple[Layout, tuple[
     recorded = (details.get("worker_runs") or {}).get("layout")
     by_id = {layout.id: layout for layout in LAYOUTS}
     if isinstance(recorded, dict) and recorded.get("id") in by_id:
-        return by_id[recorded["id"]], tuple(recorded.get("compiled_with_eager") or ()), "recorded by the runner"
+        layout = by_id[recorded["id"]]
+        if len(recorded.get("settings") or []) > 1:  # the split moved combinations only where a run had several
+            layout = layout._replace(words=f"{layout.words}, {SETTINGS_APART}")
+        return layout, tuple(recorded.get("compiled_with_eager") or ()), "recorded by the runner"
     layout = [layout for layout in LAYOUTS if date_ms >= layout.author_date_ms][-1]
     together = COMPILED_WITH_EAGER[2] if date_ms >= COMPILED_WITH_EAGER[1] else ()
     later = next((x for x in LAYOUTS if x.author_date_ms > date_ms), None)

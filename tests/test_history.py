@@ -52,3 +52,21 @@ def test_the_committed_runs_of_the_issue() -> None:
     for name in ("intel-xeon-f6m167-2c-7b3a82c3.json", "amd-epyc-f25m17-2c-run-b-quiet.json"):
         record = json.loads((RECORDS / name).read_text())
         assert history.placement(record["tape_vs_trace"], record["date"], GRAD).words == APART.words
+
+
+def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> None:
+    """tape-vs-trace run writes its layout into the result file, and it is the newest one history knows."""
+    from tape_vs_trace import suite_runner
+    from tests.test_suite_runner import _fake_clock
+
+    assert suite_runner.LAYOUT == history.LAYOUTS[-1].id
+    _fake_clock(monkeypatch, seconds_per_process=1.0)
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=1, log=lambda _: None)
+    record = json.loads(done.path.read_text())
+    layout = record["tape_vs_trace"]["worker_runs"]["layout"]
+    assert layout == {"id": suite_runner.LAYOUT, "settings": [["highest", False]],
+                      "compiled_with_eager": ["transforms.TransformStep_mlp.time_step"]}
+    assert history.placement(record["tape_vs_trace"], 0, GRAD) == (APART.words, "recorded by the runner")
+    # combinations of two process-wide settings took processes apart: said where the run had them
+    record["tape_vs_trace"]["worker_runs"]["layout"]["settings"].append(["tensorfloat32", False])
+    assert history.placement(record["tape_vs_trace"], 0, GRAD).words == f"{APART.words}, {history.SETTINGS_APART}"
