@@ -139,10 +139,20 @@ def summary(m: Machine) -> str:
     return f"{m.name}: runs on another host than its newest are published apart, " + "; ".join(parts)
 
 
+def _previous(site: Path, graph: str, index: int | None, revision: int) -> int | None:
+    """The revision before `revision` at which the graph's series (parameter combination `index`) has a value: the
+    other run of a jump asv states as "in commit X" (no first revision)."""
+    try:
+        points = json.loads((site / graph).read_text())
+    except (OSError, ValueError):
+        return None
+    before = [r for r, v in points if r < revision and (v if index is None else v[index]) is not None]
+    return max(before) if before else None
+
+
 def regressions(site: Path, found: list[Machine]) -> list[str]:
     """One line per jump on asv's Regressions page (the published regressions.json): its machine, benchmark, the
-    two runs it lies between and the host rule's word on those two runs (a run under load is the same host, and
-    its calibration moved)."""
+    two runs it lies between and the host rule's word on those two runs."""
     try:
         listed = json.loads((site / "regressions.json").read_text())["regressions"]
         to_hash = json.loads((site / "index.json").read_text())["revision_to_hash"]
@@ -150,14 +160,15 @@ def regressions(site: Path, found: list[Machine]) -> list[str]:
         return []
     runs = {(h.name, r.commit): r for m in found for h in m.hosts for r in h.runs}
     lines = []
-    for name, _, params, _, _, _, jumps in listed:
-        machine = params.get("machine", "")
+    for name, graph, _, index, _, _, jumps in listed:
+        machine = next((p[len("machine-"):] for p in graph.split("/") if p.startswith("machine-")), "")
         for before, after, old, new in jumps or []:
+            before = before if before is not None else _previous(site, graph, index, after)
             a, b = (runs.get((machine, to_hash.get(str(rev), ""))) for rev in (before, after))
             if a is None or b is None:
                 continue
             verdict = host_check.same_host(a.record, b.record)[1] if a.fingerprinted and b.fingerprinted else \
                 "no host fingerprint in one of the runs"
-            lines.append(f"{machine}: {name} {new / old:.3g}× between {a.commit[:8]} and {b.commit[:8]}: {verdict}"
-                         if old else f"{machine}: {name} between {a.commit[:8]} and {b.commit[:8]}: {verdict}")
+            change = f" {new / old:.3g}×" if old else ""
+            lines.append(f"{machine}: {name}{change} between {a.commit[:8]} and {b.commit[:8]}: {verdict}")
     return lines

@@ -90,7 +90,7 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
         if index.is_file():
             text = history.link(index.read_text(encoding="utf-8"))
             text = comparison_page.link(text) if compared else text
-            text = regressions_note(text, host_split.regressions(site, hosts))
+            text = regressions_note(text, hosts, host_split.regressions(site, hosts))
             index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
         pages = sorted(site.rglob("*.html"))
         for page in pages:
@@ -198,15 +198,16 @@ def _results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, 
     return view, hosts
 
 
-def regressions_note(index_html: str, lines: list[str]) -> str:
-    """asv's index page with, above its Regressions page's table, each jump's two runs and the host rule's word on
-    them (asv's script rewrites only the table's own element)."""
-    if not lines:
+def regressions_note(index_html: str, hosts: list[host_split.Machine], jumps: list[str]) -> str:
+    """asv's index page with, above its Regressions page's table (asv's script rewrites only the table's own
+    element), the machine names split by host and each jump's two runs with the host rule's word on them."""
+    split = [host_split.summary(m) for m in hosts if m.split]
+    if not split and not jumps:
         return index_html
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    note = ('<details class="host-note" style="margin: 8px 16px"><summary>The host rule on each jump\'s two runs '
-            f'({len(lines)}): a run under load is the same host, and its calibration moved</summary><ul>{items}</ul>'
-            '<p>Runs of another host are published under a machine name of their own: see the '
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in split + jumps)
+    note = ('<details class="host-note" style="margin: 8px 16px"><summary>Hosts: '
+            f"{len(split)} machine name(s) split by host; the host rule on each jump's two runs ({len(jumps)})"
+            f"</summary><ul>{items}</ul><p>The host rule and each machine's runs: the "
             f'<a href="{comparison_page.PAGE}#hosts">Comparison page</a>.</p></details>')
     return index_html.replace('<div id="regressions-body">', note + '<div id="regressions-body">', 1)
 

@@ -340,3 +340,85 @@ def test_distributed_rows_are_on_their_own_linked_page(distributed_site: Path, s
     assert "launch 1 timed out" in page
     # without results/distributed: no page and no link
     assert not (site / "distributed.html").exists() and "distributed.html" not in (site / "index.html").read_text()
+
+
+def _jumps(site: Path) -> list[tuple[str, str, str, str]]:
+    """(machine, benchmark, commit before, commit after) of every jump on asv's Regressions page; a jump asv states
+    as "in commit X" lies between X and the series' previous point."""
+    to_hash = json.loads((site / "index.json").read_text())["revision_to_hash"]
+    listed = json.loads((site / "regressions.json").read_text())["regressions"]
+    out = []
+    for name, graph, _, index, _, _, jumps in listed:
+        machine = re.search(r"/machine-([^/]+)/", graph).group(1)
+        points = json.loads((site / graph).read_text())
+        for before, after, _, _ in jumps:
+            if before is None:
+                before = max(r for r, v in points if r < after and (v if index is None else v[index]) is not None)
+            out.append((machine, name, to_hash[str(before)], to_hash[str(after)]))
+    return out
+
+
+def _records(results: Path) -> dict[str, dict]:
+    """commit -> the result file's "tape_vs_trace" record, over every machine folder."""
+    out = {}
+    for path in results.glob("*/*-*.json"):
+        data = json.loads(path.read_text())
+        out[data["commit_hash"]] = data.get("tape_vs_trace") or {}
+    return out
+
+
+def test_a_host_change_is_not_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One machine name, an Intel host's run and then two runs on an AMD host whose times are twice as long (real
+    machine records, copied fixture times): the Intel run is published as `<name>@host2`, so no graph and no
+    regression joins the two hosts, while the AMD host's two runs (the first under load) stay one series."""
+    from tape_vs_trace import host_check
+    from tests.test_host_split import AMD_LOADED, AMD_QUIET, INTEL, commits, results_with_hosts
+
+    results = results_with_hosts(tmp_path, [INTEL, AMD_LOADED, AMD_QUIET], scale=[1.0, 2.0, 2.0])
+    out = tmp_path / "html"
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--results", str(results),
+                     "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {CPU}: runs on another host than its newest are published apart, {CPU}@host2" in err
+    index = json.loads((out / "index.json").read_text())
+    assert {CPU, f"{CPU}@host2"} <= set(index["machines"])
+    records = _records(results)
+    for machine, name, before, after in _jumps(out):
+        assert host_check.same_host(records[before], records[after])[0], (machine, name, before[:8], after[:8])
+    intel = commits(1)[0][0]
+    assert all(intel not in (before, after) for _, _, before, after in _jumps(out))
+    drawn = _series(out, CPU)
+    assert drawn and not any(key[0] == int(next(k for k, h in index["revision_to_hash"].items() if h == intel))
+                             for series in drawn.values() for key in series)
+    assert "comparison.html#hosts" in (out / "index.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dashboard of the committed results (results/)."""
+    out = tmp_path_factory.mktemp("publish-committed") / "html"
+    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--out", str(out)]) == 0
+    return out
+
+
+def test_no_regression_of_the_committed_results_spans_a_host_change(committed_site: Path) -> None:
+    """Every jump asv lists lies between two runs the host rule calls one host, and the Regressions page gives the
+    host rule's word on each jump's two runs."""
+    from tape_vs_trace import host_check, host_split
+
+    records = _records(ROOT / "results")
+    jumps = _jumps(committed_site)
+    for machine, name, before, after in jumps:
+        assert host_check.same_host(records[before], records[after])[0], (machine, name, before[:8], after[:8])
+    index = (committed_site / "index.html").read_text()
+    note = re.search(r'<details class="host-note".*?</details>', index, re.DOTALL)
+    assert note is not None or not jumps
+    if jumps:
+        split = sum(m.split for m in host_split.machines(ROOT / "results"))
+        assert note.group(0).count("<li>") == split + len(jumps)
+        assert all(f"between {b[:8]} and {a[:8]}: " in note.group(0) for _, _, b, a in jumps)
+
+
+def test_comparison_page_is_linked_from_the_navigation_bar(committed_site: Path) -> None:
+    assert '<li><a href="comparison.html">Comparison</a></li>' in (committed_site / "index.html").read_text()
+    assert (committed_site / "comparison.html").is_file()
