@@ -38,6 +38,9 @@ CITED = Profile(
      r"^inference\.Forward_\w+\.time_forward\(",
      r"^engine\.EngineStep_\w+\.time_step\(",
      r"^harness\.",
+     # compile time's growth, a few small points: JAX's first call of the chain at two depths, unrolled and scan
+     r"^recording\.CompilePhases_chain\.time_compile_phase\('jax', 'chain', 'd(8|16)-4x64', '(unrolled|scan)', "
+     r"'cold', 'first_call'",
      r"\.track_"),
     rounds=12,
     # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired

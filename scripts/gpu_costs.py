@@ -1,0 +1,181 @@
+"""What scripts/gpu_chunks.py plans from: the per-phase costs the pre-flight measured (tape_vs_trace/preflight.py)
+or, where it did not, the defaults below, marked assumed; and the arithmetic that turns them into a chunk's wall
+time (scripts/gpu_chunks.py's docstring states it). Plain Python: the caller puts the repository on sys.path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from implementations import sampling  # imports no framework
+from tape_vs_trace.profiles import Combo
+
+SAVE_S = 2.0  # the worker runner saves and scrubs the results after every round, assumed
+
+# The defaults, used where the pre-flight timed nothing: per phase, by (framework, workload), "*" for any other and
+# "" for a benchmark without a workload (the harness's 1 ms spin), in seconds. Chosen so that one eager mlp process
+# adds up to at least what an asv process of it took on the H200 (docs/history.md); the inputs as generated (the
+# input cache makes them cheaper), the compiles and JAX's op-by-op first calls (each primitive compiled on its first
+# call) are assumed.
+DEFAULTS: dict[str, dict[tuple[str, str], float]] = {
+    "discovery": {("*", "*"): 8.0},
+    "startup": {("torch", "*"): 12.0, ("jax", "*"): 10.0},
+    "inputs": {("*", "mlp"): 4.0, ("*", "transformer"): 8.0, ("*", "*"): 2.0},
+    "eager_build": {("torch", "*"): 3.0, ("jax", "*"): 5.0, ("jax", "transformer"): 12.0, ("jax", "lstm"): 12.0,
+                    ("*", ""): 0.5},
+    "eager_step": {("*", "mlp"): 0.05, ("*", "transformer"): 0.5, ("*", "swiglu"): 0.02, ("*", ""): 1e-3,
+                   ("*", "*"): 0.1},
+    "compile": {("torch", "mlp"): 12.0, ("torch", "transformer"): 45.0, ("torch", "*"): 25.0,
+                ("jax", "mlp"): 4.0, ("jax", "transformer"): 12.0, ("jax", "*"): 10.0},
+    "compiled_step": {("*", "mlp"): 0.05, ("*", "transformer"): 0.5, ("*", "swiglu"): 0.02, ("*", "*"): 0.1},
+}
+# The step a count's probe builds: PyTorch's probes run the eager tape; JAX's jit the step (peak bytes, flops).
+PROBE_BUILD = {"torch": "eager_build", "jax": "compile"}
+
+
+class CostsError(Exception):
+    """A cost file that cannot be read or is not a pre-flight's: one line on stderr."""
+
+
+class Costs:
+    """Per-phase seconds: measured (a pre-flight's file) where it timed them, else DEFAULTS, assumed; a phase it
+    stopped counts at no less than how long it had run."""
+
+    def __init__(self, measured: dict[str, Any] | None = None, source: str = ""):
+        self.measured = measured
+        self.source = source
+
+    @classmethod
+    def load(cls, path: Path) -> Costs:
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as exc:
+            raise CostsError(f"cannot read cost file {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise CostsError(f"cost file {path} is not JSON: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("frameworks"), dict):
+            raise CostsError(f"cost file {path} has no 'frameworks' object: not a pre-flight's "
+                             "(python -m tape_vs_trace.preflight)")
+        for fw, entry in data["frameworks"].items():
+            if not isinstance(entry, dict):
+                raise CostsError(f"cost file {path}: frameworks.{fw} is not an object")
+            for phase, value in entry.items():
+                records = [value] if phase == "startup" else list(value.values()) if isinstance(value, dict) else [0]
+                for rec in records:
+                    _check_record(rec, path, f"frameworks.{fw}.{phase}")
+        if "discovery" in data:
+            _check_record(data["discovery"], path, "discovery")
+        return cls(data, str(path))
+
+    def get(self, phase: str, framework: str = "", workload: str = "", assumed: set[str] | None = None) -> float:
+        """Seconds of `phase`; where it is not measured, its default, and its name added to `assumed`."""
+        rec = self._record(phase, framework, workload)
+        if rec is not None and "seconds" in rec:
+            return float(rec["seconds"])
+        table = DEFAULTS[phase]
+        default = next(table[k] for k in ((framework, workload), ("*", workload), (framework, "*"), ("*", "*"))
+                       if k in table)
+        if assumed is not None:
+            why = f" (not timed: {rec['not_timed']})" if rec is not None else ""
+            assumed.add(" ".join(filter(None, (framework, phase, workload))) + why)
+        return max(default, float(rec.get("over_s", 0.0))) if rec is not None else default
+
+    def _record(self, phase: str, framework: str, workload: str) -> dict[str, Any] | None:
+        if self.measured is None:
+            return None
+        if phase == "discovery":
+            return self.measured.get("discovery")
+        entry = self.measured["frameworks"].get(framework, {}).get(phase)
+        if phase == "startup" or entry is None:
+            return entry
+        return entry.get(workload)
+
+    def describe(self) -> str:
+        if self.measured is None:
+            return "estimated from the stated defaults (no pre-flight)"
+        return f"measured by the pre-flight ({self.source}, device {self.measured.get('device', '?')})"
+
+
+def _check_record(rec: Any, path: Path, where: str) -> None:
+    ok = isinstance(rec, dict) and (
+        (isinstance(rec.get("seconds"), int | float) and rec["seconds"] >= 0) or isinstance(rec.get("not_timed"), str))
+    if not ok:
+        raise CostsError(f"cost file {path}: {where} is neither {{'seconds': s >= 0}} nor {{'not_timed': why}}")
+
+
+@dataclass
+class Estimate:
+    seconds: float = 0.0
+    combinations: int = 0
+    processes: int = 0
+    rounds: int = 0
+    assumed: set[str] = field(default_factory=set)
+
+
+def rounds_of(combo: Combo, chunk_rounds: int, runner: str) -> int:
+    """Processes of `combo` in a chunk of `chunk_rounds` (0: the benchmark's own); a count is taken once."""
+    if combo.kind == "track" and runner == "worker":
+        return 1
+    return chunk_rounds or combo.rounds
+
+
+def calls_per_sample(step_s: float) -> int:
+    """sampling.calls_for's count for a step of `step_s` seconds."""
+    return max(1, min(sampling.MAX_CALLS, math.ceil(sampling.MIN_SAMPLE_SECONDS / max(step_s, 1e-7))))
+
+
+def combo_seconds(c: Combo, costs: Costs, assumed: set[str]) -> float:
+    """One combination's share of its process: build, then samples (a count: its probe's build)."""
+    if c.skipped:
+        return 0.0
+    fw, w = c.framework, c.workload
+    if c.method == "time_compile_seconds":  # a warm cache is filled by one compile before the timed one
+        return costs.get("compile", fw, w, assumed) * (2 if c.mode == "warm" else 1)
+    if c.kind == "track":
+        return costs.get(PROBE_BUILD.get(fw, "eager_build"), fw, w, assumed)
+    compiled = c.mode == "compiled"
+    build = costs.get("compile" if compiled else "eager_build", fw, w, assumed)
+    step = costs.get("compiled_step" if compiled else "eager_step", fw, w, assumed)
+    return build + step + c.repeat * calls_per_sample(step) * step
+
+
+def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: set[str]) -> float:
+    """One process running `group`: start-up, each distinct input once (the suite memoises them), the combinations.
+    A process whose combinations all skip imports the suite and no framework."""
+    live = [c for c in group if not c.skipped]
+    if not live:
+        return costs.get("discovery", assumed=assumed)
+    inputs = {(c.workload, c.size, c.dtype) for c in live if c.workload}
+    return (costs.get("startup", framework, assumed=assumed)
+            + sum(costs.get("inputs", framework, w, assumed) for w, _, _ in sorted(inputs))
+            + sum(combo_seconds(c, costs, assumed) for c in live))
+
+
+def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str = "worker") -> Estimate:
+    """The wall time of one run of `picked` in `chunk_rounds` under `runner`: per round and framework, the worker
+    runner's process of the compiled combinations, its process of the others, and one per fresh combination
+    (asv run: one per combination)."""
+    result = Estimate(combinations=sum(not c.skipped for c in picked))
+    if not picked:
+        return result
+    result.seconds = costs.get("discovery", assumed=result.assumed)
+    result.rounds = max(rounds_of(c, chunk_rounds, runner) for c in picked)
+    for r in range(result.rounds):
+        for fw in dict.fromkeys(c.framework for c in picked):
+            due = [c for c in picked if c.framework == fw and rounds_of(c, chunk_rounds, runner) > r]
+            if runner == "asv":
+                groups = [[c] for c in due]
+            else:
+                shared = [c for c in due if not c.fresh]
+                groups = [[c for c in shared if c.mode != "compiled"], [c for c in shared if c.mode == "compiled"],
+                          *([c] for c in due if c.fresh)]
+            for group in (g for g in groups if g):
+                result.seconds += process_seconds(fw, group, costs, result.assumed)
+                result.processes += 1
+        if runner == "worker":
+            result.seconds += SAVE_S
+    return result
