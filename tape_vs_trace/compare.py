@@ -26,6 +26,7 @@ from implementations import frameworks
 from tape_vs_trace import host_check
 from tape_vs_trace.agreement import Hosts, Interval, RowCheck, hosts, interval, judge, normalised
 from tape_vs_trace.report import fmt, roofline, stats
+from tape_vs_trace.report import hosts as hosts_section
 from tape_vs_trace.report.load import ReportError, Results, load_results
 
 AGREEMENT = 0.95  # --strict: the share of timing rows that must agree
@@ -160,7 +161,9 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
     host = hosts(a, b, {(k[0], k[2]) for k in common})
     checks = _checks(rows_a, rows_b, common, host, normalise)
     direction_lines, directions_line = _direction_lines(rows_a, rows_b)
-    lines = _host_lines(host, normalise) + [_check_line(c) for c in checks] + direction_lines
+    lines = _host_lines(host, normalise) + hosts_section.layout_notes(
+        [(rows_a[k], rows_b[k]) for k in common], a.details, b.details) + \
+        [_check_line(c) for c in checks] + direction_lines
     single = [c for c in checks if c.verdict == "not judged"]
     compared = [c for c in checks if c.verdict not in ("different hosts", "not judged")]
     timing = [c for c in compared if c.timing]

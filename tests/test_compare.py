@@ -146,6 +146,22 @@ def test_one_host_whose_calibration_moved_under_load_is_compared(runs, capsys) -
     assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
 
 
+def test_runs_of_another_runner_layout_are_compared_with_a_note(runs, capsys) -> None:
+    """Run B's step measured by the worker runner (compiled combinations apart), run A's by asv run (a process per
+    combination): the rows are compared, as a check of the runner, and the note says a difference may be the
+    layout's."""
+    a, b = runs
+    layout = {"id": "worker-compiled-apart", "settings": [["highest", False]], "compiled_with_eager": []}
+    edit(b, lambda data: data.setdefault("tape_vs_trace", {}).update(
+        runner_of={"recording.GradStep_mlp.time_step": "worker"}, worker_runs={"layout": layout}))
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    [note] = [x for x in out if x.startswith("note: box @ abc12300: 1 timed benchmark(s) ran in another runner layout")]
+    assert "(such as recording.GradStep_mlp.time_step: A one process per combination and round (asv run); B compiled " \
+        "combinations in a worker process of their own per framework and round)" in note
+    assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
+
+
 def test_normalised_times_are_labelled_calibrated(runs, capsys) -> None:
     a, b = runs
     _hosts(a, b, 2.0)  # twice the matmul rate, half the time: the same work in calibrated units

@@ -60,7 +60,8 @@ def _normalised(table: pd.DataFrame, machine: str, commit: str, other: str, cal_
 ASPECTS = ("benchmark version", "runner layout", "measurement method")
 
 
-def _date_ms(row: dict) -> int:
+def date_ms(row: dict) -> int:
+    """A table row's commit date (the result file's, as asv records it) in ms."""
     return int(datetime.strptime(row["date"], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC).timestamp() * 1000)
 
 
@@ -71,7 +72,7 @@ def run_kind(r: Row, details: dict[tuple[str, str], dict]) -> dict[str, str]:
     kind = {"benchmark version": " / ".join(dict.fromkeys(str(x["benchmark_version"]) for x in (r.torch, r.jax)))}
     if r.torch.get("sampled"):
         record = details.get((r.torch["machine"], r.commit)) or {}
-        where = history.placement(record, _date_ms(r.torch), r.torch["benchmark"])
+        where = history.placement(record, date_ms(r.torch), r.torch["benchmark"])
         kind["runner layout"] = f"{where.words} ({where.source})"
     kind["measurement method"] = " / ".join(dict.fromkeys(
         "; ".join(str(x.get(k) or "") for k in ("basis", "method", "memory_method")).strip("; ") for x in
@@ -91,7 +92,7 @@ def like_machines(by_machine: dict[str, Row], details: dict) -> tuple[list[str],
     groups: dict[tuple, list[str]] = {}
     for m, kind in kinds.items():
         groups.setdefault(_bare(kind), []).append(m)
-    newest = {m: _date_ms(r.torch) for m, r in by_machine.items()}
+    newest = {m: date_ms(r.torch) for m, r in by_machine.items()}
     like = max(groups.values(), key=lambda ms: (len(ms), max(newest[m] for m in ms)))
     ref = like[0]
     why = {m: [f"its {a} ({kinds[m].get(a, 'none')}) is not {ref}'s ({kinds[ref].get(a, 'none')})" for a in ASPECTS
@@ -224,3 +225,24 @@ def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
             "matmul rate for compiled ones) accounts for " + ", for part of ".join(
                 str(counts[k]) for k in ("accounts for it", "accounts for part of it")) +
             f" and does not account for {counts['does not account for it']}."]
+
+
+def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:
+    """For the rerun check: a note per machine and commit whose two runs measured some timed benchmark (of the row
+    pairs) in another process layout (`history.placement`). Its rows are compared all the same (a worker run
+    against asv run is a check of the runner), but a difference there may be the layout's."""
+    moved: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+    for ra, rb in pairs:
+        if not ra["sampled"]:
+            continue
+        where = [history.placement(d.get((r["machine"], r["commit"])) or {}, date_ms(r), r["benchmark"]).words
+                 for d, r in ((details_a, ra), (details_b, rb))]
+        if where[0] != where[1]:
+            moved.setdefault((ra["machine"], ra["commit"]), {})[ra["benchmark"]] = (where[0], where[1])
+    lines = []
+    for (name, commit), benchmarks in moved.items():
+        first, (wa, wb) = next(iter(benchmarks.items()))
+        lines.append(f"note: {name} @ {commit[:8]}: {len(benchmarks)} timed benchmark(s) ran in another runner layout "
+                     f"in each run (such as {first}: A {wa}; B {wb}); compared, but a difference there may be the "
+                     "layout's")
+    return lines
