@@ -17,6 +17,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from implementations import frameworks
+from tape_vs_trace import comparison_page
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.load import Results, literal, load_results
 from tape_vs_trace.report.select import display, latest
@@ -238,8 +239,10 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
             text = fmt.ratio(comparison)
             if comparison.formed and math.isfinite(comparison.low) and not (comparison.low == comparison.high):
                 text += " (95 % Welch t interval over per-process medians, log scale)"
-            block += [f"- {label}: {text}", f"- dashboard (both): `{both}`"] if form == "markdown" else \
-                [f"{label}: {text}", f"  dashboard (both) {both}"]
+            page = comparison_page.anchor(rows[0]["machine"], rows[0]["pillar"])
+            block += [f"- {label}: {text}", f"- dashboard (both): `{both}`", f"- comparison page: `{page}`"] \
+                if form == "markdown" else [f"{label}: {text}", f"  dashboard (both) {both}",
+                                            f"  comparison page {page}"]
         blocks.append("\n".join(block).rstrip())
     if form == "json":
         return json.dumps(objects[0] if len(objects) == 1 else objects, indent=2)
