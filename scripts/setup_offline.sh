@@ -8,9 +8,10 @@
 # --system-site-packages` made from a venv sees the base interpreter's packages, not the parent venv's, so .venv
 # gets a .pth that adds every package folder $PYTHON sees (with site.addsitedir, so their own .pth files apply).
 # The project goes on sys.path through a .pth as well (no pip install -e: that needs setuptools, which such
-# machines may lack), with a `tape-vs-trace` launcher. asv and asv-runner are installed only if $PYTHON lacks
-# them, from local wheels (pip --no-index --find-links $TVT_WHEELS). asv needs a git commit on branch `main`
-# (asv.conf.json): a copy without .git gets one snapshot commit.
+# machines may lack), with a `tape-vs-trace` launcher. What $PYTHON lacks of requirements/h200.txt (asv,
+# asv-runner and their dependencies, exact pins) is installed from local wheels (scripts/download_wheels.sh) with
+# pip --no-index --no-deps --find-links $TVT_WHEELS, and the imports are checked before anything else runs. asv
+# needs a git commit on branch `main` (asv.conf.json): a copy without .git gets one snapshot commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -45,12 +46,16 @@ sys.exit(main())
 LAUNCH
 chmod +x "$venv/bin/tape-vs-trace"
 
-if ! "$vpy" -c 'import asv, asv_runner' 2>/dev/null; then
+imports='import asv, asv_runner, json5, importlib_metadata'  # what requirements/h200.txt provides
+if ! "$vpy" -c "$imports" 2>/dev/null; then
     "$vpy" -m pip --version >/dev/null 2>&1 || "$vpy" -m ensurepip >/dev/null
-    "$vpy" -m pip install -q --disable-pip-version-check --no-index --find-links "$wheels" asv asv-runner || {
-        echo "error: asv and asv-runner are missing and not installable from the wheels in $wheels (TVT_WHEELS)"
+    "$vpy" -m pip install -q --disable-pip-version-check --no-index --no-deps --find-links "$wheels" \
+        -r requirements/h200.txt || {
+        echo "error: asv and its dependencies are missing and not installable from the wheels in $wheels" \
+             "(TVT_WHEELS): scripts/download_wheels.sh fetches requirements/h200.txt's"
         exit 1; }
 fi
+"$vpy" -c "$imports" || { echo "error: after the set-up, $vpy cannot run: $imports"; exit 1; }
 if [ ! -x "$venv/bin/asv" ]; then
     printf '#!/bin/sh\nexec "%s" -m asv "$@"\n' "$vpy" > "$venv/bin/asv"
     chmod +x "$venv/bin/asv"
