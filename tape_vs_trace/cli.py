@@ -344,7 +344,10 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     )),
     ("scripts/setup_offline.sh", (
         ("TVT_VENV", "the virtual environment it makes (default: .venv)"),
-        ("TVT_WHEELS", "folder of local wheels for asv and asv-runner (default: .whl)"),
+        ("TVT_WHEELS", "folder of local wheels of requirements/h200.txt (default: .whl)"),
+    )),
+    ("scripts/download_wheels.sh", (
+        ("TVT_WHEEL_PYTHON", "the Python version whose wheels it fetches (default 3.12, the H200's)"),
     )),
     ("scripts/gpu_bench.sh", (
         ("TVT_BUDGET_S", "seconds the quick profile may take, set-up included (default 420; full: no budget)"),
