@@ -12,6 +12,7 @@ from implementations import frameworks
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import (
     breakdown,
+    compile_growth,
     curve,
     distributed_figure,
     distributed_results,
@@ -105,6 +106,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
             names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                              staging / sub)
+            names += compile_growth.draw(rows, staging / sub)
             drawn[group] = [sub + n for n in names]
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
