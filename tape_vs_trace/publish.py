@@ -68,7 +68,7 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}-publish-", dir=out.parent) as scratch:
         site = Path(scratch) / "site"
-        view, hosts = _results_view(results.resolve(), Path(scratch) / "results", step)
+        view, hosts = results_view(results.resolve(), Path(scratch) / "results", step)
         for machine in hosts:
             if machine.split:
                 warn(f"{host_split.summary(machine)}")
@@ -179,7 +179,7 @@ def _extend(benchmark: dict, params: list[list[str]]) -> bool:
     return True
 
 
-def _results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, list[host_split.Machine]]:
+def results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, list[host_split.Machine]]:
     """A folder that asv reads as `results`: links to its result files (each machine's other hosts' runs copied
     under names of their own) and the merged benchmarks.json; and the machines' hosts."""
     hosts = host_split.machines(results)
