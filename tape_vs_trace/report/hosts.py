@@ -140,6 +140,7 @@ CALIBRATIONS = {
 # the calibration of the kind that bounds a mode's step: an eager step dispatches many small ops, a compiled step of
 # these sizes is a few fused matmul-bound programs
 RELEVANT = {"eager": "dispatch cost", "compiled": "matmul rate"}
+KINDS_OF_VERDICT = ("accounts for it", "accounts for part of it", "the same way, by more", "does not account for it")
 
 
 def calibrated_ratio(calibration: dict, kind: str) -> float | None:
@@ -163,7 +164,8 @@ def _differs(a: Row, b: Row) -> float | None:
 
 def accounts(change: float, predicted: float | None) -> str:
     """Whether a calibration's change of ratio accounts for a ratio's change: 'accounts for it' (the same way, the
-    rest within the band), 'accounts for part of it' (the same way, more left), or 'does not account for it'."""
+    rest within the band), 'accounts for part of it' (the same way, more left), 'the same way, by more', or 'does
+    not account for it' (the other way, or no change)."""
     if predicted is None:
         return "no calibration of this kind in both runs"
     rest = math.log(change / predicted)
@@ -171,6 +173,8 @@ def accounts(change: float, predicted: float | None) -> str:
         return "does not account for it"
     if abs(rest) <= math.log(1 + stats.BETWEEN_PROCESSES):
         return "accounts for it"
+    if abs(math.log(predicted)) > abs(math.log(change)):
+        return f"the same way, by more ({math.exp(abs(rest)):.3g}× over)"
     return f"accounts for part of it ({math.exp(rest):.3g}× left)"
 
 
@@ -215,16 +219,16 @@ def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
                              f"{'n/a' if predicted is None else f'{predicted:.3g}×'} | {accounts(change, predicted)} |")
     if not found:
         return []
-    counts = {v: verdicts.count(v) for v in ("accounts for it", "accounts for part of it", "does not account for it")}
+    counts = {v: verdicts.count(v) for v in KINDS_OF_VERDICT}
     return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
             "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
             *_calibration_table(list(machines), details), "",
             "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | |",
             "|---|---|---|---:|---|---:|---|", *found, "",
             f"Of {len(found)} such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-            "matmul rate for compiled ones) accounts for " + ", for part of ".join(
-                str(counts[k]) for k in ("accounts for it", "accounts for part of it")) +
-            f" and does not account for {counts['does not account for it']}."]
+            f"matmul rate for compiled ones) accounts for {counts['accounts for it']}, for part of "
+            f"{counts['accounts for part of it']}, moved the same way by more in {counts['the same way, by more']} "
+            f"and does not account for {counts['does not account for it']}."]
 
 
 def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:

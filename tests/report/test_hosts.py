@@ -215,7 +215,8 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
     # JAX relatively faster on the AMD host, whose calibration says JAX's matmuls are relatively slower there
     assert compiled.endswith("| 0.5× → 0.97× | 1.94× | matmul rate: 1.62 → 1.16 | 0.715× | does not account for it |")
     assert lines[-1] == ("Of 2 such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-                         "matmul rate for compiled ones) accounts for 0, for part of 1 and does not account for 1.")
+                         "matmul rate for compiled ones) accounts for 0, for part of 1, moved the same way by more "
+                         "in 0 and does not account for 1.")
     # within the band, or intervals that overlap: nothing to explain
     assert hosts.explain([rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)], details) == []
 
@@ -223,5 +224,8 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
 def test_accounts_compares_the_two_changes() -> None:
     assert hosts.accounts(1.5, 1.45) == "accounts for it"
     assert hosts.accounts(1.5, 1.2) == "accounts for part of it (1.25× left)"
+    assert hosts.accounts(1.5, 1.9) == "the same way, by more (1.27× over)"
+    assert hosts.accounts(0.5, 0.3) == "the same way, by more (1.67× over)"
     assert hosts.accounts(1.5, 0.8) == "does not account for it"
+    assert hosts.accounts(0.5, 1.0) == "does not account for it"
     assert hosts.accounts(1.5, None) == "no calibration of this kind in both runs"
