@@ -123,7 +123,8 @@ def placement(details: dict[str, Any], date_ms: int, benchmark: str) -> Placemen
     run's, where the file kept that run's values of the benchmark)."""
     runner = (details.get("runner_of") or {}).get(benchmark, "asv")
     if runner != "worker":
-        return Placement(ASV, "recorded by the runner" if details.get("runner_of") else "no runner recorded")
+        return Placement(ASV, "recorded by the runner" if details.get("runner_of") else
+                         "derived: the file names no runner, as asv run's files did not")
     for earlier in details.get("earlier_runs") or []:
         if benchmark in (earlier.get("benchmarks_kept") or []) and earlier.get("worker_runs"):
             details = earlier

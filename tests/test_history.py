@@ -36,7 +36,8 @@ def test_older_files_take_the_layout_of_their_commit_date() -> None:
 
 def test_asv_run_and_a_recorded_layout() -> None:
     assert history.placement(_worker(), 0, "x.Asv.time_step") == (history.ASV, "recorded by the runner")
-    assert history.placement({}, 0, GRAD) == (history.ASV, "no runner recorded")  # files before the worker runner
+    assert history.placement({}, 0, GRAD) == (history.ASV, "derived: the file names no runner, as asv run's files did "
+                                                           "not")
     recorded = _worker({"layout": {"id": "worker-shared", "compiled_with_eager": []}})
     # the record wins over the date
     assert history.placement(recorded, APART.author_date_ms, GRAD) == (SHARED.words, "recorded by the runner")
