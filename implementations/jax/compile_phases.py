@@ -3,7 +3,7 @@
 The call measured is the one a user makes, ``jax.jit(step)(*args)`` with every cache cleared, and its phases are
 JAX's own duration events (``jax.monitoring``: the jaxpr trace, the lowering to StableHLO, XLA's compile) plus the
 execution, timed as a second call of the compiled step in the same process. What the events leave out of the first
-call (dispatch, argument handling) is `unattributed`: tests/test_compile_phases.py bounds it by TOLERANCE.
+call (dispatch, argument handling) is `unattributed`, bounded by implementations.first_call.TOLERANCE.
 
 Formulations of the layer loop: "unrolled" (a Python loop, every layer in the program) and "scan" (lax.scan: the
 layer is traced and compiled once). PyTorch's counterpart of "scan" is "regional".
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from implementations.first_call import check_formulation, measured_once
 from implementations.jax import probe, steps
 from implementations.jax.common import cotangent, prepare
 from implementations.workloads import Inputs, spec
@@ -27,8 +27,6 @@ from implementations.workloads import Inputs, spec
 # The phases of a first call, in the order they run; "first_call" is the whole call.
 PHASES: tuple[str, ...] = ("trace", "lower", "xla_compile", "execution")
 FORMULATIONS: tuple[str, ...] = ("unrolled", "scan")
-# Unattributed seconds a first call may keep (dispatch, argument checks): this fraction of it, plus ABSOLUTE_S.
-TOLERANCE, ABSOLUTE_S = 0.10, 0.05
 # jax.monitoring's duration events of a jit compile (jax._src.dispatch's JAXPR_TRACE_EVENT, ...): phase -> event.
 EVENTS: dict[str, str] = {
     "trace": "/jax/core/compile/jaxpr_trace_duration",
@@ -51,17 +49,10 @@ def _chain_scan_loss(inputs: Inputs, device: str) -> tuple[Callable, tuple]:
     return fn, prepare(inputs, device)
 
 
-def check_formulation(workload: str, formulation: str) -> None:
-    """A ValueError lists the formulations where `formulation` is not one of FORMULATIONS."""
-    if formulation not in FORMULATIONS:
-        raise ValueError(f"unknown formulation {formulation!r} of {workload}'s compile; valid choices: "
-                         f"{', '.join(FORMULATIONS)}")
-
-
 def grad_step(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu") -> Callable[[], Any]:
     """The gradient step (loss and every input's gradient) as a zero-argument call that compiles on its first
     call: ``jax.jit(jax.value_and_grad(loss))`` of the workload in `formulation`, synchronised."""
-    check_formulation(inputs.workload, formulation)
+    check_formulation(inputs.workload, formulation, FORMULATIONS)
     if inputs.workload == "chain" and formulation == "scan":
         loss, args = _chain_scan_loss(inputs, device)
     else:
@@ -105,8 +96,8 @@ def first_call(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu
     returning seconds per PHASES entry, "first_call" (the whole first call) and "unattributed" (what the phases
     leave out of it). One compile per process: a second `measure` raises."""
     step = grad_step(inputs, formulation, device)
-    with _caches(cache, step):
-        yield _measure_once(step)
+    with _caches(cache, step), _event_spans() as spans:
+        yield measured_once(step, lambda: {phase: _covered(spans[event]) for phase, event in EVENTS.items()})
 
 
 @contextlib.contextmanager
@@ -124,23 +115,3 @@ def _caches(cache: str, step: Callable[[], Any]) -> Iterator[None]:
             step()
         jax.clear_caches()
         yield
-
-
-def _measure_once(step: Callable[[], Any]) -> Callable[[], dict[str, float]]:
-    done: list[int] = []
-
-    def measure() -> dict[str, float]:
-        if done:
-            raise RuntimeError("measure was called before: this call would not compile")
-        done.append(1)
-        with _event_spans() as spans:
-            start = time.perf_counter()
-            step()
-            wall = time.perf_counter() - start
-        seconds = {phase: _covered(spans[event]) for phase, event in EVENTS.items()}
-        start = time.perf_counter()
-        step()
-        seconds["execution"] = time.perf_counter() - start
-        return {**seconds, "first_call": wall, "unattributed": wall - sum(seconds.values())}
-
-    return measure

@@ -6,7 +6,8 @@ The call measured is the one a user makes, the compiled loss and ``torch.autogra
 ``torch._dynamo.utils.compile_times()`` prints; each entry is a ``dynamo_timed`` region): Dynamo's bytecode trace,
 AOTAutograd (joint graph, partition, the lazy backward's set-up), Inductor (code generation and the C++/Triton
 compile of each graph) plus the execution, timed as a second call in the same process. What the timers leave out of
-the first call (guard evaluation, Python around the graphs) is `unattributed`, bounded by TOLERANCE in the tests.
+the first call (guard evaluation, Python around the graphs) is `unattributed`, bounded by
+implementations.first_call.TOLERANCE.
 
 Formulations of the layer loop: "unrolled" (the whole model in one graph: Dynamo traces the Python loop) and
 "regional" (torch.compile of the repeated block, called in an eager Python loop: compiled once, reused by every
@@ -16,7 +17,6 @@ layer). JAX's counterpart of "regional" is "scan".
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from implementations import frameworks
+from implementations.first_call import check_formulation, measured_once
 from implementations.torch import probe, steps
 from implementations.torch.common import cotangent, leaves, load, prepare, sync
 from implementations.workloads import Inputs, attention_of, spec, style_of
@@ -31,8 +32,6 @@ from implementations.workloads import Inputs, attention_of, spec, style_of
 # The phases of a first call, in the order they run; "first_call" is the whole call.
 PHASES: tuple[str, ...] = ("dynamo", "aot_autograd", "inductor", "execution")
 FORMULATIONS: tuple[str, ...] = ("unrolled", "regional")
-# Unattributed seconds a first call may keep (guards, Python between graphs): this fraction of it, plus ABSOLUTE_S.
-TOLERANCE, ABSOLUTE_S = 0.10, 0.05
 # TorchDynamo's dynamo_timed keys (torch._dynamo.utils.compilation_time_metrics) the phases are computed from:
 # a frame's whole compile, its backend (AOTAutograd with Inductor inside), the lazy backward compile and each
 # graph's Inductor compile.
@@ -72,17 +71,10 @@ def _regional_loss(inputs: Inputs, device: str) -> tuple[Callable, tuple]:
     return fn, (params, data)
 
 
-def check_formulation(workload: str, formulation: str) -> None:
-    """A ValueError lists the formulations where `formulation` is not one of FORMULATIONS."""
-    if formulation not in FORMULATIONS:
-        raise ValueError(f"unknown formulation {formulation!r} of {workload}'s compile; valid choices: "
-                         f"{', '.join(FORMULATIONS)}")
-
-
 def grad_step(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu") -> Callable[[], Any]:
     """The gradient step (loss and every input's gradient) as a zero-argument call that compiles on its first
     call: ``torch.compile`` of the loss ("unrolled") or of its block ("regional"), then autograd.grad, synced."""
-    check_formulation(inputs.workload, formulation)
+    check_formulation(inputs.workload, formulation, FORMULATIONS)
     if formulation == "regional":
         loss, (params, data) = _regional_loss(inputs, device)
     else:
@@ -128,25 +120,6 @@ def first_call(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu
         step = grad_step(inputs, formulation, device)
         compilation_time_metrics.clear()
         try:
-            yield _measure_once(step, compilation_time_metrics)
+            yield measured_once(step, lambda: _phases(compilation_time_metrics))
         finally:
             _dynamo.reset()
-
-
-def _measure_once(step: Callable[[], Any], timers: dict[str, list[float]]) -> Callable[[], dict[str, float]]:
-    done: list[int] = []
-
-    def measure() -> dict[str, float]:
-        if done:
-            raise RuntimeError("measure was called before: this call would not compile")
-        done.append(1)
-        start = time.perf_counter()
-        step()
-        wall = time.perf_counter() - start
-        seconds = _phases(timers)
-        start = time.perf_counter()
-        step()
-        seconds["execution"] = time.perf_counter() - start
-        return {**seconds, "first_call": wall, "unattributed": wall - sum(seconds.values())}
-
-    return measure
