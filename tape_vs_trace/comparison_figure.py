@@ -13,7 +13,7 @@ from tape_vs_trace.report import fmt, stats
 
 MARKERS = ("circle", "square", "diamond", "triangle", "down")  # one per machine, in the page's machine order
 INK = "#333333"  # a ratio is no framework's: one neutral colour, machines told apart by marker
-LABEL_W, PLOT_W, RIGHT_W, ROW_H, TOP, BOTTOM = 440, 460, 30, 22, 34, 40
+LABEL_W, PLOT_W, RIGHT_W, ROW_H, TOP, BOTTOM = 440, 460, 30, 26, 34, 40
 
 
 def _marker(kind: str, x: float, y: float, filled: bool, attrs: str) -> str:
@@ -78,7 +78,7 @@ def svg(title: str, rows: list[str], points: list[tuple[int, int, stats.Comparis
         y = TOP + ROW_H * (i + 0.5)
         out.append(f'<text x="{LABEL_W - 8}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
                    f'{html.escape(label)}</text>')
-    offsets = [(j - (len(machines) - 1) / 2) * min(6.0, (ROW_H - 6) / max(len(machines), 1))
+    offsets = [(j - (len(machines) - 1) / 2) * min(10.0, (ROW_H - 6) / max(len(machines), 1))
                for j in range(len(machines))]
     for row, j, c, commit, machine in points:
         y = TOP + ROW_H * (row + 0.5) + offsets[j]

@@ -115,18 +115,25 @@ def _section(pillar: str, metric: str, mine: list[Point], machines: list[str]) -
 
 
 def _hosts(found: list[host_split.Machine]) -> str:
+    """Whether each machine name was split by host, and the host rule's word on each run against the newest."""
     items = "".join(f"<li>{html.escape(host_split.summary(m))}</li>" for m in found)
-    return ("<h2 id=\"hosts\">Hosts</h2><p>Each machine name's runs are checked by the host rule "
+    runs = "".join(f"<tr><td>{html.escape(m.name)}</td><td><code>{commit[:8]}</code></td><td>{html.escape(h.name)}"
+                   f"</td><td>{html.escape(m.verdicts.get(commit, ''))}</td></tr>"
+                   for m in found for h in m.hosts for commit in (r.commit for r in h.runs))
+    return ("<h4 id=\"hosts\">Hosts</h4><p>Each machine name's runs are checked by the host rule "
             "(<code>host_check.same_host</code>, the result file's host fingerprint); runs of another host than the "
             "newest run's go under a name of their own on every page of this dashboard, so asv's graphs and "
-            f"Regressions page never join two hosts.</p><ul>{items}</ul>")
+            f"Regressions page never join two hosts.</p><ul>{items}</ul><details><summary>Each run against its "
+            "machine's newest run</summary><table class=\"table table-condensed\"><thead><tr><th>machine</th>"
+            f"<th>commit</th><th>published as</th><th>host rule</th></tr></thead><tbody>{runs}</tbody></table>"
+            "</details>")
 
 
 def body(found: list[Point], hosts: list[host_split.Machine]) -> str:
     machines = list(dict.fromkeys(p.machine for p in found))
     commits = {p.machine: p.commit[:8] for p in found}
     runs = "".join(f"<li>{html.escape(m)}: commit <code>{html.escape(commits[m])}</code></li>" for m in machines)
-    out = [f"<p>Machines and the newest run of each:</p><ul>{runs}</ul>",
+    out = [f"<p>Machines and the newest run of each:</p><ul>{runs}</ul>", _hosts(hosts),
            comparison_figure.legend(machines) if machines else "<p>No JAX/PyTorch pair to compare.</p>"]
     present = set(p.pillar for p in found)
     for pillar in [p for p in pillars.PILLARS if p in present] + sorted(present - set(pillars.PILLARS)):
@@ -137,7 +144,6 @@ def body(found: list[Point], hosts: list[host_split.Machine]) -> str:
         for metric in dict.fromkeys(p.metric for p in found if p.pillar == pillar):
             out.append(_section(pillar, metric, [p for p in found if p.pillar == pillar and p.metric == metric],
                                 machines))
-    out.append(_hosts(hosts))
     data = json.dumps([_record(p) for p in found if drawn(p)]).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="{DATA_ID}">{data}</script>')
     return "\n".join(out)

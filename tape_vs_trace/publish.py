@@ -205,9 +205,10 @@ def regressions_note(index_html: str, hosts: list[host_split.Machine], jumps: li
     if not split and not jumps:
         return index_html
     items = "".join(f"<li>{html.escape(line)}</li>" for line in split + jumps)
-    note = ('<details class="host-note" style="margin: 8px 16px"><summary>Hosts: '
-            f"{len(split)} machine name(s) split by host; the host rule on each jump's two runs ({len(jumps)})"
-            f"</summary><ul>{items}</ul><p>The host rule and each machine's runs: the "
+    told = (f"{len(split)} machine name(s) split by host" if split else "no machine name split by host") + \
+        (f"; the host rule on each jump's two runs ({len(jumps)})" if jumps else "")
+    note = ('<details class="host-note" open style="margin: 8px 16px"><summary>Hosts: '
+            f"{told}</summary><ul>{items}</ul><p>The host rule and each machine's runs: the "
             f'<a href="{comparison_page.PAGE}#hosts">Comparison page</a>.</p></details>')
     return index_html.replace('<div id="regressions-body">', note + '<div id="regressions-body">', 1)
 
