@@ -223,7 +223,8 @@ def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
     return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
             "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
             *_calibration_table(list(machines), details), "",
-            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | |",
+            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | "
+            "does it account for the change? |",
             "|---|---|---|---:|---|---:|---|", *found, "",
             f"Of {len(found)} such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
             f"matmul rate for compiled ones) accounts for {counts['accounts for it']}, for part of "
