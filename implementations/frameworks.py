@@ -55,6 +55,7 @@ class Framework:
     uncompiled_transforms: dict[str, str] = field(default_factory=dict)
     # transform -> why its saved bytes cannot be counted by the framework's probe (transform_saved_skip)
     unsaved_transforms: dict[str, str] = field(default_factory=dict)
+    scan: str = ""  # the operator its "scan" formulation runs, as every label of a scan row names it
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -85,6 +86,8 @@ FRAMEWORKS: dict[str, Framework] = {
                                "{grad, vjp, jacrev, hessian} don't yet support saved tensor hooks\"); "
                                "hvp_double_backward is the same reverse-over-reverse on the tape",
             },
+            # the LSTM's compiled scan (implementations/torch/adbench.py): a prototype, not a stable API
+            scan="prototype torch._higher_order_ops.scan",
         ),
         Framework(
             "jax", "JAX", "#1f77b4",
@@ -98,6 +101,7 @@ FRAMEWORKS: dict[str, Framework] = {
             # No tensor hooks and no .grad attributes: only the functional counterparts exist.
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
             transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
+            scan="lax.scan",
         ),
     )
 }
@@ -166,6 +170,12 @@ def same_memory_method(a: str, b: str) -> bool:
                                   for d in COMPARABLE_MEMORY_DEVICES if d in fw.memory_methods)
 
     return allocator(a) and allocator(b)
+
+
+def scan_operators(names: tuple[str, ...] = NAMES) -> dict[str, str]:
+    """Label -> the operator its "scan" formulation runs ('PyTorch': 'prototype torch._higher_order_ops.scan'), for
+    every label of a scan row: PyTorch's is no stable API, JAX's is what the suite means by scan."""
+    return {label(n): FRAMEWORKS[n].scan for n in names if n in FRAMEWORKS and FRAMEWORKS[n].scan}
 
 
 def peak_mode(framework: str) -> str:

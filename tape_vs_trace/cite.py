@@ -174,8 +174,16 @@ def record(results: Results, row: dict) -> dict:
         "host_fingerprint": bool(host.get("fingerprint")),
         "torch_version": row["torch_version"], "jax_version": row["jax_version"],
         "dtype": row["dtype"] or None, "precision": row["precision"] or None,
+        "operator": _operator(row),
         "dashboard_anchor": anchor(results, row, True),
     }
+
+
+def _operator(row: dict) -> str | None:
+    """The operator a scan row ran ('prototype torch._higher_order_ops.scan'), None for any other row."""
+    if json.loads(row["params"]).get("formulation") != "scan":
+        return None
+    return frameworks.scan_operators((row["framework"],)).get(frameworks.label(row["framework"]))
 
 
 def _ratio(c: stats.Comparison) -> dict:
@@ -210,6 +218,7 @@ def _lines(rec: dict) -> list[tuple[str, str]]:
          + ("" if rec["host_fingerprint"] else "; no host fingerprint recorded (older result)")),
         ("software", f"torch {rec['torch_version']}, jax {rec['jax_version']}"
          + (f"; {rec['dtype']}, matmul precision {rec['precision']}" if rec["dtype"] else "")),
+        *([("operator", rec["operator"])] if rec["operator"] else []),
         ("dashboard", rec["dashboard_anchor"]),
     ]
 
@@ -239,6 +248,9 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
             text = fmt.ratio(comparison)
             if comparison.formed and math.isfinite(comparison.low) and not (comparison.low == comparison.high):
                 text += " (95 % Welch t interval over per-process medians, log scale)"
+            if all(rec["operator"] for rec in recs):  # a ratio of scans says which two operators it divides
+                text += "; " + " over ".join(f"{frameworks.label(r['framework'])}'s {r['operator']}"
+                                             for r in reversed(recs))
             page = comparison_page.anchor(rows[0]["machine"], rows[0]["pillar"])
             block += [f"- {label}: {text}", f"- dashboard (both): `{both}`", f"- comparison page: `{page}`"] \
                 if form == "markdown" else [f"{label}: {text}", f"  dashboard (both) {both}",

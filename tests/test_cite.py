@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tape_vs_trace import cli
@@ -121,3 +122,28 @@ def test_older_files_are_one_warning_per_call_and_verbose_names_each(tmp_path, c
     assert rc == 0 and [x for x in err.splitlines() if "skipped" in x] == [
         f"warning: {root.as_posix()}/box/{commit}-existing-venv.json: skipped 1 benchmark(s) no longer in the suite "
         "(remat.RematStep_transformer.time_step)" for commit in ("abc12300", "def45600")]
+
+
+def test_a_scan_row_names_the_operator_each_framework_ran() -> None:
+    """PyTorch's compiled LSTM scan is the prototype torch._higher_order_ops.scan, JAX's lax.scan: each record and
+    the ratio line say so, so a cited 0.08× is not read as lax.scan against a stable PyTorch API."""
+    import math
+
+    from tape_vs_trace import cite as citing
+    from tape_vs_trace.report.load import Results
+    from tests.report.helpers import summary_row
+
+    def scan_row(framework: str, value: float) -> dict:
+        params = {"framework": framework, "workload": "lstm", "size": "l2-c128-b14", "mode": "compiled",
+                  "formulation": "scan"}
+        return summary_row(framework, value, workload="lstm") | {
+            "params": json.dumps(params), "benchmark": "recording.GradStep_lstm.time_step", "q25": math.nan,
+            "q75": math.nan}
+
+    rows = [scan_row("torch", 0.016), scan_row("jax", 0.00126)]
+    text = citing.render(Results(pd.DataFrame(rows)), [rows], "text")
+    assert "operator   prototype torch._higher_order_ops.scan" in text and "operator   lax.scan" in text
+    assert "JAX/PyTorch: 0.0788× (no interval: no samples recorded); JAX's lax.scan over PyTorch's prototype " \
+           "torch._higher_order_ops.scan" in text
+    unrolled = [r | {"params": r["params"].replace('"scan"', '"unrolled"')} for r in rows]
+    assert "operator" not in citing.render(Results(pd.DataFrame(unrolled)), [unrolled], "text")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import workloads
+from implementations import frameworks, workloads
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import base_numerics, latest
@@ -35,7 +35,7 @@ SIZE_WORDS = {
     "lstm": "{layers} layers, {chars} characters",
     "gmm": "{n} points, {k} components, {d} dimensions",
 }
-FORMULATION_WORDS = {"unrolled": "Python loop", "scan": "scan"}
+FORMULATION_WORDS = {"unrolled": "Python loop"}  # "scan": scan_label()
 MACHINE_COLOURS = ("#1b6ca8", "#c0392b", "#2e8b57", "#8e44ad", "#d68910")
 MACHINE_MARKERS = ("o", "s", "D", "^", "v")
 
@@ -75,10 +75,21 @@ def workload_label(case: tuple[str, ...]) -> str:
 KEY = "rows: mode · loop or scan · style (default/matched) · attention (written/fused)"
 
 
+def scan_words(names: tuple[str, ...] = frameworks.NAMES) -> str:
+    """'PyTorch: prototype torch._higher_order_ops.scan; JAX: lax.scan': what a scan row of `names` ran."""
+    return "; ".join(f"{fw}: {op}" for fw, op in frameworks.scan_operators(names).items())
+
+
+def scan_label() -> str:
+    """'scan (PyTorch: prototype torch._higher_order_ops.scan; JAX: lax.scan)': a scan row names what ran."""
+    return f"scan ({scan_words()})"
+
+
 def program_words(case: tuple[str, ...]) -> str:
     """'compiled · Python loop · matched · written': the mode and how the program is written, in KEY's order."""
     _, _, mode, formulation, style, attention = case
-    return " · ".join(p for p in (mode, FORMULATION_WORDS.get(formulation, formulation), style, attention) if p)
+    form = scan_label() if formulation == "scan" else FORMULATION_WORDS.get(formulation, formulation)
+    return " · ".join(p for p in (mode, form, style, attention) if p)
 
 
 def case_label(case: tuple[str, ...]) -> str:
@@ -160,9 +171,43 @@ def _extremes(rows: list[Row]) -> str:
     return f"{text[0]}×" if text[0] == text[1] else f"{text[0]}–{text[1]}×"
 
 
+# the verdicts of a sentence in one order on every machine: findings first, then what is no finding
+VERDICT_ORDER = ("JAX slower", "JAX keeps more", "JAX faster", "JAX keeps less", "no difference measurable", "equal")
+
+
+def _told(rows: list[Row]) -> str:
+    """'JAX slower in 4 (1.65–1.96×), JAX faster in 1 (0.08×; lstm's scan: ...), no difference measurable in 2'."""
+    counts: dict[str, list[Row]] = {}
+    for r in rows:
+        counts.setdefault(verdict(r.comparison, r.measure), []).append(r)
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    out = []
+    for word, rs in sorted(counts.items(), key=lambda kv: rank.get(kv[0], len(rank))):
+        scans = list(dict.fromkeys(r.case[0] for r in rs if r.case[3] == "scan"))
+        scan = " against ".join(f"{fw}'s {op}" for fw, op in frameworks.scan_operators().items())
+        note = "; " + ", ".join(f"{w}'s scan" for w in scans) + f": {scan}" if scans else ""
+        out.append(f"{word} in {len(rs)} ({_extremes(rs)}{note})" if word.startswith("JAX") or note
+                   else f"{word} in {len(rs)}")
+    return ", ".join(out)
+
+
+def _sizes(parts: list[tuple[str, list[Row]]]) -> str:
+    """'; rows of different sizes: lstm at 2 layers, 32 characters (eager step time) and ...' where one sentence
+    holds a workload at several sizes ('' otherwise)."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for what, rows in parts:
+        for r in rows:
+            whats = found.setdefault(r.case[0], {}).setdefault(r.case[1], [])
+            whats += [] if what in whats else [what]
+    mixed = [f"{w} at " + " and ".join(f"{size_words(w, s)} ({', '.join(whats)})" for s, whats in sizes.items())
+             for w, sizes in found.items() if len(sizes) > 1]
+    return f"; rows of different sizes: {'; '.join(mixed)}" if mixed else ""
+
+
 def sentence(rows: list[Row], machine: str, info: dict) -> str:
-    """The headline in one sentence per machine: per measure and mode, in how many cases JAX is slower (keeps more),
-    faster (keeps less) or not measurably different, with the range of those ratios."""
+    """The headline in one sentence per machine: per measure and mode, of how many cases JAX is slower (keeps
+    more), faster (keeps less) or not measurably different (VERDICT_ORDER), with the range of those ratios; what a
+    scan row ran, and the sizes where one workload's rows differ in size."""
     mine = [r for r in rows if r.machine == machine]
     if not mine:
         return ""
@@ -172,16 +217,12 @@ def sentence(rows: list[Row], machine: str, info: dict) -> str:
     parts = []
     for measure in dict.fromkeys(r.measure for r in mine):
         for mode in dict.fromkeys(r.case[2] for r in mine if r.measure == measure):
-            sel = [r for r in mine if r.measure == measure and r.case[2] == mode]
-            counts: dict[str, list[Row]] = {}
-            for r in sel:
-                counts.setdefault(verdict(r.comparison, measure), []).append(r)
-            told = ", ".join(f"{w} in {len(rs)} ({_extremes(rs)})" if w.startswith("JAX") else f"{w} in {len(rs)}"
-                             for w, rs in counts.items())
             what = f"{mode} step time" if measure == "step time" and mode else \
                 "bytes saved for the backward" if measure != "step time" else measure
-            parts.append(f"{what}: {told} of {len(sel)}")
-    return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {'; '.join(parts)}.")
+            parts.append((what, [r for r in mine if r.measure == measure and r.case[2] == mode]))
+    told = "; ".join(f"{what} ({len(sel)} case{'s' if len(sel) > 1 else ''}): {_told(sel)}" for what, sel in parts)
+    return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {told}"
+            f"{_sizes(parts)}.")
 
 
 def across(rows: list[Row]) -> list[str]:
@@ -219,7 +260,7 @@ def _entries(rows: list[Row], measure: str) -> list[tuple[str, tuple | None]]:
         head = workload_label(case)
         if (head, None) not in out:
             out.append((head, None))
-        out.append((program_words(case) or "the step", case))
+        out.append((textwrap.fill(program_words(case), 48) or "the step", case))  # a scan label takes two lines
     return out
 
 
@@ -255,7 +296,7 @@ def draw(rows: list[Row], path: Path, footer: str) -> bool:
     font, total = 9, sum(heights) + 1.5
     fig = Figure(figsize=(7.5, total), dpi=130)
     axes = fig.subplots(len(measures), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
-    fig.suptitle("JAX / PyTorch: above 1, JAX is slower or keeps more", fontsize=font + 2)
+    fig.suptitle("JAX / PyTorch: above 1, JAX is slower or keeps more", fontsize=font + 2, y=1 - 0.1 / total)
     fig.text(0.5, 1 - 0.45 / total, KEY, ha="center", fontsize=font, color="0.3")
     offsets = [(k - (len(machines) - 1) / 2) * 0.8 / len(machines) for k in range(len(machines))]
     for ax, measure in zip(axes, measures):

@@ -69,7 +69,7 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
     for by_fw in pairs:
         any_row = next(iter(by_fw.values()))
-        cells = [_case(any_row)]
+        cells = [_case(any_row) + _scan(by_fw)]
         if numerics:
             cells.append(", ".join(v for v in (any_row["dtype"], any_row["precision"]) if v))
         for fw in frameworks.NAMES:
@@ -95,6 +95,15 @@ def _ratio(by_fw: dict) -> str:
         # results of an older checkout can miss a side for a rule this one no longer has
         return f"— ({frameworks.label(missing[0])} not run: {reason or 'no skip rule of this checkout names why'})"
     return fmt.ratio(stats.compare(by_fw.get("torch"), by_fw.get("jax")))
+
+
+def _scan(by_fw: dict) -> str:
+    """' (PyTorch: prototype torch._higher_order_ops.scan; JAX: lax.scan)' for a scan row both frameworks ran:
+    what each ran is not one operator."""
+    row = next(iter(by_fw.values()))
+    if len(by_fw) < 2 or json.loads(row["params"]).get("formulation") != "scan":
+        return ""
+    return f" ({headline.scan_words(tuple(by_fw))})"
 
 
 def _case(r) -> str:

@@ -23,7 +23,8 @@ def test_sizes_read_as_words_and_an_unknown_size_as_its_name() -> None:
     assert headline.size_words("mlp", "64x256x1024") == "batch 64, width 256, hidden 1024"
     assert headline.size_words("mlp", "no-such-size") == "no-such-size"
     assert headline.case_label(("transformer", "L4-B4-S64-D128", "compiled", "scan", "matched", "fused")) == \
-        "transformer (4 layers, batch 4, 64 tokens, width 128): compiled · scan · matched · fused"
+        "transformer (4 layers, batch 4, 64 tokens, width 128): compiled · scan (PyTorch: prototype " \
+        "torch._higher_order_ops.scan; JAX: lax.scan) · matched · fused"
 
 
 def test_the_rows_are_the_step_time_and_saved_bytes_ratios_of_like_rows(tmp_path: Path) -> None:
@@ -63,10 +64,42 @@ def test_the_sentence_counts_each_verdict_per_mode_with_the_range_of_its_ratios(
     rows = [row("a", 4.7, 4.0, 6.0), row("a", 2.0, 1.5, 2.5), row("a", 1.0, 0.8, 1.2),
             row("a", 0.5, 0.4, 0.6, mode="compiled"), row("a", 2.0, 2.0, 2.0, mode="", measure="saved for backward")]
     assert headline.sentence(rows, "a", {"cpu": "Test CPU", "num_cpu": 2}) == (
-        "On a (Test CPU, 2 cores, device cpu), JAX against PyTorch: eager step time: JAX slower in 2 (2.00–4.70×), "
-        "no difference measurable in 1 of 3; compiled step time: JAX faster in 1 (0.50×) of 1; bytes saved for the "
-        "backward: JAX keeps more in 1 (2.00×) of 1.")
+        "On a (Test CPU, 2 cores, device cpu), JAX against PyTorch: eager step time (3 cases): JAX slower in 2 "
+        "(2.00–4.70×), no difference measurable in 1; compiled step time (1 case): JAX faster in 1 (0.50×); bytes "
+        "saved for the backward (1 case): JAX keeps more in 1 (2.00×).")
     assert headline.sentence(rows, "elsewhere", {}) == ""
+
+
+def test_the_sentence_tells_its_verdicts_in_one_order_whatever_the_order_of_the_rows() -> None:
+    """Findings first (slower, faster), then no difference, on every machine: not the order the rows came in."""
+    rows = [row("a", 1.0, 0.8, 1.2), row("a", 0.5, 0.4, 0.6), row("a", 4.7, 4.0, 6.0)]
+    assert headline.sentence(rows, "a", {}).endswith(
+        "eager step time (3 cases): JAX slower in 1 (4.70×), JAX faster in 1 (0.50×), no difference measurable in 1.")
+
+
+def scan_row(machine: str, ratio: float, mode: str, size: str, formulation: str) -> Row:
+    case = ("lstm", size, mode, formulation, "", "")
+    return Row("step time", case, headline.case_label(case), machine, "c" * 40,
+               stats.Comparison(ratio, ratio * 0.9, ratio * 1.1), {"device": "cpu"}, {})
+
+
+def test_a_scan_row_names_the_prototype_operator_in_its_label_and_in_the_sentence() -> None:
+    rows = [scan_row("a", 0.08, "compiled", "l2-c128-b14", "scan"), row("a", 4.7, 4.0, 6.0, mode="compiled")]
+    assert rows[0].label == ("lstm (2 layers, 128 characters): compiled · scan (PyTorch: prototype "
+                             "torch._higher_order_ops.scan; JAX: lax.scan)")
+    assert "JAX faster in 1 (0.08×; lstm's scan: PyTorch's prototype torch._higher_order_ops.scan against JAX's " \
+           "lax.scan)" in headline.sentence(rows, "a", {})
+
+
+def test_a_sentence_that_joins_rows_of_different_sizes_says_so() -> None:
+    """The eager LSTM runs 32 characters, the compiled one 128: one sentence holds both, and names both sizes."""
+    rows = [scan_row("a", 50.0, "eager", "l2-c32-b14", "unrolled"), scan_row("a", 0.08, "compiled", "l2-c128-b14",
+                                                                              "scan")]
+    assert headline.sentence(rows, "a", {}).endswith(
+        "; rows of different sizes: lstm at 2 layers, 32 characters (eager step time) and 2 layers, 128 characters "
+        "(compiled step time).")
+    same = [scan_row("a", 50.0, "eager", "l2-c128-b14", "unrolled"), rows[1]]
+    assert "different sizes" not in headline.sentence(same, "a", {})
 
 
 def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_direction() -> None:
@@ -76,7 +109,7 @@ def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_dire
     saved.append(Row("saved for backward", saved[0].case, saved[0].label, "a", "c" * 40,
                      stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), {"device": "cpu"}, {}))
     assert headline.sentence(saved, "a", {}).endswith(
-        "bytes saved for the backward: JAX keeps more in 1 (2.25×), equal in 2 of 3.")
+        "bytes saved for the backward (3 cases): JAX keeps more in 1 (2.25×), equal in 2.")
     assert headline.ratio_text(saved[-1].comparison) == "equal (JAX +16 B)"
     assert headline.holds({"a": saved[-1]}) == "no finding on any of 1 machines"
 
@@ -140,6 +173,18 @@ def test_no_two_labels_of_the_chart_overlap(drawn) -> None:
     assert not clashes
 
 
+def test_a_tall_chart_with_a_scan_row_keeps_its_title_and_labels_apart(monkeypatch, tmp_path: Path) -> None:
+    """Twenty cases and the scan row's long label: the title clears the key line, the label its neighbours."""
+    from tests.report.helpers import captured_figures, overlapping
+
+    figs = captured_figures(monkeypatch)
+    rows = [Row("step time", ("mlp", f"s{i}", "eager", "", "", ""), f"mlp s{i}", m, "c" * 40,
+                stats.Comparison(2.0, 1.5, 2.5), {"device": "cpu"}, {}) for i in range(20) for m in "ab"]
+    rows += [scan_row(m, 0.08, "compiled", "l2-c128-b14", "scan") for m in "ab"]
+    assert headline.draw(rows, tmp_path / headline.NAME, headline.footer(rows))
+    assert overlapping(figs[headline.NAME]) == []
+
+
 def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path: Path) -> None:
     from tape_vs_trace import cli
 
@@ -152,7 +197,7 @@ def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path:
     first_screen = summary[:summary.index("## Latest findings") + 1]
     assert "![headline](headline.png)" in first_screen and first_screen[-1] == "## Latest findings"
     assert any(line.startswith("- On box (Test CPU 9000, 4 cores, device cpu), JAX against PyTorch: eager step "
-                               "time: ") for line in first_screen)
+                               "time (1 case): ") for line in first_screen)
     block = readme.read_text()
     assert "![JAX/PyTorch ratios of step time and saved bytes](out/headline.png)" in block
     assert json.loads(json.dumps(block.count("\n"))) < 20  # a headline, not the report

@@ -259,3 +259,17 @@ def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds()
     assert markdown._runner_lines(details) == [
         "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: profile cited, 9 of 12 rounds, 18 worker "
         "processes, 470.0 s (round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left) |"]
+
+
+def test_a_scan_row_both_frameworks_ran_names_each_operator() -> None:
+    """The compiled LSTM's scan is PyTorch's prototype operator against lax.scan: the table's case says so; a row
+    only JAX ran (its scan is what the suite means by scan) says nothing more."""
+    def scan(framework: str, workload: str = "lstm") -> dict:
+        params = {"framework": framework, "workload": workload, "mode": "compiled", "formulation": "scan"}
+        return summary_row(framework, workload=workload, variant="compiled/scan") | {"params": json.dumps(params)}
+
+    lines = markdown.metric_table(frame(scan("torch"), scan("jax")), False)
+    assert lines[-1].startswith("| lstm small compiled/scan (PyTorch: prototype torch._higher_order_ops.scan; JAX: "
+                                "lax.scan) |")
+    lines = markdown.metric_table(frame(scan("jax", "transformer")), False)
+    assert lines[-1].startswith("| transformer small compiled/scan |")
