@@ -935,3 +935,22 @@ def test_a_contact_runs_only_what_this_commits_results_lack(tmp_path: Path, cuda
     with pytest.raises(resume.ResultsError, match="is of commit abcdef12, not 12345678"):
         resume.read(tmp_path / "r.json", "12345678" * 5)
     assert resume.read(tmp_path / "missing.json", "abcdef12") == {}
+
+
+def test_the_gpu_fixture_has_the_fields_a_real_gpu_record_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/data/gpu_fixture (synthetic) is read as a GPU machine's results are: its machine record has the fields
+    machine.record gives on a GPU machine (the device is the GPU's model; the CUDA-graph pairing is keyed), and its
+    result file the GPU's fingerprint and the run's graph settings, as scrub-results stores them."""
+    from tape_vs_trace import machine
+
+    monkeypatch.delenv("TVT_DEVICE", raising=False)
+    fixture = ROOT / "tests" / "data" / "gpu_fixture" / "gpu-nvidia-h200"
+    record = json.loads((fixture / "machine.json").read_text())
+    gpu = {"gpu": "NVIDIA H200", "driver_version": "580.159.04"}
+    real = machine.record(cpuinfo="model name\t: Intel Xeon\ncpu family\t: 6\nmodel\t\t: 207\n", gpu=gpu)
+    assert set(record) - {"version"} == set(real) and record["device"] == real["device"] == "NVIDIA H200"
+    data = json.loads((fixture / "93acfd55-existing-venv.json").read_text())
+    assert set(data["params"]) == set(real) | {"python"}
+    ours = data["tape_vs_trace"]
+    assert {"driver", "fingerprint", "graph_settings"} <= set(ours) and {"gpu", "cuda"} <= set(ours["fingerprint"])
+    assert ours["graph_settings"] == {k: real[k] for k in ("torch_compile_mode", "xla_command_buffers")}
