@@ -353,6 +353,8 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("TVT_BUDGET_S", "seconds the quick profile may take, set-up included (default 420; full: no budget)"),
         ("TVT_RUNNER", "worker (tape-vs-trace run, the default) or asv (asv run)"),
         ("TVT_GPU_BENCHMARKS", "\"regex ...\": these chunks instead of the profile's"),
+        ("TVT_CHUNKS", "\"name ...\": these chunks of the profile alone (its plan and resumption still apply)"),
+        ("TVT_PLANNED_ONLY", "1: run only the chunks the plan fits, not also those that fit in the time left"),
         ("TVT_CHUNK_TIMEOUT_S", "seconds each of those chunks may take (default 600)"),
         ("TVT_COSTS", "cost file to plan the chunks from, instead of a pre-flight"),
         ("TVT_PREFLIGHT", "0: plan from the stated defaults, without a pre-flight"),
