@@ -27,10 +27,12 @@
 # differs from HEAD: results are recorded under HEAD. Set-up: scripts/setup_offline.sh (TVT_OFFLINE=1, or where
 # python3 already has a CUDA torch and a jax CUDA plugin; wheels from scripts/download_wheels.sh in TVT_WHEELS), else
 # `make setup`. TVT_DEVICE=cpu rehearses the same path on a CPU (CPU sizes, no nvidia-smi).
-# TVT_GPU_BENCHMARKS="regex ..." replaces the profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s). TVT_SETUP=0,
-# TVT_CALIBRATE=0 and TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv
-# (default: .venv's), TVT_CLI the tape-vs-trace command (default: the interpreter's tape_vs_trace.cli),
-# TVT_PAIRED_TIMEOUT_S the paired step's own timeout (default 3600 s).
+# TVT_CHUNKS="name ..." runs those chunks of the profile alone, TVT_PLANNED_ONLY=1 only what the plan fits (not
+# also what fits in the time actually left: a contact that repeats); TVT_GPU_BENCHMARKS="regex ..." replaces the
+# profile's chunks (TVT_CHUNK_TIMEOUT_S each, default 600 s), unplanned. TVT_SETUP=0, TVT_CALIBRATE=0 and
+# TVT_PEAKCHECK=0 skip those steps; TVT_PYTHON and TVT_ASV name the interpreter and asv (default: .venv's),
+# TVT_CLI the tape-vs-trace command (default: the interpreter's tape_vs_trace.cli), TVT_PAIRED_TIMEOUT_S the
+# paired step's own timeout (default 3600 s).
 set -euo pipefail
 out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
 profile=${2:-quick}
@@ -144,7 +146,8 @@ if [ -n "${TVT_GPU_BENCHMARKS:-}" ]; then
 else
     # the plan (with what is skipped and why) goes to the log on stderr, the chunks to run to stdout
     chunks=$("$py" scripts/gpu_chunks.py plan "$profile" "${costs[@]}" --runner "$runner" --budget "$budget" \
-        --spent $(( $(date +%s) - start )) --results "$result_file" --commit "$commit") || exit 1
+        --spent $(( $(date +%s) - start )) --results "$result_file" --commit "$commit" \
+        ${TVT_CHUNKS:+--only $TVT_CHUNKS} ${TVT_PLANNED_ONLY:+--planned-only}) || exit 1
 fi
 status=0
 not_run=()

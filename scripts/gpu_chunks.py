@@ -145,6 +145,8 @@ def plan(chunks: list[Chunk], combos: list[Combo], costs: Costs, runner: str, bu
         whole = estimate(chunk, combos, costs, runner, picked=todo)
         parts = split(chunk, todo, costs, runner, budget_s - spent_s) \
             if budget_s and whole.seconds > budget_s - spent_s else [todo]
+        if all(estimate(chunk, combos, costs, runner, picked=part).seconds > budget_s - spent_s for part in parts):
+            parts = [todo]  # no part fits a contact: kept whole, and named once
         for i, part in enumerate(parts):
             named = chunk if len(parts) == 1 else dataclasses.replace(chunk, name=f"{chunk.name}.{i + 1}")
             est = estimate(chunk, combos, costs, runner, picked=part)
@@ -237,6 +239,10 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--results", type=Path, help="this machine's result file for this commit: what it "
                                                          "holds is not run again")
             p.add_argument("--commit", help="the commit the result file must be of")
+            p.add_argument("--only", nargs="+", metavar="CHUNK", help="these chunks of the profile alone")
+            p.add_argument("--planned-only", action="store_true",
+                           help="list only the chunks the plan fits (default: every one still to run; the caller "
+                                "starts each while its estimate fits in what is actually left)")
         else:
             p.add_argument("--profile", choices=("quick", "full"), action="append",
                            help="the profile (repeatable; default both)")
@@ -250,14 +256,21 @@ def _parser() -> argparse.ArgumentParser:
 def _plan(args: argparse.Namespace, combos: list[Combo], costs: Costs, runner_name: str) -> int:
     held = gpu_resume.read(args.results, args.commit)
     budget = args.budget if args.budget is not None else QUICK_BUDGET_S if args.profile == "quick" else 0
-    planned = plan(profile(args.profile, combos), combos, costs, args.runner, budget, args.spent, held)
+    chosen = profile(args.profile, combos)
+    if args.only:
+        unknown = sorted(set(args.only) - {c.name for c in chosen})
+        if unknown:
+            raise CostsError(f"no chunk {', '.join(unknown)} in the {args.profile} profile; valid choices: "
+                             f"{', '.join(c.name for c in chosen)}")
+        chosen = [c for c in chosen if c.name in args.only]
+    planned = plan(chosen, combos, costs, args.runner, budget, args.spent, held)
     if args.results is not None:
         print(f"results for this commit: {args.results}" + (f" ({len(held)} combinations)" if held else
                                                              " (none yet: every chunk is to run)"), file=sys.stderr)
     for line in format_plan(f"plan of the {args.profile} profile under {runner_name}", planned, costs, budget,
                             args.spent, "(set-up and pre-flight)"):
         print(line, file=sys.stderr)
-    for p in (p for p in planned if p.todo):  # `tape-vs-trace run` refuses a regex that selects nothing
+    for p in (p for p in planned if p.todo and (p.cumulative_s is not None or not args.planned_only)):
         print(f"{p.chunk.name}\t{timeout_s(p.estimate.seconds)}\t{math.ceil(p.estimate.seconds)}\t"
               f"{p.chunk.rounds}\t{p.regex}")
     return 0

@@ -1,0 +1,58 @@
+"""What a device contact sends, measured: the files that travel (tracked, and untracked that git does not ignore),
+the repository's .git, and the ignored paths a call carries (the wheels of requirements/h200.txt), against the
+tool's limit and the suite's own target; with the largest folders, so a reader sees where the bytes are.
+
+    python scripts/contact_size.py [--carry .whl ...] [--target-mib 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT_MIB = 64  # the device tool refuses a larger tree
+MIB = 1 << 20
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def measure(root: Path, carry: list[str]) -> dict[str, int]:
+    """Bytes by part: each top-level folder of the travelling files, '.git', and each carried path."""
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=root, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    parts: Counter[str] = Counter()
+    for name in filter(None, listed):
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            parts[name.split("/", 1)[0] if "/" in name else "(top-level files)"] += path.stat().st_size
+    parts[".git"] = _size(root / ".git")
+    for path in carry:
+        parts[f"carried {path}"] = _size(root / path) if (root / path).exists() else 0
+    return dict(parts)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/contact_size.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--carry", nargs="*", default=[".whl"], help="ignored paths a call carries (default .whl)")
+    parser.add_argument("--target-mib", type=float, default=48.0, help="the size to stay under (default 48)")
+    args = parser.parse_args(argv)
+    parts = measure(ROOT, args.carry)
+    total = sum(parts.values())
+    for name, size in sorted(parts.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {name:30} {size / MIB:8.1f} MiB")
+    verdict = "within" if total <= args.target_mib * MIB else "over"
+    print(f"a contact sends {total / MIB:.1f} MiB: {verdict} the {args.target_mib:g} MiB target "
+          f"(the tool's limit: {LIMIT_MIB} MiB)")
+    return 0 if total <= LIMIT_MIB * MIB else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
