@@ -13,7 +13,8 @@ from tape_vs_trace.report import fmt, stats
 
 MARKERS = ("circle", "square", "diamond", "triangle", "down")  # one per machine, in the page's machine order
 INK = "#333333"  # a ratio is no framework's: one neutral colour, machines told apart by marker
-LABEL_W, PLOT_W, RIGHT_W, ROW_H, TOP, BOTTOM = 440, 460, 30, 26, 34, 40
+PLOT_W, RIGHT_W, ROW_H, TOP, BOTTOM = 460, 30, 26, 34, 40
+CHAR_W = 6.2  # about the width of one 11 px sans-serif character: the label column fits the longest label
 
 
 def _marker(kind: str, x: float, y: float, filled: bool, attrs: str) -> str:
@@ -53,16 +54,18 @@ def svg(title: str, rows: list[str], points: list[tuple[int, int, stats.Comparis
         machines: list[str], sampled: bool) -> str:
     """`points` are (row index, machine index, comparison, commit, machine name); rows are the cases' labels; a
     `sampled` metric's chart shades the band of changes a rerun moves its ratios (an exact one has none)."""
+    label_w = max(200.0, CHAR_W * max(map(len, rows), default=0) + 16)
     height = TOP + ROW_H * len(rows) + BOTTOM
-    width = LABEL_W + PLOT_W + RIGHT_W
+    width = label_w + PLOT_W + RIGHT_W
     low, high = _bounds([p[2] for p in points])
 
     def x(v: float) -> float:
-        return LABEL_W + (math.log10(v) - low) / (high - low) * PLOT_W
+        return label_w + (math.log10(v) - low) / (high - low) * PLOT_W
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" role="img">',
-           f'<text x="{LABEL_W}" y="16" font-weight="bold">{html.escape(title)}</text>']
+           f'viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" font-family="sans-serif" '
+           'font-size="12" role="img">',
+           f'<text x="{label_w}" y="16" font-weight="bold">{html.escape(title)}</text>']
     band = 1 + stats.BETWEEN_PROCESSES
     if sampled:
         out.append(f'<rect x="{x(1 / band):.1f}" y="{TOP}" width="{x(band) - x(1 / band):.1f}" '
@@ -73,10 +76,10 @@ def svg(title: str, rows: list[str], points: list[tuple[int, int, stats.Comparis
         out.append(f'<text x="{x(t):.1f}" y="{TOP + ROW_H * len(rows) + 15}" text-anchor="middle">{t:g}×</text>')
     caption = "JAX/PyTorch (left of 1: JAX costs less" + ("; shaded: what a rerun moves such a ratio)" if sampled
                                                           else "; exact values)")
-    out.append(f'<text x="{LABEL_W + PLOT_W / 2}" y="{height - 6}" text-anchor="middle">{caption}</text>')
+    out.append(f'<text x="{label_w + PLOT_W / 2}" y="{height - 6}" text-anchor="middle">{caption}</text>')
     for i, label in enumerate(rows):
         y = TOP + ROW_H * (i + 0.5)
-        out.append(f'<text x="{LABEL_W - 8}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
+        out.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
                    f'{html.escape(label)}</text>')
     offsets = [(j - (len(machines) - 1) / 2) * min(10.0, (ROW_H - 6) / max(len(machines), 1))
                for j in range(len(machines))]

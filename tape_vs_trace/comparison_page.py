@@ -18,7 +18,7 @@ from pathlib import Path
 
 from implementations import metrics, pillars
 from tape_vs_trace import comparison_figure, host_split
-from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report import fmt, headline, stats
 from tape_vs_trace.report.load import ReportError, load_results
 from tape_vs_trace.report.select import display, latest, ordered
 
@@ -45,13 +45,15 @@ def anchor(machine: str, pillar: str) -> str:
 
 def case_label(row: dict) -> str:
     """'GradStep_transformer L4-B4-S64-D128 · eager/unrolled · matched/fused': family, size, variant and program
-    (style/attention), with dtype and precision where not float32, highest."""
+    (style/attention), with dtype and precision where not float32, highest, and each framework's scan operator in
+    a scan row (they are not one operator)."""
     family = row["benchmark"].split(".")[1] if row["benchmark"].count(".") >= 2 else row["benchmark"]
     numerics = ", ".join(v for v in (row["dtype"], row["precision"]) if v)
     parts = [f"{family} {row['size']}".strip(), row["variant"], row.get("program") or ""]
     if numerics and numerics != "float32, highest":
         parts.append(numerics)
-    return " · ".join(p for p in parts if p)
+    scan = f" ({headline.scan_words()})" if json.loads(row["params"]).get("formulation") == "scan" else ""
+    return " · ".join(p for p in parts if p) + scan
 
 
 def points(table) -> list[Point]:
