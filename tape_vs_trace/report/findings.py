@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 
@@ -37,13 +38,13 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
             return f"unchanged ({fmt.value(a['value'], a['unit'])})"
         if c.negligible:
             return f"{fmt.equal(c, _side(a, b))} ({fmt.value(a['value'], a['unit'])})"
-        return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)})"
+        return f"{fmt.change(c.ratio)} ({_values(a, b)})"
     if c.differs is None:
         return f"{_values(a, b)} ({c.ratio:.3g}×, {fmt.NO_INTERVAL})"
     span = f"ratio 95 % interval {c.low:.3g}–{c.high:.3g}×"
     if not c.differs:
         return f"{fmt.NO_DIFFERENCE} ({_values(a, b)}; {span}{fmt.small(c)})"
-    return f"{'+' if c.ratio > 1 else '−'}{fmt.pct(c.ratio - 1)} ({_values(a, b)}; {span})"
+    return f"{fmt.change(c.ratio)} ({_values(a, b)}; {span})"
 
 
 def _side(a: dict, b: dict) -> str:
@@ -216,16 +217,32 @@ def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None
     return out
 
 
+NO_RATIO = re.compile(r"(?P<case>.+): no ratio \((?P<reason>[^()]*)\)")  # _cases' line for a refused case
+
+
+def _refused(cases: list[str]) -> tuple[str, str] | None:
+    """(cases, reason) where every case of a rule is refused for one reason; None otherwise."""
+    found = [NO_RATIO.fullmatch(c) for c in cases]
+    if not all(found) or len({m["reason"] for m in found}) != 1:
+        return None
+    return "; ".join(m["case"] for m in found), found[0]["reason"]
+
+
 def findings(cells: Cells, bd: pd.DataFrame | None = None, paired: Paired | None = None) -> dict[str, list[str]]:
-    """Per pillar, one sentence per rule that has cases in the table; `bd` is the machine's saved-bytes breakdown,
-    `paired` its paired results (a step-time case both answer gets one verdict). A rule whose cases name ops lists
-    them as a nested list (their text has semicolons of its own)."""
+    """Per pillar, one sentence per rule that has cases in the table, and one per metric and reason for the rules
+    whose every case is refused for that reason (a CPU's peaks: one line, not one per transform); `bd` is the
+    machine's saved-bytes breakdown, `paired` its paired results (a step-time case both answer gets one verdict).
+    A rule whose cases name ops lists them as a nested list (their text has semicolons of its own)."""
     out: dict[str, list[str]] = {}
+    refused: dict[tuple[str, str, str, str], list[str]] = {}
     for pillar, rule in pillars.findings():
         cases = _cases(pillar, rule, cells, bd, paired)
         if not cases:
             continue
         what = display(rule.metric)
+        if isinstance(rule, Across) and (why := _refused(cases)):
+            refused.setdefault((pillar, what, *why), []).append(rule.what)
+            continue
         if isinstance(rule, Change):
             head = f"**{rule.what}** against {rule.base}, {what}"
         elif isinstance(rule, ProgramChange):
@@ -238,6 +255,9 @@ def findings(cells: Cells, bd: pd.DataFrame | None = None, paired: Paired | None
             out.setdefault(pillar, []).append(f"{head}:" + "".join(f"\n  - {case}." for case in cases))
         else:
             out.setdefault(pillar, []).append(f"{head}: " + "; ".join(cases) + ".")
+    for (pillar, what, cases, reason), whats in refused.items():
+        out.setdefault(pillar, []).append(f"**{what}, {', '.join(whats)}** (JAX/PyTorch): {cases}: no ratio "
+                                          f"({reason}).")
     return out
 
 

@@ -61,6 +61,18 @@ def pct(fraction: float) -> str:
     return f"{abs(fraction) * 100:.1f} %"
 
 
+# From here a change reads as a factor: "+25700.0 %" tells a reader less than "258×"
+LARGE = 2.0
+
+
+def change(ratio: float) -> str:
+    """A change by `ratio` in words: '+25.0 %', '−95.0 %' (a fall is at most −100 %), and from a factor LARGE up
+    '258×'."""
+    if ratio >= LARGE:
+        return f"{ratio:.3g}×"
+    return f"{'+' if ratio > 1 else '−'}{pct(ratio - 1)}"
+
+
 def ratio(c: Comparison) -> str:
     """A ratio cell: the ratio and its interval, the no-difference verdict, or the reason there is none."""
     if not c.formed:

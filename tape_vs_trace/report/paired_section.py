@@ -40,6 +40,8 @@ def costs(c: stats.Comparison, x: str, y: str) -> str:
     if not c.differs:
         return (f"{x} against {y}: {fmt.NO_DIFFERENCE} (ratio {c.ratio:.3g}, 95 % interval {c.low:.3g}–{c.high:.3g}"
                 f"{fmt.small(c)})")
+    if fmt.change(c.ratio).endswith("×"):  # a large change reads as a factor (fmt.LARGE)
+        return f"{x} takes {c.ratio:.3g}× the time of {y} (95 % interval {c.low:.3g}–{c.high:.3g}×)"
     near, far = sorted(abs(v - 1) * 100 for v in (c.low, c.high))
     return (f"{x} costs {fmt.pct(c.ratio - 1)} {'more' if c.ratio > 1 else 'less'} time than {y} "
             f"(95 % interval {near:.1f}–{far:.1f} %)")

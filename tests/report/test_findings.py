@@ -162,3 +162,24 @@ def test_two_methods_whose_intervals_miss_each_other_state_no_finding() -> None:
                                 secs(1.5), (secs(1), secs(1.1)))
     assert text.startswith("the two methods disagree beyond their intervals") and text.endswith("no finding")
     assert "+" not in text.split("(")[0]
+
+
+def test_rules_refused_for_one_reason_are_one_line_not_one_per_rule(monkeypatch) -> None:
+    """A CPU's peaks of eleven transforms are refused for one reason: one bullet names them all, once."""
+    base = {"machine": "m", "commit": "c", "benchmark": "b", "benchmark_version": "1", "metric": "track_peak_bytes",
+            "status": "ok", "sampled": False, "basis": "exact", "process_medians": "", "comparable": True}
+    t = base | {"framework": "torch", "value": 2.0, "params": '{"framework":"torch"}', "memory_method": "tracker"}
+    j = base | {"framework": "jax", "value": 4.0, "params": '{"framework":"jax"}', "memory_method": "buffer plan"}
+    rules = [("transforms", pillars.Across("track_peak_bytes", "", name)) for name in ("grad", "jvp", "hvp")]
+    monkeypatch.setattr(pillars, "findings", lambda: rules)
+    assert findings.findings(FakeCells({"torch": t, "jax": j})) == {"transforms": [
+        "**peak memory, grad, jvp, hvp** (JAX/PyTorch): mlp s: no ratio (different memory methods)."]}
+
+
+def test_a_large_change_reads_as_a_factor_not_a_percentage() -> None:
+    """256 B → 64.25 KiB is 257×, not +25600.0 %; a fall stays a percentage (at most −100 %)."""
+    assert findings.describe(Comparison(257.0, 257.0, 257.0), mib(0.000244140625), mib(0.0627441)) == \
+        "257× (0.0002441 MiB → 0.06274 MiB)"
+    assert findings.describe(Comparison(4.0, 3.5, 4.5), secs(0.01), secs(0.04)) == \
+        "4× (10 ms → 40 ms; ratio 95 % interval 3.5–4.5×)"
+    assert findings.describe(Comparison(0.05, 0.05, 0.05), mib(2), mib(0.1)) == "−95.0 % (2 MiB → 0.1 MiB)"

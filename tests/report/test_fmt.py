@@ -59,6 +59,11 @@ def test_value_carries_its_unit_except_counts() -> None:
     assert fmt.value(7, "") == "7"
 
 
+def test_a_change_is_a_signed_percentage_up_to_a_factor_of_two_and_a_factor_beyond() -> None:
+    assert (fmt.change(1.25), fmt.change(0.5), fmt.change(0.01)) == ("+25.0 %", "−50.0 %", "−99.0 %")
+    assert (fmt.change(2.0), fmt.change(258.0)) == ("2×", "258×")
+
+
 def test_pct_is_a_magnitude_with_one_decimal() -> None:
     assert fmt.pct(-0.1234) == "12.3 %"
     assert fmt.pct(0.5) == "50.0 %"

@@ -273,6 +273,9 @@ def test_costs_reads_the_interval_as_percent_from_1() -> None:
     assert paired_section.costs(Comparison(1.05, note="one process"), "x", "y") == \
         "x against y: 1.05× (no interval: one process)"
     assert paired_section.costs(Comparison(reason="no ratio"), "x", "y") == "x against y: no ratio (no ratio)"
+    # from twice the time a factor reads better than "+250.0 % (95 % interval 200.0–300.0 %)"
+    assert paired_section.costs(Comparison(3.5, 3.0, 4.0), "x", "y") == \
+        "x takes 3.5× the time of y (95 % interval 3–4×)"
 
 
 def test_choices_by_peak_memory() -> None:
