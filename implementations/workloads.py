@@ -91,6 +91,12 @@ class WorkloadSpec:
     formulations: tuple[str, ...] = ()  # FORMULATIONS where the workload has a layer or time loop, else none
     styles: tuple[str, ...] = ()  # STYLES where the frameworks' default programs keep different residuals
     attentions: tuple[str, ...] = ()  # ATTENTIONS where the workload has attention
+    # sha256 (first 16 hex digits) of the test size's float64 inputs at seed 0 (tests/test_inputs.py's digest): the
+    # pin of "a (workload, size) never generates different arrays"; a changed digest is that break.
+    inputs_digest: str = ""
+    # The assert_close bound of bfloat16 (tests/helpers.py tolerance) where dtypes has bfloat16: twice the worst error
+    # seen, torch against jax and each against the reference; it grows with a workload's depth.
+    bfloat16_tolerance: float | None = None
 
     def runs(self, family: str, device: str) -> tuple[str, ...]:
         """The sizes `family` runs on `device` ('cuda', or any other device: the CPU sizes)."""
@@ -194,7 +200,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),
-            dtypes=_MATMUL_DTYPES,
+            inputs_digest="aa69dfd2570a9c2a",
+            dtypes=_MATMUL_DTYPES, bfloat16_tolerance=6e-2,
             styles=STYLES,  # jax.nn.silu keeps two more arrays of its input's shape than F.silu
             grid=grid({
                 ("GradStep", "GraphCost", "CompileSeconds", "RematCost"): on("64x256x1024", cuda="2048x4096x16384"),
@@ -217,7 +224,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             {"tiny": {"batch": 2, "width": 16}, "8x4096": {"batch": 8, "width": 4096}},
             _gen_linear_gelu,
             lambda s: (s["batch"], s["width"]),
-            dtypes=_MATMUL_DTYPES,
+            inputs_digest="39dbd427f1ac1016",
+            dtypes=_MATMUL_DTYPES, bfloat16_tolerance=2.4e-2,
         ),
         WorkloadSpec(
             "swiglu",
@@ -230,7 +238,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_swiglu,
             lambda s: (s["batch"], s["width"]),
-            dtypes=_MATMUL_DTYPES,
+            inputs_digest="b73015aba9be3803",
+            dtypes=_MATMUL_DTYPES, bfloat16_tolerance=3.8e-2,
             styles=STYLES,
             grid=grid({
                 ("CustomStep", "CustomMemory", "paired.custom"): on("64x256x1024", cuda="2048x1024x4096"),
@@ -258,7 +267,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_transformer,
             lambda s: (s["batch"], s["seq"], s["width"]),
-            dtypes=_MATMUL_DTYPES,
+            inputs_digest="7a9ad15051696181",
+            dtypes=_MATMUL_DTYPES, bfloat16_tolerance=9.2e-2,
             formulations=FORMULATIONS,
             styles=STYLES,
             attentions=ATTENTIONS,
@@ -292,6 +302,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_chain,
             lambda s: (s["batch"], s["width"]),
+            inputs_digest="68f75c7a6e1d9544",
             grid=grid({
                 ("GradStep", "GraphCost", "ForwardRecording"): on("d50-4x64", cuda="d100-256x4096"),
                 ("saved",): on("d50-4x64"),
@@ -310,6 +321,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_fanout,
             lambda s: (s["batch"], s["width"]),
+            inputs_digest="c3deeb4520d8d2b8",
         ),
         WorkloadSpec(
             "gmm",
@@ -322,6 +334,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_gmm,
             _scalar,
+            inputs_digest="c8706ff382b3a9d0",
             grid=grid({
                 ("CustomStep", "CustomMemory", "paired.custom", "CompileSeconds"): on(
                     "d10-K25-n1000", cuda="d64-K100-n10000"),
@@ -341,6 +354,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_lstm,
             _scalar,
+            inputs_digest="0d32254f7c31acac",
             formulations=FORMULATIONS,
             grid=grid({
                 # l2-c32-b14: the CPU's op-by-op pair (benchmarks/recording.py's LSTM_CPU_EAGER_SIZE)
@@ -358,8 +372,15 @@ def runs(family: str, device: str) -> dict[str, tuple[str, ...]]:
     return {name: sizes for name, sizes in found.items() if sizes}
 
 
+# The size entry that counts a workload's repeated units: the chain's links, the transformer's blocks.
+DEPTH_KEYS: tuple[str, ...] = ("depth", "layers")
+# The families whose sizes are a depth series (depth_series): each of their sizes needs a depth.
+DEPTH_FAMILIES: tuple[str, ...] = ("CompilePhases",)
+
+
 def check_grid(specs: dict[str, WorkloadSpec]) -> None:
-    """Raise a ValueError naming the first grid entry that names an unknown family or size."""
+    """Raise a ValueError naming the first grid entry that names an unknown family or size (or a size without a
+    depth in a depth series), or a spec whose bfloat16 tolerance and dtypes disagree."""
     from implementations.pillars import FAMILIES
 
     for name, s in specs.items():
@@ -369,6 +390,10 @@ def check_grid(specs: dict[str, WorkloadSpec]) -> None:
             for size in (*sizes.cpu, *sizes.cuda):
                 if size not in s.sizes:
                     raise _choices(f"size in {name}'s grid for {family}", size, s.sizes)
+                if family in DEPTH_FAMILIES and not any(k in s.sizes[size] for k in DEPTH_KEYS):
+                    raise ValueError(f"{name}'s {family} runs {size}, which has no depth ({', '.join(DEPTH_KEYS)})")
+        if ("bfloat16" in s.dtypes) != (s.bfloat16_tolerance is not None):
+            raise ValueError(f"{name}: a bfloat16 tolerance where, and only where, its dtypes have bfloat16")
 
 
 check_grid(WORKLOADS)
@@ -459,8 +484,6 @@ def validate(workload: str, size: str | None = None, dtype: str | None = None, v
         raise _choices(f"variant for {workload}", variant, s.variants)
 
 
-# The size entry that counts a workload's repeated units: the chain's links, the transformer's blocks.
-DEPTH_KEYS: tuple[str, ...] = ("depth", "layers")
 
 
 def depth_of(workload: str, size: str) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from implementations.workloads import Inputs, make_inputs
+from implementations.workloads import Inputs, make_inputs, spec
 
 ADBENCH = Path(__file__).parent / "data" / "adbench"
 
@@ -40,18 +40,16 @@ TOLERANCES = {
     "float32": 2.4e-5,
 }
 # bfloat16 (8 significant bits): XLA rounds at fusion boundaries, eager PyTorch after every op, so the error grows
-# with a workload's depth: per workload, twice the worst error seen (torch vs jax and each vs the reference, test and
-# benchmark size, gradients included), and never under a bound another host's bfloat16 kernels have passed. Any
-# formula error is of order one.
-BF16_TOLERANCES = {"mlp": 6e-2, "linear_gelu": 2.4e-2, "swiglu": 3.8e-2, "transformer": 9.2e-2}
+# with a workload's depth: each spec's own bound (WorkloadSpec.bfloat16_tolerance), never under one another host's
+# bfloat16 kernels have passed. Any formula error is of order one.
 # float64 gradients by central finite differences (tests/reference.py) carry step^2 and roundoff/step errors.
 FD_TOLERANCE = 1e-7
 
 
 def tolerance(inputs: Inputs) -> float:
-    """TOLERANCES for inputs' dtype (BF16_TOLERANCES for bfloat16), float32 widened by 1e-6 per link of a chain."""
+    """TOLERANCES for inputs' dtype (the spec's own for bfloat16), float32 widened by 1e-6 per link of a chain."""
     if inputs.dtype == "bfloat16":
-        return BF16_TOLERANCES[inputs.workload]
+        return spec(inputs.workload).bfloat16_tolerance
     tol = TOLERANCES[inputs.dtype]
     if inputs.dtype == "float32" and "depth" in inputs.static:
         tol = max(tol, 1e-6 * inputs.static["depth"])

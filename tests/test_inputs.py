@@ -56,12 +56,12 @@ def _test_size_digests() -> dict[str, str]:
 
 def test_adding_a_workload_changes_no_other_inputs(monkeypatch) -> None:
     # A name that sorts first: under seeding by sorted index it would have shifted every other workload's inputs.
-    before = _test_size_digests()
+    before, pinned = _test_size_digests(), _pinned()
     toy = dataclasses.replace(workloads.WORKLOADS["mlp"], name="aaa_toy")
     monkeypatch.setattr(workloads, "WORKLOADS", {"aaa_toy": toy, **workloads.WORKLOADS})
     after = _test_size_digests()
     assert after.pop("aaa_toy") != before["mlp"]  # same generator, other name: other inputs
-    assert after == before == DIGESTS
+    assert after == before == pinned
 
 
 def test_a_cache_file_of_the_sorted_index_seeding_is_not_read(tmp_path) -> None:
@@ -77,19 +77,9 @@ def test_a_cache_file_of_the_sorted_index_seeding_is_not_read(tmp_path) -> None:
 # --- the workload specs' contract: pinned generators, the GMM constant, index helpers, the cache's file names ------
 
 
-# sha256 (first 16 hex digits) of each workload's tiny float64 inputs at seed 0, taken from the generators once they
-# were seeded by name. workloads.py says a (workload, size) must never generate different arrays, or published
-# numbers stop being comparable across commits: a changed digest is that break (or a numpy that changed its streams).
-DIGESTS = {
-    "mlp": "aa69dfd2570a9c2a",
-    "linear_gelu": "39dbd427f1ac1016",
-    "swiglu": "b73015aba9be3803",
-    "transformer": "7a9ad15051696181",
-    "chain": "68f75c7a6e1d9544",
-    "fanout": "c3deeb4520d8d2b8",
-    "gmm": "c8706ff382b3a9d0",
-    "lstm": "0d32254f7c31acac",
-}
+def _pinned() -> dict[str, str]:
+    """Each spec's pin of its test size's inputs (WorkloadSpec.inputs_digest)."""
+    return {name: s.inputs_digest for name, s in workloads.WORKLOADS.items()}
 
 
 def _digest(inputs: workloads.Inputs) -> str:
@@ -105,14 +95,14 @@ def _digest(inputs: workloads.Inputs) -> str:
 
 
 def test_every_workload_is_pinned() -> None:
-    assert set(DIGESTS) == set(workloads.WORKLOADS)
+    assert all(len(d) == 16 and int(d, 16) >= 0 for d in _pinned().values()), _pinned()
 
 
-@pytest.mark.parametrize("workload", list(DIGESTS))
+@pytest.mark.parametrize("workload", list(workloads.WORKLOADS))
 def test_generators_never_change(workload: str) -> None:
-    inputs = workloads.make_inputs(workload, "tiny", "float64")
-    assert _digest(inputs) == DIGESTS[workload]
-    assert _digest(workloads.make_inputs(workload, "tiny", "float64", seed=1)) != DIGESTS[workload]
+    pinned = workloads.spec(workload).inputs_digest
+    assert _digest(workloads.make_inputs(workload, "tiny", "float64")) == pinned
+    assert _digest(workloads.make_inputs(workload, "tiny", "float64", seed=1)) != pinned
 
 
 def test_default_size_is_the_test_size_and_scalar_outputs_get_a_unit_cotangent() -> None:
