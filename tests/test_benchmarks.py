@@ -24,6 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # code that skips them: a wrong skip (a whole pillar n/a, say) or a missing one turns
 # test_skips_are_exactly_the_expected_ones red.
 SKIPS = [
+    # compile phases: each framework's own phases and block-once formulation; a warm cache at the shallowest depth
+    *(("CompilePhases_", {"framework": fw, "phase": p}) for fw, other in (("torch", "jax"), ("jax", "torch"))
+      for p in set(recording.COMPILE_PHASES[other]) - set(recording.COMPILE_PHASES[fw])),
+    ("CompilePhases_", {"framework": "torch", "formulation": "scan"}),
+    ("CompilePhases_", {"framework": "jax", "formulation": "regional"}),
+    *((f"CompilePhases_{w}", {"cache": "warm", "size": size, "device": device}) for device in ("cpu", "cuda")
+      for w in workloads.runs("CompilePhases", device)
+      for size in list(workloads.depth_series(w, device).values())[1:]),
     # compiling the unrolled loop takes minutes (both frameworks): the compiled LSTM pair is the scan form
     ("GradStep_lstm", {"mode": "compiled", "formulation": "unrolled"}),
     ("GradStep_transformer", {"framework": "torch", "formulation": "scan"}),  # no PyTorch scan form
