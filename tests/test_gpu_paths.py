@@ -954,3 +954,18 @@ def test_the_gpu_fixture_has_the_fields_a_real_gpu_record_has(monkeypatch: pytes
     ours = data["tape_vs_trace"]
     assert {"driver", "fingerprint", "graph_settings"} <= set(ours) and {"gpu", "cuda"} <= set(ours["fingerprint"])
     assert ours["graph_settings"] == {k: real[k] for k in ("torch_compile_mode", "xla_command_buffers")}
+
+
+def test_the_docs_h200_arithmetic_is_the_plans(cuda_combos: list) -> None:
+    """The README's and docs/gpu.md's contact count for the quick profile, estimated from the stated defaults, is
+    what gpu_chunks.py computes; so are the first contacts they name."""
+    spent = chunks.SETUP_S + chunks.PREFLIGHT_S
+    planned = chunks.plan(list(chunks.QUICK), cuda_combos, chunks.Costs(), "worker", chunks.QUICK_BUDGET_S, spent)
+    done, never = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
+    assert not never
+    for page in (ROOT / "README.md", ROOT / "docs" / "gpu.md"):
+        text = " ".join(page.read_text().split())
+        assert f"{len(done)} contacts complete the quick profile" in text or f"{len(done)} contacts complete it" in text
+        assert "the first committing the eager gradient steps" in text
+    assert [p.chunk.name for p in done[0]] == ["gradstep-eager"]
+    assert {i for i, taken in enumerate(done) for p in taken if p.chunk.name.startswith("gradstep-compiled.")} == {1, 2}

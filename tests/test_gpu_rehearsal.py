@@ -1,0 +1,110 @@
+"""scripts/gpu_bench.sh rehearsed end to end on this CPU (TVT_DEVICE=cpu), through the path a GPU contact takes:
+the offline set-up from requirements/h200.txt's wheels (fetched for this Python into .asv/, then installed with no
+network), the pre-flight, the plan, two consecutive contacts of which a budget cuts the first, the second resuming
+from the first's tarball unpacked into the tree, at most 8 flat files in OUTDIR, and the report and the dashboard
+rendered from what came back. Slow: `make test-all`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.test_gpu_paths import _offline_machine
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEELS = ROOT / ".asv" / f"wheels-cp{sys.version_info[0]}{sys.version_info[1]}"
+# What the H200 image lacks: requirements/h200.txt's distributions and asv's virtualenv, which it leaves out.
+IMAGE_LACKS = ("asv", "json5", "importlib_metadata", "lazy_importer", "zipp", "pympler", "Pympler", "virtualenv",
+               "distlib", "platformdirs", "python_discovery")
+# One chunk of the quick profile that is cheap on the CPU grid: the SwiGLU's eager steps (plain and custom backward,
+# both frameworks) in 3 rounds. Planned from a cost file in which each variant's build takes 100 s, it does not fit
+# in one contact of a 1300 s budget: the first contact measures one variant, the second the other, of one benchmark.
+CHUNK = "custom-swiglu"
+BENCHMARK = "custom_backward.CustomStep_swiglu.time_step"
+
+def _wheels() -> Path:
+    if not any(WHEELS.glob("asv-*.whl")):
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "download_wheels.sh"), str(WHEELS)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHON": sys.executable,
+                                   "TVT_WHEEL_PYTHON": f"{sys.version_info[0]}.{sys.version_info[1]}"})
+        if done.returncode != 0:
+            pytest.skip(f"cannot fetch requirements/h200.txt's wheels: {done.stdout.strip()[-300:]}")
+    return WHEELS
+
+
+def _contact(copy: Path, env: dict, out: Path, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "scripts/gpu_bench.sh", str(out), "quick"], cwd=copy, capture_output=True,
+                          text=True, env={**env, **extra}, timeout=900)
+
+
+def _unpack(tarball: Path, into: Path) -> list[str]:
+    with tarfile.open(tarball) as tar:
+        names = sorted(m.name for m in tar.getmembers() if m.isfile())
+        tar.extractall(into, filter="data")
+    return names
+
+
+def _measured(entry: list, columns: list[str]) -> dict[int, tuple]:
+    """Index -> (value, samples) of the combinations an asv result entry holds a measured value for."""
+    row = dict(zip(columns, entry))
+    return {i: (v, row["samples"][i]) for i, v in enumerate(row["result"]) if isinstance(v, float) and v == v}
+
+
+@pytest.mark.slow
+def test_two_contacts_on_the_cpu_resume_and_lose_nothing(tmp_path: Path) -> None:
+    wheels = _wheels()
+    copy, env = _offline_machine(tmp_path, also_missing=IMAGE_LACKS)
+    env.update(TVT_DEVICE="cpu", TVT_OFFLINE="1", TVT_WHEELS=str(wheels), TVT_CALIBRATE="0", TVT_PEAKCHECK="0",
+               TVT_CURVE="0", TVT_CHUNKS=CHUNK, TVT_BUDGET_S="1300")
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"device": "cpu", "frameworks": {
+        fw: {"eager_build": {"swiglu": {"seconds": 100}}} for fw in ("torch", "jax")}}))
+    first = _contact(copy, env, tmp_path / "out1", TVT_COSTS=str(costs), TVT_PLANNED_ONLY="1")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    assert f"not run (over the budget): {CHUNK}.2" in first.stdout
+    assert f"== chunk {CHUNK}.1 " in first.stdout and f"== chunk {CHUNK}.2 " not in first.stdout
+    machine = next(line.split(": ", 1)[1].split(",")[0] for line in first.stdout.splitlines()
+                   if line.startswith("machine: "))
+    brought = sorted(p.name for p in (tmp_path / "out1").iterdir())
+    assert all((tmp_path / "out1" / n).is_file() for n in brought) and len(brought) <= 8, brought
+    # Between contacts: the tarball unpacked into the tree (not committed), as a lead does with a real contact's.
+    subprocess.run(["rm", "-rf", str(copy / "results" / machine)], check=True)
+    names = _unpack(tmp_path / "out1" / "results.tar.gz", copy)
+    [result_name] = [n for n in names if n.endswith("-existing-venv.json")]
+    data = json.loads((copy / result_name).read_text())
+    before = _measured(data["results"][BENCHMARK], data["result_columns"])
+    assert len(before) == 2  # one variant, both frameworks
+    # Contact 2: its own pre-flight and plan; it runs what contact 1 left, of the same benchmark.
+    second = _contact(copy, env, tmp_path / "out2", TVT_PREFLIGHT_S="10")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-2000:]
+    assert f"resuming: {result_name} holds this commit's earlier results" in second.stdout
+    assert "2 of 4 held" in second.stdout and f"== chunk {CHUNK} " in second.stdout
+    assert "plan of the quick profile" in second.stdout and (tmp_path / "out2" / "preflight.json").is_file()
+    brought = sorted(p.name for p in (tmp_path / "out2").iterdir())
+    assert all((tmp_path / "out2" / n).is_file() for n in brought) and len(brought) <= 8, brought
+    # Nothing lost: one file for the commit, holding contact 1's values unchanged beside contact 2's.
+    merged_dir = tmp_path / "merged"
+    _unpack(tmp_path / "out2" / "results.tar.gz", merged_dir)
+    merged = json.loads((merged_dir / result_name).read_text())
+    after = _measured(merged["results"][BENCHMARK], merged["result_columns"])
+    assert {i: after.get(i) for i in before} == before
+    assert len(after) == 4
+    # The report and the dashboard render the merged results.
+    (merged_dir / "results" / "benchmarks.json").write_text((tmp_path / "out2" / "benchmarks.json").read_text())
+    tvt = str(copy / ".venv" / "bin" / "tape-vs-trace")
+    report = subprocess.run([tvt, "report", "--results", str(merged_dir / "results"), "--out", str(tmp_path / "rep")],
+                            cwd=copy, capture_output=True, text=True, env=env, timeout=600)
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    summary = (tmp_path / "rep" / "summary.md").read_text()
+    assert machine in summary and "swiglu" in summary
+    publish = subprocess.run([tvt, "publish", "--results", str(merged_dir / "results"), "--out",
+                              str(tmp_path / "html")], cwd=copy, capture_output=True, text=True, env=env, timeout=600)
+    assert publish.returncode == 0, publish.stdout[-2000:] + publish.stderr[-2000:]
+    assert (tmp_path / "html" / "index.html").is_file()
