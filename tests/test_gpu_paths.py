@@ -853,45 +853,55 @@ def test_asv_discovers_the_cuda_grid_that_the_chunks_select_from(tmp_path: Path,
     assert asv_names("cpu") != cuda
 
 
-def _fake_wheel(folder: Path, dist: str, module: str) -> None:
+def _fake_wheel(folder: Path, dist: str, module: str, version: str = "0.0.1") -> None:
     """A minimal pure-Python wheel of `dist` whose module says where it was installed from."""
     import base64
     import hashlib
     import zipfile
 
-    info = f"{module}-0.0.1.dist-info"
+    info = f"{module}-{version}.dist-info"
     files = {f"{module}/__init__.py": "FROM_LOCAL_WHEEL = True\n",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
              f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     record = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).decode().rstrip('=')},"
               f"{len(text.encode())}" for name, text in files.items()]
     files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
     folder.mkdir(exist_ok=True)
-    with zipfile.ZipFile(folder / f"{module}-0.0.1-py3-none-any.whl", "w") as wheel:
+    with zipfile.ZipFile(folder / f"{module}-{version}-py3-none-any.whl", "w") as wheel:
         for name, text in files.items():
             wheel.writestr(name, text)
 
 
-def test_offline_setup_installs_asv_from_local_wheels_only(tmp_path: Path) -> None:
-    """A parent without asv: the set-up installs asv and asv-runner from TVT_WHEELS with pip --no-index (the index
-    it is given cannot answer), and without the wheels it stops with one line."""
-    copy, env = _offline_machine(tmp_path, also_missing=("asv",))
-    missing = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
-                             env=env, timeout=180)
-    assert missing.returncode == 1 and "Traceback" not in missing.stdout + missing.stderr
-    assert "error: asv and asv-runner are missing and not installable from the wheels in" in missing.stdout
+def _pins() -> list[tuple[str, str]]:
+    """requirements/h200.txt's (distribution, version) pairs."""
+    lines = (ROOT / "requirements" / "h200.txt").read_text().splitlines()
+    return [tuple(line.split("==")) for line in lines if line and not line.startswith("#")]
+
+
+def test_offline_setup_installs_the_pinned_wheels_from_local_wheels_only(tmp_path: Path) -> None:
+    """A parent without asv: the set-up installs requirements/h200.txt's pins from TVT_WHEELS with pip --no-index
+    --no-deps (the index it is given cannot answer), and checks the imports; with a wheel missing it stops in one
+    line."""
+    pins = _pins()
+    assert {d for d, _ in pins} >= {"asv", "asv-runner", "json5", "importlib-metadata"}
+    copy, env = _offline_machine(tmp_path, also_missing=("asv", "json5", "importlib_metadata"))
     wheels = tmp_path / "wheels"
-    _fake_wheel(wheels, "asv", "asv")
-    _fake_wheel(wheels, "asv-runner", "asv_runner")
+    for dist, version in pins[1:]:  # all but asv
+        _fake_wheel(wheels, dist, dist.replace("-", "_").lower(), version)
+    missing = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
+                             env={**env, "TVT_WHEELS": str(wheels)}, timeout=180)
+    assert missing.returncode == 1 and "Traceback" not in missing.stdout + missing.stderr
+    assert "error: asv and its dependencies are missing and not installable from the wheels in" in missing.stdout
+    _fake_wheel(wheels, *pins[0][:1], "asv", pins[0][1])
     setup = subprocess.run(["bash", "scripts/setup_offline.sh"], cwd=copy, capture_output=True, text=True,
                            env={**env, "TVT_WHEELS": str(wheels)}, timeout=180)
     assert setup.returncode == 0, setup.stdout + setup.stderr
     venv_python = copy / ".venv" / "bin" / "python"
-    probe = subprocess.run([str(venv_python), "-c", "import asv, asv_runner; print(asv.__file__, "
-                            "asv.FROM_LOCAL_WHEEL, asv_runner.FROM_LOCAL_WHEEL)"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, check=True)
+    probe = subprocess.run([str(venv_python), "-c", "import asv, asv_runner, json5; print(asv.__file__, "
+                            "asv.FROM_LOCAL_WHEEL, asv_runner.FROM_LOCAL_WHEEL, json5.FROM_LOCAL_WHEEL)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     path, *flags = probe.stdout.split()
-    assert path.startswith(str(copy / ".venv")) and flags == ["True", "True"]
+    assert path.startswith(str(copy / ".venv")) and flags == ["True", "True", "True"]
 
 
 # --- resumable contacts: what this commit's result file holds is not run again ---------------------------------------
