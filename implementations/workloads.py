@@ -376,17 +376,22 @@ def runs(family: str, device: str) -> dict[str, tuple[str, ...]]:
 DEPTH_KEYS: tuple[str, ...] = ("depth", "layers")
 # The families whose sizes are a depth series (depth_series): each of their sizes needs a depth.
 DEPTH_FAMILIES: tuple[str, ...] = ("CompilePhases",)
+# The families that compare a variant with plain autodiff: a workload runs them only where it has that variant.
+VARIANT_FAMILIES: dict[str, str] = {"CustomStep": "custom", "CustomMemory": "custom", "paired.custom": "custom"}
 
 
 def check_grid(specs: dict[str, WorkloadSpec]) -> None:
-    """Raise a ValueError naming the first grid entry that names an unknown family or size (or a size without a
-    depth in a depth series), or a spec whose bfloat16 tolerance and dtypes disagree."""
+    """Raise a ValueError naming the first grid entry that names an unknown family or size, a size without a depth
+    in a depth series, a family whose variant the workload lacks, or a spec whose bfloat16 tolerance and dtypes
+    disagree."""
     from implementations.pillars import FAMILIES
 
     for name, s in specs.items():
         for family, sizes in s.grid.items():
             if family not in FAMILIES:
                 raise _choices(f"benchmark family in {name}'s grid", family, FAMILIES)
+            if VARIANT_FAMILIES.get(family, "plain") not in s.variants:
+                raise ValueError(f"{name}'s grid runs {family} but it has no {VARIANT_FAMILIES[family]!r} variant")
             for size in (*sizes.cpu, *sizes.cuda):
                 if size not in s.sizes:
                     raise _choices(f"size in {name}'s grid for {family}", size, s.sizes)

@@ -1,6 +1,8 @@
 """The one grid (implementations/workloads.py, each spec's `grid`): every consumer runs exactly what the specs say,
-on both devices, and a new workload (a spec and two modules, nothing else edited) runs in every pillar's grid,
-saved-all, paired, gpucheck and the GPU chunks while every other workload keeps its grid and its inputs.
+on both devices, and a new workload (a spec, two modules and its reference forward, nothing else edited: tests/toy)
+runs in every pillar's grid, saved-all, paired, gpucheck, the GPU chunks, the report and cite while every other
+workload keeps its grid and its inputs. The toy has fewer axes than the transformer: no formulation, no style, no
+attention.
 
 Each view of the grid is taken in a fresh interpreter (benchmark classes are made at import, for the device that
 process sees), the toy registered there before anything reads the specs."""
@@ -16,51 +18,66 @@ from pathlib import Path
 import pytest
 
 from implementations import pillars, workloads
+from tests import toy
 
 ROOT = Path(__file__).resolve().parents[1]
-TOY = "aaa_toy"  # sorts before every workload: under a seed by sorted position it would shift all their inputs
+TOY = toy.NAME
+# The toy's parameters: the base ones and the pillar's axes, none of the transformer's program or loop axes.
+TOY_PARAMS = {"framework": "torch", "workload": TOY, "size": "tiny", "mode": "eager", "dtype": "float32",
+              "precision": "highest"}
 
-# Prints what every consumer of the grid runs in this process, as JSON; with "toy", first registers a workload made
-# of the transformer's generator and, as its two modules, the transformer's forwards.
+# Prints what every consumer of the grid runs in this process, as JSON; with "toy", first registers tests/toy.
 VIEW = r"""
-import dataclasses, hashlib, json, sys
-from implementations import pillars, workloads
+import hashlib, json, sys
 if sys.argv[1] == "toy":
-    import types
-    base = workloads.WORKLOADS["transformer"]
-    toy = dataclasses.replace(base, name="aaa_toy", grid={f: workloads.on("tiny") for f in pillars.FAMILIES})
-    workloads.WORKLOADS = {"aaa_toy": toy, **workloads.WORKLOADS}
-    import importlib
-    for fw in ("torch", "jax"):
-        module = types.ModuleType(f"implementations.{fw}.aaa_toy")
-        module.forward = importlib.import_module(f"implementations.{fw}.transformer").forward
-        sys.modules[module.__name__] = module
+    from tests import toy
+    toy.register()
+from implementations import experiments, workloads
 from benchmarks import common, counts
 from scripts import gpu_chunks
-from tape_vs_trace import distributed_run, experiments, gpucheck, saved
+from tape_vs_trace import distributed_run, gpucheck, saved
 
 device = common.DEVICE
 names = gpu_chunks.discover()
+classes = {c.__name__: c for c in common.suite_classes()}
 
 def digest(w):
     inputs = workloads.make_inputs(w)
     arrays = [*inputs.params.values(), *inputs.data.values(), inputs.cotangent]
     return hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest()
 
-ran = []
-if sys.argv[1] == "toy" and device == "cpu":  # one eager step per framework, by the asv class's set-up and body
-    from benchmarks import recording
-    cls = recording.GradStep_aaa_toy
-    for fw in ("torch", "jax"):
-        combo = [fw, "aaa_toy", "tiny", "eager", "unrolled", "matched", "written", "float32", "highest", device]
-        bench = cls()
-        bench.setup(*combo)
-        bench.time_step(*combo)
-        ran.append(fw)
+def combination(bench, params):
+    # a point's parameters are one combination of its class, and the class runs it
+    cls = classes[bench.split(".")[1]]
+    ok = list(params) == cls.param_names and all(params[n] in v for n, v in zip(cls.param_names, cls.params))
+    return ok and not cls().reason_to_skip(common.Case(params))
+
+ran, toy_run = [], {}
+if sys.argv[1] == "toy":
+    params = json.loads(sys.argv[2])
+    cls = classes["GradStep_aaa_toy"]
+    toy_run["grad_params"] = cls.param_names
+    toy_run["points"] = sorted({combination(*experiments.asv_combination(e, p, device))
+                                for e in experiments.experiments(device) if e.workload == "aaa_toy" for p in e.points})
+    if device == "cpu":  # one eager step per framework, by the asv class's set-up and body; counts; saved bytes
+        for fw in ("torch", "jax"):
+            combo = [{**params, "framework": fw, "device": device}[n] for n in cls.param_names]
+            bench = cls()
+            bench.setup(*combo)
+            bench.time_step(*combo)
+            ran.append(fw)
+            graph = classes["GraphCost_aaa_toy"]
+            counted = counts.count_one(graph, [{**params, "framework": fw, "device": device}[n]
+                                               for n in graph.param_names])
+            toy_run[f"counts_{fw}"] = counted["values"]
+            toy_run[f"saved_{fw}"] = sum(r["nbytes"] for r in saved._records(fw, "aaa_toy", "tiny", "plain",
+                                                                              "float32") if not r["is_argument"])
+        toy_run["gpucheck"] = gpucheck.measure("torch", "aaa_toy", "tiny", device)["verdict"]
 
 print(json.dumps({
     "ran": ran,
-    "asv": {c.__name__: c.params[2] for c in common.suite_classes() if "workload" in c.param_names},
+    "toy": toy_run,
+    "asv": {c.__name__: c.params[2] for c in classes.values() if "workload" in c.param_names},
     "counted": sorted(c.__name__ for c in counts.counted_classes()),
     "saved": [list(c) for c in saved.suite_cases(device)],
     "paired": sorted([e.group, e.workload, e.size, e.name] for e in experiments.experiments(device)),
@@ -73,8 +90,9 @@ print(json.dumps({
 """
 
 
-def _view(device: str, toy: bool) -> dict:
-    done = subprocess.run([sys.executable, "-c", VIEW, "toy" if toy else "real"], cwd=ROOT, capture_output=True,
+def _view(device: str, with_toy: bool) -> dict:
+    done = subprocess.run([sys.executable, "-c", VIEW, "toy" if with_toy else "real", json.dumps(TOY_PARAMS)], cwd=ROOT,
+                          capture_output=True,
                           text=True, env={**os.environ, "TVT_DEVICE": device, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -82,7 +100,7 @@ def _view(device: str, toy: bool) -> dict:
 
 @pytest.fixture(scope="module", params=["cpu", "cuda"])
 def views(request) -> tuple[str, dict, dict]:
-    return request.param, _view(request.param, toy=False), _view(request.param, toy=True)
+    return request.param, _view(request.param, with_toy=False), _view(request.param, with_toy=True)
 
 
 def _spec_runs(device: str) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -111,25 +129,38 @@ def test_every_consumer_runs_what_the_specs_say(views) -> None:
 
 
 def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
-    device, real, toy = views
+    device, real, found = views
+    toy_grid = toy.spec().grid
     for p in pillars.PILLARS.values():
         for family in p.families:
-            assert toy["asv"][f"{family}_{TOY}"] == ["tiny"], f"{TOY} is not in {p.module}'s {family}"
-            assert any(c.endswith(f".{family}_{TOY}") for c in toy["full"]), f"no GPU chunk runs {family}_{TOY}"
-    assert toy["ran"] == (["torch", "jax"] if device == "cpu" else [])
-    assert [TOY, "tiny", "plain", "float32", "matched/written"] in toy["saved"]
-    assert [TOY, "tiny"] in toy["gpucheck"]
-    assert [TOY, "tiny"] in toy["distributed"]
-    groups = {group for group, w, _, _ in toy["paired"] if w == TOY}
+            if family not in toy_grid:
+                continue
+            assert found["asv"][f"{family}_{TOY}"] == ["tiny"], f"{TOY} is not in {p.module}'s {family}"
+            assert any(c.endswith(f".{family}_{TOY}") for c in found["full"]), f"no GPU chunk runs {family}_{TOY}"
+    # its classes have no formulation, style or attention parameter
+    assert found["toy"]["grad_params"] == [*TOY_PARAMS, "device"]
+    assert found["ran"] == (["torch", "jax"] if device == "cpu" else [])
+    if device == "cpu":
+        for fw in ("torch", "jax"):
+            counted = found["toy"][f"counts_{fw}"]
+            assert not [m for m, v in counted.items() if isinstance(v, dict)], counted  # no count failed
+            assert counted["track_flops"] == 3 * 2 * 4 * 4 * 4  # x @ w, and its gradients with respect to x and w
+            assert found["toy"][f"saved_{fw}"] > 0
+        assert found["toy"]["gpucheck"]
+    assert [TOY, "tiny", "plain", "float32", ""] in found["saved"]
+    assert [TOY, "tiny"] in found["gpucheck"]
+    assert [TOY, "tiny"] in found["distributed"]
+    groups = {group for group, w, _, _ in found["paired"] if w == TOY}
     assert groups == {"remat", "paired"}
-    assert {f"{f}_{TOY}" for f in ("GraphCost", "RematCost", "CustomMemory", "ForwardMemory")} <= set(toy["counted"])
+    assert found["toy"]["points"] == [True], "a remat or paired point of the toy is not a combination its class runs"
+    assert {f"{f}_{TOY}" for f in ("GraphCost", "RematCost", "ForwardMemory")} <= set(found["counted"])
     # every other workload: the same classes, sizes, cases, experiments and inputs as before
-    assert {k: v for k, v in toy["asv"].items() if not k.endswith(f"_{TOY}")} == real["asv"]
-    assert [c for c in toy["saved"] if c[0] != TOY] == real["saved"]
-    assert [e for e in toy["paired"] if e[1] != TOY] == real["paired"]
-    assert [c for c in toy["gpucheck"] if c[0] != TOY] == real["gpucheck"]
-    assert [c for c in toy["distributed"] if c[0] != TOY] == real["distributed"]
-    assert {w: d for w, d in toy["digests"].items() if w != TOY} == real["digests"]
+    assert {k: v for k, v in found["asv"].items() if not k.endswith(f"_{TOY}")} == real["asv"]
+    assert [c for c in found["saved"] if c[0] != TOY] == real["saved"]
+    assert [e for e in found["paired"] if e[1] != TOY] == real["paired"]
+    assert [c for c in found["gpucheck"] if c[0] != TOY] == real["gpucheck"]
+    assert [c for c in found["distributed"] if c[0] != TOY] == real["distributed"]
+    assert {w: d for w, d in found["digests"].items() if w != TOY} == real["digests"]
 
 
 def test_a_grid_that_names_an_unknown_size_or_family_is_refused() -> None:
@@ -150,3 +181,44 @@ def test_on_takes_the_cpu_sizes_for_cuda_unless_told() -> None:
     assert workloads.on("a", "b") == workloads.On(("a", "b"), ("a", "b"))
     assert workloads.on("a", cuda="c") == workloads.On(("a",), ("c",))
     assert workloads.on(cuda=("c", "d")) == workloads.On((), ("c", "d"))
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    """tests/toy registered in this process, undone after the test."""
+    from tests import reference
+
+    monkeypatch.setattr(workloads, "WORKLOADS", dict(workloads.WORKLOADS))
+    monkeypatch.setattr(reference, "FORWARD", dict(reference.FORWARD))
+    for fw in ("torch", "jax"):
+        monkeypatch.delitem(sys.modules, f"implementations.{fw}.{TOY}", raising=False)
+    toy.register()
+    yield
+    for fw in ("torch", "jax"):
+        sys.modules.pop(f"implementations.{fw}.{TOY}", None)
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_a_new_workload_is_its_spec_two_modules_and_its_reference(registered, framework: str) -> None:
+    # what the parity tests need of a workload: its inputs pinned in its spec, and a reference forward
+    from tests.helpers import assert_close, grad_fn_result, reference_result, tolerance
+    from tests.test_inputs import _digest
+
+    inputs = workloads.make_inputs(TOY, "tiny", "float64")
+    assert _digest(inputs) == workloads.spec(TOY).inputs_digest
+    got, (_, want) = grad_fn_result(framework, inputs, "plain"), reference_result(TOY, "tiny", "float64")
+    assert_close("loss", got.value, want.value, tolerance(inputs))
+    for name in want.grad_params:
+        assert_close(f"d/d {name}", got.grad_params[name], want.grad_params[name], tolerance(inputs))
+
+
+def test_a_spec_without_its_pins_or_depth_is_refused() -> None:
+    base = toy.spec()
+    import dataclasses
+
+    with pytest.raises(ValueError, match="aaa_toy: a bfloat16 tolerance where, and only where"):
+        workloads.check_grid({TOY: dataclasses.replace(base, dtypes=("float32", "bfloat16"))})
+    with pytest.raises(ValueError, match="aaa_toy's CompilePhases runs tiny, which has no depth"):
+        workloads.check_grid({TOY: toy.spec(("CompilePhases",))})
+    with pytest.raises(ValueError, match="aaa_toy's grid runs paired.custom but it has no 'custom' variant"):
+        workloads.check_grid({TOY: toy.spec(("paired.custom",))})

@@ -1,0 +1,50 @@
+"""A toy workload with fewer axes than the transformer (no formulation, no style, no attention): tanh(x @ w) * x.
+
+What a new workload is: this spec, two mirror modules (torch_toy.py, jax_toy.py) and a reference forward. register()
+puts the three where the suite looks (the specs, implementations.torch/.jax.<name>, tests.reference.FORWARD), in a
+fresh interpreter, before anything reads the specs (tests/test_grid.py)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+
+NAME = "aaa_toy"  # sorts before every workload: under a seed by sorted position it would shift all their inputs
+DIGEST = "810532a220064212"  # its inputs' pin (WorkloadSpec.inputs_digest), as tests/test_inputs.py computes it
+
+
+def _generate(rng: np.random.Generator, s: dict[str, int]) -> tuple[dict, dict, dict]:
+    w = s["width"]
+    return {"w": rng.standard_normal((w, w)) / np.sqrt(w)}, {"x": rng.standard_normal((s["batch"], w))}, {}
+
+
+def reference(params: dict, data: dict, static: dict) -> np.ndarray:
+    x = np.asarray(data["x"], np.float64)
+    return np.tanh(x @ np.asarray(params["w"], np.float64)) * x
+
+
+def spec(families: tuple[str, ...] | None = None):
+    """The toy's spec, running "tiny" in `families` (if None, every family a workload without a depth and without a
+    custom backward can run: check_grid refuses the others)."""
+    from implementations import pillars, workloads
+
+    unfit = (*workloads.DEPTH_FAMILIES, *workloads.VARIANT_FAMILIES)
+    families = tuple(f for f in pillars.FAMILIES if f not in unfit) if families is None else families
+    return workloads.WorkloadSpec(
+        NAME, "tanh(x @ w) * x", ("plain", "remat_full", "remat_dots"), {"tiny": {"batch": 4, "width": 4}},
+        _generate, lambda s: (s["batch"], s["width"]), inputs_digest=DIGEST,
+        grid={f: workloads.on("tiny") for f in families})
+
+
+def register(families: tuple[str, ...] | None = None) -> None:
+    """Add the toy to this process's specs (first, so that it sorts first), modules and reference forwards."""
+    from implementations import workloads
+    from tests import reference as references
+
+    workloads.WORKLOADS = {NAME: spec(families), **workloads.WORKLOADS}
+    workloads.check_grid(workloads.WORKLOADS)
+    for fw in ("torch", "jax"):
+        sys.modules[f"implementations.{fw}.{NAME}"] = importlib.import_module(f"tests.toy.{fw}_toy")
+    references.FORWARD[NAME] = reference
