@@ -1,7 +1,7 @@
 """The headline: JAX/PyTorch ratios of the gradient step's time and of the bytes kept for the backward, one row per
 workload, mode, formulation and program, each machine's ratio side by side where there are several; drawn as
-results/report/headline.png, told as one sentence per machine, and as a table saying on how many machines each
-finding holds.
+results/report/headline.png and told as one sentence per machine; `holds` says on how many machines a finding
+holds (the table across machines is report.hosts').
 
 Only like rows are divided (the one ratio rule, report.stats.compare), and only results of the suite's current
 benchmark versions take part: a ratio of an older version measured another program.
@@ -223,23 +223,6 @@ def sentence(rows: list[Row], machine: str, info: dict) -> str:
     told = "; ".join(f"{what} ({len(sel)} case{'s' if len(sel) > 1 else ''}): {_told(sel)}" for what, sel in parts)
     return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {told}"
             f"{_sizes(parts)}.")
-
-
-def across(rows: list[Row]) -> list[str]:
-    """summary.md's table: each case's ratio on every machine and on how many machines its direction holds (the
-    same direction, beyond the rerun band, on each machine that measured it)."""
-    machines = list(dict.fromkeys(r.machine for r in rows))
-    if len(machines) < 2:
-        return []
-    by_case: dict[tuple, dict[str, Row]] = {}
-    for r in rows:
-        by_case.setdefault((r.measure, r.case), {})[r.machine] = r
-    lines = ["| measure | case | " + " | ".join(machines) + " | holds on |", "|---|---|" + "---:|" * len(machines)
-             + "---|"]
-    for (measure, case), by_machine in by_case.items():
-        cells = [fmt.ratio(by_machine[m].comparison) if m in by_machine else "not measured" for m in machines]
-        lines.append(f"| {measure} | {case_label(case)} | " + " | ".join(cells) + f" | {holds(by_machine)} |")
-    return lines
 
 
 def holds(by_machine: dict[str, Row]) -> str:

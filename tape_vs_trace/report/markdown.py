@@ -19,6 +19,10 @@ from tape_vs_trace.report.select import Cells, base_numerics, display, latest, o
 CURVE_FIGURES = "remat_curve_"  # report/curve.py's remat_curve_<size>.png: in the paired section
 SAVED_FIGURES = "saved_"  # report/breakdown.py's saved_<workload>.png: what the tape and the trace keep, by op
 HOST_KEYS = ("fingerprint", "calibration")
+# the asv peak is one number: the library workspace inside it is printed by gpucheck, not recorded per row
+WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN) its step used, a set-up of the "
+             "library rather than of the step, not recorded apart in these results: `python -m "
+             "tape_vs_trace.gpucheck` prints it per framework (its 'of it workspace' column).")
 
 
 def _pairs(rows: pd.DataFrame) -> list[dict[str, dict]]:
@@ -65,7 +69,8 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
     if not vary and len(methods):
         first = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
         lines += ["Peak memory measured by: " + "; ".join(f"{frameworks.label(f)} {m}" for f, m in first.items())
-                  + ".", ""]
+                  + "." + (WORKSPACE if any(m == frameworks.memory_method(f, "cuda") for f, m in first.items()
+                                            if f in frameworks.FRAMEWORKS) else ""), ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
     for by_fw in pairs:
         any_row = next(iter(by_fw.values()))

@@ -340,6 +340,9 @@ def test_gpu_fixture_peaks_get_no_ratio_in_the_report(results: Path, tmp_path: P
     gpu = text[text.index("## All results on gpu-nvidia-h200"):]
     rows = md_table(gpu, "track_peak_bytes")
     assert len(rows) == 3 and all(r[-1] == "— (unlike modes: PyTorch eager, JAX compiled)" for r in rows.values())
+    # the library workspace inside a CUDA peak is named apart from it; a CPU's peaks have none
+    gpu_section, cpu_section = gpu.split("## All results on cpu-amd-epyc-2c")
+    assert "GEMM-library workspace" in gpu_section and "GEMM-library workspace" not in cpu_section
 
 
 def test_no_ratio_between_unlike_formulations() -> None:
