@@ -1,8 +1,8 @@
-"""The remat trade-off curve of the paired results, one figure per transformer size (remat_curve_<size>.png): step
-time against memory, one line per framework x mode x formulation through its points ordered by memory, every point
-labelled, the Pareto-optimal points of each line ringed. Labels are placed once the panels are laid out, each where
-it overlaps no other label and stays inside its panel, with a leader line where it sits away from its point; the
-points of one line that coincide on the page share one label.
+"""The remat trade-off curve of the paired results, one figure per size (remat_curve_<size>.png), titled with its
+workload and size: step time against memory, one line per framework x mode x formulation through its points ordered
+by memory, every point labelled, the Pareto-optimal points of each line ringed. Labels are placed once the panels
+are laid out, each where it overlaps no other label and stays inside its panel, with a leader line where it sits away
+from its point; the points of one line that coincide on the page share one label.
 
 Two panels: peak bytes where the framework's memory method sees the step (on a CPU not compiled PyTorch, not
 op-by-op JAX), and saved bytes, which every point has."""
@@ -197,7 +197,9 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     foot = textwrap.fill(footer, 105)
     fig = Figure(figsize=(WIDTH, 1.9 + 3.3 * len(modes)), dpi=DPI)
     axes = fig.subplots(len(modes), 2, sharey=True, squeeze=False)
-    fig.suptitle(f"remat trade-off, transformer {size}: step time against memory", fontsize=FONT + 2)
+    named = " / ".join(dict.fromkeys(table.loc[table["size"] == size, "workload"])) if "workload" in table else ""
+    fig.suptitle(f"remat trade-off, {' '.join(filter(None, (named, size)))}: step time against memory",
+                 fontsize=FONT + 2)
     point_labels = {}
     for row, mode in zip(axes, modes):
         for ax, (column, xlabel) in zip(row, PANELS):
@@ -241,7 +243,7 @@ def footer(table: pd.DataFrame, machine_info: dict) -> str:
 
 
 def draw(table: pd.DataFrame | None, machine_info: dict, out: Path) -> list[str]:
-    """One figure per transformer size of the remat curve; returns their file names."""
+    """One figure per size of the remat curve; returns their file names."""
     if table is None or not (table.group == "remat").any():
         return []
     out.mkdir(parents=True, exist_ok=True)
