@@ -222,3 +222,20 @@ def test_a_spec_without_its_pins_or_depth_is_refused() -> None:
         workloads.check_grid({TOY: toy.spec(("CompilePhases",))})
     with pytest.raises(ValueError, match="aaa_toy's grid runs paired.custom but it has no 'custom' variant"):
         workloads.check_grid({TOY: toy.spec(("paired.custom",))})
+
+
+def test_a_new_workloads_remat_curve_is_titled_with_its_name(tmp_path: Path, monkeypatch) -> None:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from tape_vs_trace.report import curve
+    from tests.report.helpers import curve_point
+
+    one = (1.0, 1.0, 1.0)
+    rows = [curve_point(fw, "eager", "", point, (t, t * 0.9, t * 1.1), one, saved, saved + 1, "m", 1)
+            for fw in ("torch", "jax") for point, t, saved in (("plain", 0.01, 4), ("remat_full", 0.012, 2))]
+    table = pd.DataFrame([{**r, "workload": TOY, "size": "tiny"} for r in rows])
+    seen: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: seen.append(self))
+    curve.figure(table, "tiny", "footer", tmp_path / "x.png")
+    assert seen[0].get_suptitle() == f"remat trade-off, {TOY} tiny: step time against memory"
