@@ -267,5 +267,9 @@ def run(query: str, filters: list[str], results: Path, form: str, warn: Callable
 
     if query == cite_distributed.QUERY:
         return cite_distributed.run(filters, results, form, warn)
-    loaded = load_results(results, warn, verbose)
-    return render(loaded, select(loaded, query, parse_filters(filters)), form)
+    held: list[str] = []  # what older result files hold, said only beside a block: an error is one line alone
+    loaded = load_results(results, held.append, verbose)
+    text = render(loaded, select(loaded, query, parse_filters(filters)), form)
+    for line in held:
+        warn(line)
+    return text
