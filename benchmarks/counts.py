@@ -1,12 +1,13 @@
-"""The deterministic counts of the asv suite (every class with the ``common._Counted`` mixin), taken in one
-process per framework: ``collect()`` is their shared ``setup_cache``.
+"""The deterministic counts of the asv suite: the ``_Counted`` mixin of the classes whose track_ methods are counts
+(``_PeakBytes``, ``_SavedBytes``, ``_Flops``), and ``collect()``, their shared ``setup_cache``, taken in one process
+per framework.
 
-``python -m benchmarks.counts FRAMEWORK OUT`` counts every combination of this device's grid for one framework and
-writes them to OUT as JSON; ``collect`` runs one such subprocess per framework, so torch and jax never share a
-process and the benchmark processes import neither. Each combination is prepared exactly as a benchmark process
-prepares it (``Benchmark._prepare``: the skip rules, the inputs, ``frameworks.load``, ``build``) and counted by the
-class's own ``count_<metric>`` methods, the bodies the track_ methods ran per process before. No framework is
-imported at module level (asv imports this module when it discovers the suite).
+A count process (``main``, started by ``collect`` through _BOOT) counts every combination of this device's grid for
+one framework and writes them to OUT as JSON; ``collect`` runs one such subprocess per framework, so torch and jax
+never share a process and the benchmark processes import neither. Each combination is prepared exactly as a
+benchmark process prepares it (``Benchmark._prepare``: the skip rules, the inputs, ``frameworks.load``, ``build``)
+and counted by the class's own ``count_<metric>`` methods, the bodies the track_ methods ran per process before. No
+framework is imported at module level (asv imports this module when it discovers the suite).
 """
 
 from __future__ import annotations
@@ -22,9 +23,117 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import common
+from benchmarks.common import DEVICE, Benchmark, Skip, unit
 from implementations import frameworks
 
 Key = tuple[str, tuple]
+
+
+# Where the counts are taken together (see _Counted): on CPU machines. CUDA runs are split into chunks by asv's
+# `-b` (scripts/gpu_chunks.py), and a setup_cache cannot follow a selection, so every chunk would count the whole
+# grid; and a CUDA peak is the allocator's high-water mark of the process (JAX's cannot be reset), so a peak taken
+# after other combinations is not a fresh process's. There each count stays in its benchmark's own process.
+SHARED_COUNTS = DEVICE == "cpu"
+
+
+class _Counted:
+    """Mixin of the classes whose track_ methods are deterministic counts (saved bytes, peak bytes, graph size,
+    flops: ``metrics.METRICS[...].sampled`` is False), whose values depend neither on speed nor on what the process
+    ran before (on CPU, peaks are storage tracking and XLA's buffer assignment).
+
+    asv runs one process per method and parameter combination, and each imported torch or jax (2-3 s) to count
+    once. Here one ``setup_cache`` (one cache key: it is defined once, on this class) counts every combination of
+    every such class in two subprocesses, one per framework (``collect``), so torch and jax never share a
+    process; each benchmark process then reads its value and imports no framework. ``setup`` raises the same Skip
+    as before for a combination the suite does not run, and a count that failed in its subprocess fails its
+    benchmark with the error text. The count itself is the mixin's ``count_<metric>`` method, the body the track_
+    method had when it ran in its own process; without SHARED_COUNTS it runs there still.
+    """
+
+    def setup_cache(self) -> dict:
+        return collect() if SHARED_COUNTS else {}
+
+    # Both frameworks side by side over the whole grid: about a minute on a 2-core CPU. A hung count process is
+    # stopped here, and every benchmark of the key fails with asv's "setup_cache failed".
+    setup_cache.timeout = 1200
+
+    def setup(self, cache: dict, *params):
+        self._counts = None
+        if not SHARED_COUNTS:
+            Benchmark.setup(self, *params)  # counted in this process, as every other benchmark is set up
+            return
+        entry = cache.get((benchmark_name(type(self)), params))
+        if entry is None:  # a grid the cache did not count (another TVT_DEVICE, say): never a silent number
+            raise RuntimeError(f"no count of {benchmark_name(type(self))}{params} in the setup cache")
+        if "skip" in entry:
+            raise Skip(entry["skip"])
+        if "error" in entry:
+            raise RuntimeError(entry["error"])
+        self._counts = entry["values"]
+
+    def counted(self, method: str) -> float | int:
+        """The value of track_ `method`: from the cache, or counted here without SHARED_COUNTS. A count that
+        failed in the count process raises its error here."""
+        if self._counts is None:
+            return getattr(self, count_method(method))()
+        value = self._counts[method]
+        if isinstance(value, dict):
+            raise RuntimeError(f"{method} failed in the count process: {value['error']}")
+        return value
+
+
+def count_method(track: str) -> str:
+    """The method that counts what track_ method `track` reports: track_peak_bytes -> count_peak_bytes."""
+    return "count_" + track.removeprefix("track_")
+
+
+class _PeakBytes(_Counted):
+    """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
+
+    def count_peak_bytes(self) -> int:
+        case = self.case
+        fn, args = self.peak_fn(case)
+        result = case.fw.probe.peak_bytes(fn, *args)
+        expected = frameworks.memory_method(case.framework, case.device)
+        if result.method != expected:  # also refuses JAX's "(upper bound ...)": recorded as failed, not as a number
+            raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
+        return result.bytes
+
+    def track_peak_bytes(self, *params):
+        return self.counted("track_peak_bytes")
+
+    track_peak_bytes.unit = unit("track_peak_bytes")
+    # tape-vs-trace run: a CUDA peak is the allocator's high-water mark, so it is taken in a process that measured
+    # nothing before it (on CPU the counts are storage tracking and buffer plans, the same after any history).
+    track_peak_bytes.fresh_process = not SHARED_COUNTS
+
+
+class _SavedBytes(_Counted):
+    """Mixin: `track_saved_bytes`, the bytes kept for the backward beyond inputs, parameters and the cotangent, of
+    the loss the class's `saved_fn(case)` returns as (fn, args)."""
+
+    def count_saved_bytes(self) -> int:
+        fn, args = self.saved_fn(self.case)
+        return self.case.fw.probe.saved_bytes(fn, *args).extra_bytes
+
+    def track_saved_bytes(self, *params):
+        return self.counted("track_saved_bytes")
+
+    track_saved_bytes.unit = unit("track_saved_bytes")
+
+
+class _Flops(_Counted):
+    """Mixin: `track_flops`, the matmul flops (``probe.flops``) of one call of the forward + backward the class's
+    `flops_fn(case)` returns as (fn, args)."""
+
+    def count_flops(self) -> float:
+        fn, args = self.flops_fn(self.case)
+        return self.case.fw.probe.flops(fn, *args)
+
+    def track_flops(self, *params):
+        return self.counted("track_flops")
+
+    track_flops.unit = unit("track_flops")
 
 
 def benchmark_name(cls: type) -> str:
@@ -34,7 +143,7 @@ def benchmark_name(cls: type) -> str:
 
 def counted_classes() -> list[type]:
     """Every asv class of the suite whose track_ methods come from the count cache."""
-    return [cls for cls in common.suite_classes() if issubclass(cls, common._Counted)]
+    return [cls for cls in common.suite_classes() if issubclass(cls, _Counted)]
 
 
 def tracks(cls: type) -> list[str]:
@@ -60,13 +169,13 @@ def count_one(cls: type, params: tuple) -> dict[str, Any]:
         state = bench._prepare(dict(zip(cls.param_names, params)))
     except Exception as exc:  # a failed load or build fails every method of the combination, with its text
         return {"error": _error(exc)}
-    if isinstance(state, common.Skip):
+    if isinstance(state, Skip):
         return {"skip": str(state)}
     bench.__dict__.update(state)
     values: dict[str, Any] = {}
     for method in tracks(cls):
         try:
-            values[method] = getattr(bench, common.count_method(method))()
+            values[method] = getattr(bench, count_method(method))()
         except Exception as exc:
             traceback.print_exc()  # the subprocess's stderr, shown by asv --show-stderr
             values[method] = {"error": _error(exc)}
@@ -84,15 +193,17 @@ def count_all(framework: str, classes: list[type] | None = None) -> list[dict[st
 
 # The child imports `benchmarks` and `implementations` from exactly where this process did: asv imports the suite
 # through its own importer, and implementations may come from another tree (an installed or editable checkout), so
-# neither sys.path order would be right for both. A finder placed first maps each name to its folder.
+# neither sys.path order would be right for both. A finder placed first maps each name to its folder. The child
+# imports this module by name, not as __main__, whose second _Counted no benchmark class derives from.
 _BOOT = """
-import importlib.machinery, json, os, runpy, sys
+import importlib.machinery, json, os, sys
 roots = json.loads(os.environ.pop("TVT_COUNT_ROOTS"))
 class Roots:
     def find_spec(self, name, path=None, target=None):
         return importlib.machinery.PathFinder.find_spec(name, [roots[name]], target) if name in roots else None
 sys.meta_path.insert(0, Roots())
-runpy.run_module("benchmarks.counts", run_name="__main__", alter_sys=True)
+from benchmarks import counts
+sys.exit(counts.main(sys.argv[1:]))
 """
 
 
@@ -134,7 +245,7 @@ def collect(classes: list[type] | None = None) -> dict[Key, dict[str, Any]]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in frameworks.NAMES:
-        print(f"usage: python -m benchmarks.counts {{{','.join(frameworks.NAMES)}}} OUT [CLASS...]", file=sys.stderr)
+        print(f"usage: counts.main {{{','.join(frameworks.NAMES)}}} OUT [CLASS...]", file=sys.stderr)
         return 2
     framework, out, wanted = argv[0], Path(argv[1]), set(argv[2:])
     classes = [cls for cls in counted_classes() if not wanted or benchmark_name(cls) in wanted]
@@ -142,6 +253,3 @@ def main(argv: list[str]) -> int:
     out.write_text(json.dumps(count_all(framework, classes), default=lambda value: value.item()))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

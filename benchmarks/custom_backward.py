@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from benchmarks.common import (
-    STEP_DTYPES,
-    STEP_PRECISIONS,
-    Benchmark,
-    _GradStepTime,
-    _PeakBytes,
-    _SavedBytes,
-    _StepCosts,
-    by_workload,
-)
+from benchmarks.common import STEP_DTYPES, STEP_PRECISIONS, Benchmark, _GradStepTime, _StepCosts, by_workload
+from benchmarks.counts import _PeakBytes, _SavedBytes
 from implementations import workloads
 
 

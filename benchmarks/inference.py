@@ -3,7 +3,8 @@ op-by-op and jitted forward, at an overhead-bound small size and a compute-bound
 
 from __future__ import annotations
 
-from benchmarks.common import Benchmark, _PeakBytes, by_workload
+from benchmarks.common import Benchmark, by_workload
+from benchmarks.counts import _PeakBytes
 from implementations.workloads import ATTENTIONS
 
 

@@ -9,15 +9,14 @@ from benchmarks.common import (
     STEP_DTYPES,
     STEP_PRECISIONS,
     Benchmark,
-    _Flops,
     _GradStepTime,
-    _SavedBytes,
     _StepCosts,
     by_device,
     by_workload,
     formulations,
     unit,
 )
+from benchmarks.counts import _Flops, _SavedBytes
 from implementations import workloads
 from implementations.workloads import ATTENTIONS, STYLES
 

@@ -10,18 +10,8 @@ granularity at two depths, both modes, JAX as lax.scan and as a loop) is RematCu
 
 from __future__ import annotations
 
-from benchmarks.common import (
-    DEVICE,
-    Benchmark,
-    _Flops,
-    _GradStepTime,
-    _PeakBytes,
-    _SavedBytes,
-    _StepCosts,
-    by_device,
-    by_workload,
-    formulations,
-)
+from benchmarks.common import DEVICE, Benchmark, _GradStepTime, _StepCosts, by_device, by_workload, formulations
+from benchmarks.counts import _Flops, _PeakBytes, _SavedBytes
 from implementations import workloads
 from tape_vs_trace import experiments
 

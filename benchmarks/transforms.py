@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from benchmarks.common import Benchmark, _PeakBytes, _SavedBytes, by_workload
+from benchmarks.common import Benchmark, by_workload
+from benchmarks.counts import _PeakBytes, _SavedBytes
 from implementations import frameworks
 
 

@@ -151,7 +151,7 @@ def _setup(bench, params) -> tuple:
     """asv's set-up of one combination in this process; returns the arguments asv passes to its methods. A counted
     class gets the cache asv's setup_cache would give it, for this one combination, counted in this process."""
     params = tuple(params)
-    if not isinstance(bench, common._Counted):
+    if not isinstance(bench, counts._Counted):
         bench.setup(*params)
         return params
     cache = {(counts.benchmark_name(type(bench)), params): counts.count_one(type(bench), params)}
@@ -341,10 +341,10 @@ def test_counted_classes_are_the_deterministic_metrics() -> None:
         assert all(not get(m).sampled for m in counts.tracks(cls)), cls
     for _, name, cls in _benchmark_classes():
         exact = [m for m in _methods(cls) if m.startswith("track_") and not get(m).sampled]
-        assert bool(exact) == issubclass(cls, common._Counted), (name, exact)
+        assert bool(exact) == issubclass(cls, counts._Counted), (name, exact)
 
 
-SHARED_ONLY = pytest.mark.skipif(not common.SHARED_COUNTS, reason="CUDA machines count in each benchmark's process")
+SHARED_ONLY = pytest.mark.skipif(not counts.SHARED_COUNTS, reason="CUDA machines count in each benchmark's process")
 
 
 @pytest.mark.parametrize("shared", [pytest.param(True, id="shared", marks=pytest.mark.slow),
@@ -352,11 +352,11 @@ SHARED_ONLY = pytest.mark.skipif(not common.SHARED_COUNTS, reason="CUDA machines
 def test_cached_counts_equal_the_direct_probe_values(shared: bool, monkeypatch) -> None:
     """asv's setup_cache (both frameworks' subprocesses) gives each benchmark the values the probes give for its
     own combination, as does the per-process path CUDA machines take; a skipped combination keeps its reason."""
-    if shared and not common.SHARED_COUNTS:
+    if shared and not counts.SHARED_COUNTS:
         pytest.skip("CUDA machines count in each benchmark's process")
-    monkeypatch.setattr(common, "SHARED_COUNTS", shared)
+    monkeypatch.setattr(counts, "SHARED_COUNTS", shared)
     cls = custom_backward.CustomMemory_swiglu
-    cache = common._Counted.setup_cache(cls())
+    cache = counts._Counted.setup_cache(cls())
     assert bool(cache) == shared
     assert not shared or {k[1][0] for k in cache if k[0] == "custom_backward.CustomMemory_swiglu"} == set(FRAMEWORKS)
     for framework in FRAMEWORKS:
