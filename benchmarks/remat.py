@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from benchmarks.common import DEVICE, Benchmark, _GradStepTime, _StepCosts, by_device, by_workload, formulations
 from benchmarks.counts import _Flops, _PeakBytes, _SavedBytes
-from implementations import workloads
-from tape_vs_trace import experiments
+from implementations import experiments, workloads
 
 VARIANTS = ["plain", "remat_full", "remat_dots", "remat_names", "remat_every2", *by_device([], ["remat_offload"])]
 
@@ -45,7 +44,7 @@ def _point(case) -> tuple:
 
 class _RematCurve(_GradStepTime, Benchmark):
     """The trade-off curve's step time: every point (a checkpoint policy, or one of torch.compile's activation
-    memory budgets) of every remat experiment of tape_vs_trace.experiments, both frameworks, both modes, JAX also
+    memory budgets) of every remat experiment of implementations.experiments, both frameworks, both modes, JAX also
     as lax.scan, and the first size's policies again with fused attention, compiled. tape-vs-trace run's worker
     times a framework's points in turn, pass by pass, in one process per round, which is what `tape-vs-trace
     paired` divides (asv run gives each point its own process: no pairing)."""
@@ -56,7 +55,7 @@ class _RematCurve(_GradStepTime, Benchmark):
 
     def skip(self, case):
         if _point(case) not in _CURVE:
-            return "not a point of the remat curve (tape_vs_trace.experiments)"
+            return "not a point of the remat curve (implementations.experiments)"
         return None
 
     def build(self, case):

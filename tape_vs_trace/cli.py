@@ -249,7 +249,7 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--format", choices=("text", "csv"), default="text", help="text (default) or csv")),
             errors=("tape_vs_trace.saved:SavedError",)),
     Command("paired", "paired comparisons inside one framework and the remat trade-off curve", _paired,
-            description="Every experiment of tape_vs_trace.experiments: each point's samples from tape-vs-trace "
+            description="Every experiment of implementations.experiments: each point's samples from tape-vs-trace "
                         "run's results of HEAD on this machine, divided by the baseline's pass by pass within each "
                         "worker process, with the remat points' costs (a process per framework); writes "
                         "OUT/<machine>-<commit8>.csv, which the report reads.",

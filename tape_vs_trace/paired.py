@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
-from tape_vs_trace.experiments import Experiment, PairedError, asv_combination, select
+from implementations.experiments import Experiment, asv_combination, experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "attention", "point",
@@ -42,6 +42,19 @@ FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formu
           "cost_method", "peak_method", "device", "commit", "machine")
 
 # --- the measurements: tape-vs-trace run's samples, and the remat points' costs -----------------------------------
+
+class PairedError(Exception):
+    """Bad input or a failed worker: printed as one line by the CLI."""
+
+
+def select(device: str, only: str | None = None) -> list[Experiment]:
+    """The experiments whose name contains `only` (all without it); an `only` that matches none is an error."""
+    found = [e for e in experiments(device) if only is None or only in e.name]
+    if not found:
+        names = "; ".join(e.name for e in experiments(device))
+        raise PairedError(f"no experiment matches {only!r}; experiments: {names}")
+    return found
+
 
 def _run_costs(framework: str, names: list[str], scratch: Path) -> dict[str, Any]:
     """The remat points' costs of `framework`'s experiments `names`, in a process of its own (paired_worker)."""

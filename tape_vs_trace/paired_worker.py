@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks, workloads
-from tape_vs_trace.experiments import Experiment, Point, experiments
+from implementations.experiments import Experiment, Point, experiments
 
 
 def _formulation(experiment: Experiment) -> str | None:

@@ -116,7 +116,7 @@ def paired_across_modes(device: str) -> set[str]:
     """The benchmarks of a paired experiment that divides an eager point by a compiled one (compiling the
     gradient): a paired ratio divides two samples of one sweep of one process, so their compiled combinations stay
     in the process of the others."""
-    from tape_vs_trace import experiments
+    from implementations import experiments
 
     return {experiments.asv_combination(e, e.points[0], device)[0] for e in experiments.experiments(device)
             if len({p.mode == "compiled" for p in e.points}) > 1}

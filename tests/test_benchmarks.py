@@ -68,7 +68,7 @@ SKIPS = [
        "jacfwd_wide", "jacrev_wide", "per_example_loop")),
 ]
 
-# The remat curve's points (RematCurve_*), written out apart from tape_vs_trace.experiments: at the first depth every
+# The remat curve's points (RematCurve_*), written out apart from implementations.experiments: at the first depth every
 # policy in both modes (no remat_names under torch.compile, which cannot see named regions; its memory budgets
 # instead), JAX also as lax.scan when jitted; at twice the depth the granularity, PyTorch both ways and JAX's scan.
 # All of it with written attention, and the first depth's policies again with fused attention, compiled, loops only.

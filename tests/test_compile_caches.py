@@ -230,7 +230,7 @@ def test_make_bench_hands_the_folder_to_the_runner_and_the_paired_costs_and_reco
 def test_the_paired_cost_workers_get_the_setting_or_a_scratch_folder(configured: str | None, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from tape_vs_trace import paired
-    from tape_vs_trace.experiments import PairedError
+    from tape_vs_trace.paired import PairedError
 
     seen: list[dict] = []
 

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from implementations import frameworks, workloads
-from tape_vs_trace import cli, experiments, paired, paired_worker
-from tape_vs_trace.experiments import BUDGETS, POLICIES, Experiment, PairedError, Point
+from implementations import experiments, frameworks, workloads
+from implementations.experiments import BUDGETS, POLICIES, Experiment, Point
+from tape_vs_trace import cli, paired, paired_worker
+from tape_vs_trace.paired import PairedError
 
 SMALL = {"cpu": "L4-B4-S64-D128", "cuda": "L12-B8-S1024-D1024"}
 

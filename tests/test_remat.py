@@ -18,13 +18,13 @@ import torch
 import torch._dynamo
 
 from implementations import workloads
+from implementations.experiments import POLICIES
 from implementations.jax import common as jax_common
 from implementations.jax import probe as jax_probe
 from implementations.jax import steps as jax_steps
 from implementations.torch import common as torch_common
 from implementations.torch import probe as torch_probe
 from implementations.torch import steps as torch_steps
-from tape_vs_trace.experiments import POLICIES
 from tests.helpers import assert_close
 
 NEW_VARIANTS = ("remat_full", "remat_dots", "remat_names", "remat_every2")
@@ -385,8 +385,8 @@ def test_two_budgets_compile_two_graphs(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_every_budget_of_the_curve_runs_its_own_graph(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The compiled PyTorch curve builds its budgets in one process, in this order (tape_vs_trace.experiments.BUDGETS).
-    from tape_vs_trace.experiments import BUDGETS
+    # The compiled PyTorch curve builds its budgets in one process, in this order (implementations.experiments.BUDGETS).
+    from implementations.experiments import BUDGETS
 
     found = _budget_graphs(monkeypatch, BUDGETS)
     assert found == [(b, [i]) for i, b in enumerate(BUDGETS)]

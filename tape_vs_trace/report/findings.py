@@ -119,7 +119,7 @@ class Paired:
     """The paired results of one run, looked up by the asv combinations their points time."""
 
     def __init__(self, table: pd.DataFrame | None, device: str):
-        from tape_vs_trace import experiments
+        from implementations import experiments
 
         self.rows = {} if table is None else {(r["experiment"], r["point"]): r for r in
                                               table[table.group == "paired"].to_dict("records")}

@@ -1,5 +1,7 @@
 """The experiments of `tape-vs-trace paired`: which asv combinations each comparison divides, point by point, for
-this device (`asv_combination`); tape-vs-trace run measures them.
+this device (`asv_combination`); tape-vs-trace run measures them. Beside the specs and the pillar registry, which it
+derives from: the asv suite (the remat curve's `point` axis) and the tooling both read it, and the suite imports no
+tooling.
 
 Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workloads.py):
 'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
@@ -43,8 +45,9 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
     tail = {**({"style": "matched"} if spec.styles else {}), **attention,
             "dtype": "float32", "precision": "highest", "device": device}
     if e.group == "remat":
+        loop = {"formulation": e.formulation} if spec.formulations else {}
         return (f"remat.RematCurve_{e.workload}.time_step",
-                {**head, "mode": point.mode, "formulation": e.formulation, "point": point_id(point), **tail})
+                {**head, "mode": point.mode, **loop, "point": point_id(point), **tail})
     if point.kind == "forward":
         return f"inference.Forward_{e.workload}.time_forward", {**head, "mode": point.mode, **tail}
     if point.kind == "engine":
@@ -55,10 +58,6 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
                 {**head, "transform": point.transform, "mode": point.mode, **tail})
     return f"custom_backward.CustomStep_{e.workload}.time_step", {**head, "variant": point.variant,
                                                                      "mode": point.mode, **tail}
-
-
-class PairedError(Exception):
-    """Bad input or a failed worker: printed as one line by the CLI."""
 
 
 @dataclass(frozen=True)
@@ -108,30 +107,35 @@ def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Expe
     (torch.steps.grad_step); op-by-op JAX runs the loop form only (an un-jitted lax.scan is compiled anew on every
     call). Where the workload has fused attention, the first size's policies again with it, compiled on both sides
     and in the loop form (the program a user who fuses attention runs, a like pair of loops)."""
-    offload = ("remat_offload",) if cuda else ()
-    every = tuple(p for p in POLICIES if p != "remat_names")
+    spec = workloads.spec(workload)
+    # the policies the workload has (a layer-group policy, remat_every<k>, where it has one at all)
+    policies = tuple(p for p in POLICIES if p in spec.variants or p.startswith("remat_every") and any(
+        v.startswith("remat_every") for v in spec.variants))
+    offload = ("remat_offload",) if cuda and "remat_offload" in spec.variants else ()
+    every = tuple(p for p in policies if p != "remat_names")
     grain = ("plain", "remat_every2", "remat_every4", "remat_full")
+    loop, scan = ("unrolled", "scan" in spec.formulations) if spec.formulations else ("", False)
     found = []
     for size in sizes[:1]:
         found += [
-            _remat("torch", workload, size, "eager", "unrolled", POLICIES + offload),
-            _remat("torch", workload, size, "compiled", "unrolled", every, BUDGETS),
-            _remat("jax", workload, size, "eager", "unrolled", POLICIES),
-            _remat("jax", workload, size, "compiled", "unrolled", POLICIES + offload),
-            _remat("jax", workload, size, "compiled", "scan", POLICIES),
+            _remat("torch", workload, size, "eager", loop, policies + offload),
+            _remat("torch", workload, size, "compiled", loop, every, BUDGETS),
+            _remat("jax", workload, size, "eager", loop, policies),
+            _remat("jax", workload, size, "compiled", loop, policies + offload),
+            *([_remat("jax", workload, size, "compiled", "scan", policies)] if scan else []),
         ]
-        if "fused" in workloads.spec(workload).attentions:
+        if "fused" in spec.attentions:
             found += [
-                _remat("torch", workload, size, "compiled", "unrolled", every, attention="fused"),
-                _remat("jax", workload, size, "compiled", "unrolled", POLICIES, attention="fused"),
+                _remat("torch", workload, size, "compiled", loop, every, attention="fused"),
+                _remat("jax", workload, size, "compiled", loop, policies, attention="fused"),
             ]
     for size in sizes[1:2]:
         # PyTorch both ways, JAX as the scan (jitted straight-line code lets XLA:CPU undo the remat, which the loop
         # form at the first depth already shows).
         found += [
-            _remat("torch", workload, size, "eager", "unrolled", grain),
-            _remat("torch", workload, size, "compiled", "unrolled", grain),
-            _remat("jax", workload, size, "compiled", "scan", grain),
+            _remat("torch", workload, size, "eager", loop, grain),
+            _remat("torch", workload, size, "compiled", loop, grain),
+            _remat("jax", workload, size, "compiled", "scan" if scan else loop, grain),
         ]
     return found
 
@@ -182,13 +186,4 @@ def experiments(device: str) -> list[Experiment]:
             for size, mode in ((size, mode) for size in sizes for mode in ("eager", "compiled")):
                 found.append(_pair(framework, workload, size, mode, Point("autodiff", variant="plain", mode=mode),
                                    Point("custom", variant="custom", mode=mode), "custom against autodiff"))
-    return found
-
-
-def select(device: str, only: str | None = None) -> list[Experiment]:
-    """The experiments whose name contains `only` (all without it); an `only` that matches none is an error."""
-    found = [e for e in experiments(device) if only is None or only in e.name]
-    if not found:
-        names = "; ".join(e.name for e in experiments(device))
-        raise PairedError(f"no experiment matches {only!r}; experiments: {names}")
     return found
