@@ -97,6 +97,9 @@ class WorkloadSpec:
     # The assert_close bound of bfloat16 (tests/helpers.py tolerance) where dtypes has bfloat16: twice the worst error
     # seen, torch against jax and each against the reference; it grows with a workload's depth.
     bfloat16_tolerance: float | None = None
+    # How a size reads in words, a format string of its dimensions ("{layers} layers, batch {batch}"): the report's
+    # headline; '' reads as its dimensions, `name value`.
+    size_words: str = ""
 
     def runs(self, family: str, device: str) -> tuple[str, ...]:
         """The sizes `family` runs on `device` ('cuda', or any other device: the CPU sizes)."""
@@ -200,7 +203,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_mlp,
             lambda s: (s["batch"], s["width"]),
-            inputs_digest="aa69dfd2570a9c2a",
+            inputs_digest="aa69dfd2570a9c2a", size_words="batch {batch}, width {width}, hidden {hidden}",
             dtypes=_MATMUL_DTYPES, bfloat16_tolerance=6e-2,
             styles=STYLES,  # jax.nn.silu keeps two more arrays of its input's shape than F.silu
             grid=grid({
@@ -224,7 +227,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             {"tiny": {"batch": 2, "width": 16}, "8x4096": {"batch": 8, "width": 4096}},
             _gen_linear_gelu,
             lambda s: (s["batch"], s["width"]),
-            inputs_digest="39dbd427f1ac1016",
+            inputs_digest="39dbd427f1ac1016", size_words="batch {batch}, width {width}",
             dtypes=_MATMUL_DTYPES, bfloat16_tolerance=2.4e-2,
         ),
         WorkloadSpec(
@@ -238,7 +241,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_swiglu,
             lambda s: (s["batch"], s["width"]),
-            inputs_digest="b73015aba9be3803",
+            inputs_digest="b73015aba9be3803", size_words="batch {batch}, width {width}, hidden {hidden}",
             dtypes=_MATMUL_DTYPES, bfloat16_tolerance=3.8e-2,
             styles=STYLES,
             grid=grid({
@@ -267,7 +270,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_transformer,
             lambda s: (s["batch"], s["seq"], s["width"]),
-            inputs_digest="7a9ad15051696181",
+            inputs_digest="7a9ad15051696181", size_words="{layers} layers, batch {batch}, {seq} tokens, width {width}",
             dtypes=_MATMUL_DTYPES, bfloat16_tolerance=9.2e-2,
             formulations=FORMULATIONS,
             styles=STYLES,
@@ -302,7 +305,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_chain,
             lambda s: (s["batch"], s["width"]),
-            inputs_digest="68f75c7a6e1d9544",
+            inputs_digest="68f75c7a6e1d9544", size_words="{depth} tanh layers, batch {batch}, width {width}",
             grid=grid({
                 ("GradStep", "GraphCost", "ForwardRecording"): on("d50-4x64", cuda="d100-256x4096"),
                 ("saved",): on("d50-4x64"),
@@ -321,7 +324,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_fanout,
             lambda s: (s["batch"], s["width"]),
-            inputs_digest="c3deeb4520d8d2b8",
+            inputs_digest="c3deeb4520d8d2b8", size_words="{branches} branches, batch {batch}, width {width}",
         ),
         WorkloadSpec(
             "gmm",
@@ -334,7 +337,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_gmm,
             _scalar,
-            inputs_digest="c8706ff382b3a9d0",
+            inputs_digest="c8706ff382b3a9d0", size_words="{n} points, {k} components, {d} dimensions",
             grid=grid({
                 ("CustomStep", "CustomMemory", "paired.custom", "CompileSeconds"): on(
                     "d10-K25-n1000", cuda="d64-K100-n10000"),
@@ -354,7 +357,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             },
             _gen_lstm,
             _scalar,
-            inputs_digest="0d32254f7c31acac",
+            inputs_digest="0d32254f7c31acac", size_words="{layers} layers, {chars} characters",
             formulations=FORMULATIONS,
             grid=grid({
                 # l2-c32-b14: the CPU's op-by-op pair (benchmarks/recording.py's LSTM_CPU_EAGER_SIZE)
@@ -382,8 +385,8 @@ VARIANT_FAMILIES: dict[str, str] = {"CustomStep": "custom", "CustomMemory": "cus
 
 def check_grid(specs: dict[str, WorkloadSpec]) -> None:
     """Raise a ValueError naming the first grid entry that names an unknown family or size, a size without a depth
-    in a depth series, a family whose variant the workload lacks, or a spec whose bfloat16 tolerance and dtypes
-    disagree."""
+    in a depth series, a family whose variant the workload lacks, size words that name a dimension a size lacks, or a
+    spec whose bfloat16 tolerance and dtypes disagree."""
     from implementations.pillars import FAMILIES
 
     for name, s in specs.items():
@@ -397,6 +400,11 @@ def check_grid(specs: dict[str, WorkloadSpec]) -> None:
                     raise _choices(f"size in {name}'s grid for {family}", size, s.sizes)
                 if family in DEPTH_FAMILIES and not any(k in s.sizes[size] for k in DEPTH_KEYS):
                     raise ValueError(f"{name}'s {family} runs {size}, which has no depth ({', '.join(DEPTH_KEYS)})")
+        for size, dims in s.sizes.items() if s.size_words else ():
+            try:
+                s.size_words.format(**dims)
+            except KeyError as missing:
+                raise ValueError(f"{name}'s size_words names {missing}, which its size {size} lacks") from None
         if ("bfloat16" in s.dtypes) != (s.bfloat16_tolerance is not None):
             raise ValueError(f"{name}: a bfloat16 tolerance where, and only where, its dtypes have bfloat16")
 
