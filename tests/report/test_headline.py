@@ -156,6 +156,26 @@ def test_the_chart_has_a_panel_per_measure_with_its_metric_a_line_at_one_and_eve
     assert legend[:2] == ["a", "b"] and "hollow: no difference measurable" in legend
 
 
+def test_the_chart_tells_machines_by_marker_in_no_frameworks_colour(drawn) -> None:
+    """Blue is JAX and red PyTorch in every other figure: no machine of the headline is drawn in a hue near either."""
+    from colorsys import rgb_to_hsv
+
+    from matplotlib.colors import to_rgb
+
+    from implementations import frameworks
+
+    def hue(colour) -> tuple[float, float]:
+        h, s, _ = rgb_to_hsv(*to_rgb(colour))
+        return h * 360, s
+
+    lines = [a for ax in drawn.axes for a in ax.get_lines() if a.get_marker() in headline.MACHINE_MARKERS]
+    assert {line.get_marker() for line in lines} == {"o", "s"}  # two machines, two markers
+    taken = [hue(fw.color)[0] for fw in frameworks.FRAMEWORKS.values()]
+    for line in lines:
+        h, saturation = hue(line.get_color())
+        assert saturation < 0.2 or all(min(abs(h - t), 360 - abs(h - t)) > 25 for t in taken), line.get_color()
+
+
 def test_no_two_labels_of_the_chart_overlap(drawn) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
