@@ -101,6 +101,12 @@ class WorkloadSpec:
     # headline; '' reads as its dimensions, `name value`.
     size_words: str = ""
 
+    @property
+    def matmul_heavy(self) -> bool:
+        """Whether matmuls make the workload's cost: the workloads that run bfloat16 (_MATMUL_DTYPES), whose steps
+        the roofline sets against the calibrated matmul rate."""
+        return "bfloat16" in self.dtypes
+
     def runs(self, family: str, device: str) -> tuple[str, ...]:
         """The sizes `family` runs on `device` ('cuda', or any other device: the CPU sizes)."""
         on = self.grid.get(family)
