@@ -1,5 +1,5 @@
 """The roofline, derived when the results are loaded: time over matmul-peak time of every op-by-op-formulation
-GradStep row of the mlp and the transformer (every mode, dtype and precision).
+GradStep row of the matmul-heavy workloads (WorkloadSpec.matmul_heavy; every mode, dtype and precision).
 
 Each process's median step time (recording.GradStep_<w>.time_step) is multiplied by the run's calibrated matmul
 rate for the row's dtype and precision (the calibration `tape-vs-trace scrub-results` stores in each result file,
@@ -23,7 +23,7 @@ from tape_vs_trace.report import stats
 
 METRIC = "time_over_matmul_peak"
 METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
-WORKLOADS = ("mlp", "transformer")
+WORKLOADS = tuple(w for w, s in workloads.WORKLOADS.items() if s.matmul_heavy)  # those without GradStep have no row
 # The formulations the roofline covers: the Python loop where a workload has one, else its one form (None).
 FORMULATIONS = ("unrolled", None)
 
