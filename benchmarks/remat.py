@@ -32,14 +32,15 @@ class _RematCost(_SavedBytes, _PeakBytes, _Flops, _StepCosts, Benchmark):
     rounds = 1
 
 
-# (framework, size, mode, formulation, attention, point) of every point of the curve -> its torch.compile budget
-# (or None)
-_CURVE = {(e.framework, e.size, p.mode, e.formulation, e.attention or "written", experiments.point_id(p)): p.budget
-          for e in experiments.experiments(DEVICE) if e.group == "remat" for p in e.points}
+# (framework, workload, size, mode, formulation, attention, point) of every point of the curve -> its torch.compile
+# budget (or None); formulation '' where the workload has no loop
+_CURVE = {(e.framework, e.workload, e.size, p.mode, e.formulation, e.attention or "written", experiments.point_id(p)):
+          p.budget for e in experiments.experiments(DEVICE) if e.group == "remat" for p in e.points}
 
 
 def _point(case) -> tuple:
-    return case.framework, case.size, case.mode, case.formulation, case.attention or "written", case.point
+    return (case.framework, case.workload, case.size, case.mode, case.formulation or "", case.attention or "written",
+            case.point)
 
 
 class _RematCurve(_GradStepTime, Benchmark):
