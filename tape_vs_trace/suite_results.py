@@ -9,12 +9,31 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tape_vs_trace.suite_runner import Task
+from tape_vs_trace.suite_worker import key
 
 RUNNER = "worker"
+
+
+@dataclass
+class Task:
+    name: str  # asv's benchmark name, module.Class.method
+    index: int  # asv's parameter index
+    framework: str
+    kind: str  # 'time' or 'track'
+    rounds: int
+    repeat: int
+    fresh: bool  # a process of its own
+    compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see paired_across_modes)
+    settings: tuple[str, bool] = ("highest", False)  # process-wide: benchmarks.common.process_settings
+
+    @property
+    def id(self) -> str:
+        return key(self.name, self.index)
+
+    def plan(self) -> dict[str, Any]:
+        return {"name": self.name, "index": self.index, "repeat": self.repeat, "kind": self.kind}
 
 
 @dataclass

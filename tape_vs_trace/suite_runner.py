@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
-from tape_vs_trace.suite_results import Outcome, record, save, to_results, write_benchmarks_json
-from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT, key
+from tape_vs_trace.suite_results import Outcome, Task, record, save, to_results, write_benchmarks_json
+from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT
 
 WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped and its tasks recorded as failed
 MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
@@ -47,26 +47,6 @@ LAYOUT = "worker-compiled-apart"
 
 class RunError(Exception):
     """Bad input or a step that cannot go on: printed as one line by the CLI."""
-
-
-@dataclass
-class Task:
-    name: str  # asv's benchmark name, module.Class.method
-    index: int  # asv's parameter index
-    framework: str
-    kind: str  # 'time' or 'track'
-    rounds: int
-    repeat: int
-    fresh: bool  # a process of its own
-    compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see paired_across_modes)
-    settings: tuple[str, bool] = ("highest", False)  # process-wide: benchmarks.common.process_settings
-
-    @property
-    def id(self) -> str:
-        return key(self.name, self.index)
-
-    def plan(self) -> dict[str, Any]:
-        return {"name": self.name, "index": self.index, "repeat": self.repeat, "kind": self.kind}
 
 
 def discover(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
