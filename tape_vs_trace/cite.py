@@ -263,10 +263,6 @@ def render(results: Results, groups: list[list[dict]], form: str) -> str:
 
 def run(query: str, filters: list[str], results: Path, form: str, warn: Callable[[str], None],
         verbose: bool = False) -> str:
-    from tape_vs_trace import cite_distributed  # its own rows and rule: no asv results are read for them
-
-    if query == cite_distributed.QUERY:
-        return cite_distributed.run(filters, results, form, warn)
     held: list[str] = []  # what older result files hold, said only beside a block: an error is one line alone
     loaded = load_results(results, held.append, verbose)
     text = render(loaded, select(loaded, query, parse_filters(filters)), form)

@@ -152,9 +152,12 @@ def _distributed(args: argparse.Namespace) -> int:
 
 
 def _cite(args: argparse.Namespace) -> int:
-    from tape_vs_trace import cite
+    from tape_vs_trace import cite, cite_distributed
 
-    print(cite.run(args.query, args.filters, args.results, args.format, _warn, args.verbose))
+    if args.query == cite_distributed.QUERY:  # its own rows and rule: no asv results are read for them
+        print(cite_distributed.run(args.filters, args.results, args.format, _warn))
+    else:
+        print(cite.run(args.query, args.filters, args.results, args.format, _warn, args.verbose))
     return 0
 
 
