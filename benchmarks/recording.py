@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
+import sys
+from pathlib import Path
 
 from benchmarks.common import (
     STEP_DTYPES,
@@ -36,13 +39,24 @@ def _skip_formulation(case) -> str | None:
     return None
 
 
-# The workloads whose PyTorch module has a scan form (SCAN_FORM): named here, since no framework is imported at a
-# benchmark file's module level; tests/test_formulation.py checks the list against the modules.
-TORCH_SCAN_WORKLOADS = ("lstm",)
-# The LSTM's CPU sizes per mode: op-by-op JAX dispatches every op of every time step from Python, so the eager pair
-# runs the shorter sequence and the compiled pair the longer one (the lstm spec's GradStep grid has both).
-LSTM_CPU_EAGER_SIZE = "l2-c32-b14"
-LSTM_CPU_COMPILED_SIZE = "l2-c128-b14"
+def _scan_form(workload: str) -> bool:
+    """Whether the workload's PyTorch module has a scan form (`SCAN_FORM = True`), read from its source where it is
+    not imported: no framework is imported at a benchmark file's module level."""
+    module = sys.modules.get(f"implementations.torch.{workload}")
+    if module is not None:
+        return getattr(module, "SCAN_FORM", False) is True
+    path = Path(workloads.__file__).parent / "torch" / f"{workload}.py"
+    body = ast.parse(path.read_text()).body if path.exists() else []
+    return any(isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SCAN_FORM"]
+               and getattr(node.value, "value", None) is True for node in body)
+
+
+# The workloads whose PyTorch module has a scan form; tests/test_formulation.py checks them against the modules.
+TORCH_SCAN_WORKLOADS = tuple(w for w, s in workloads.WORKLOADS.items() if "scan" in s.formulations and _scan_form(w))
+# The LSTM's CPU sizes per mode, its spec's GradStep sizes by sequence length: op-by-op JAX dispatches every op of
+# every time step from Python, so the eager pair runs the shortest sequence and the compiled pair the longest.
+LSTM_CPU_EAGER_SIZE, *_, LSTM_CPU_COMPILED_SIZE = sorted(workloads.spec("lstm").runs("GradStep", "cpu"),
+                                                         key=lambda size: workloads.spec("lstm").sizes[size]["chars"])
 
 
 class _GradStep(_GradStepTime, Benchmark):
@@ -87,7 +101,8 @@ def _skip_lstm(case) -> str | None:
     if case.mode == "compiled" and case.formulation == "unrolled":
         compiler = ("torch.compile (torch 2.13, Dynamo unrolls" if case.framework == "torch"
                     else "jax.jit (XLA, unrolled")
-        return f"{compiler} the 127-step loop) takes minutes; the compiled LSTM pair is the scan form"
+        steps = workloads.spec("lstm").sizes[case.size]["chars"] - 1
+        return f"{compiler} the {steps}-step loop) takes minutes; the compiled LSTM pair is the scan form"
     return None
 
 
