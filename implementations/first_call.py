@@ -22,7 +22,8 @@ def check_formulation(workload: str, formulation: str, valid: tuple[str, ...]) -
 def measured_once(step: Callable[[], Any], phases: Callable[[], dict[str, float]]) -> Callable[[], dict[str, float]]:
     """`measure`: the first call of `step` (which synchronises), then `phases()` (the compile phases its timers
     recorded during it), then a second call as the execution; returns those seconds, "first_call" (the whole first
-    call) and "unattributed" (the first call less the phases). Callable once: a second call would not compile."""
+    call) and "unattributed" (the first call less the phases: dispatch, guards and the first execution's one-time
+    cost beyond a steady call). Callable once: a second call would not compile."""
     done: list[int] = []
 
     def measure() -> dict[str, float]:
