@@ -124,7 +124,7 @@ def test_n_against_one_is_a_change_only_beyond_ten_percent(built, records) -> No
     r = records
     tripled = distributed_section.change(r["torch", "ddp", "eager", 1], r["torch", "ddp", "eager", 2])
     assert tripled.differs and tripled.resolution == stats.BETWEEN_PROCESSES
-    assert "- PyTorch ddp eager: N=2 against N=1: +200.0 % (1 ms → 3 ms; ratio 95 % interval " in text
+    assert "- PyTorch ddp eager: N=2 against N=1: 3× (1 ms → 3 ms; ratio 95 % interval " in text  # a factor
     small = distributed_section.change(r["jax", "ddp", "eager", 1], r["jax", "ddp", "eager", 2])
     assert small.differs is False  # 5 % more: its interval reaches into the 10 % band
     assert f"- JAX ddp eager: N=2 against N=1: {fmt.NO_DIFFERENCE} (2 ms → 2.1 ms; ratio 95 % interval" in text
