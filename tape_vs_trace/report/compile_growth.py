@@ -127,8 +127,9 @@ def _buys(group: pd.DataFrame, machine: str, workload: str, label: str) -> list[
         return []
     depth = both.index.max()
     ratio = both.loc[depth, "unrolled"] / both.loc[depth, other[0]]
-    return [f"{workload}, {label}, {machine}: {other[0]} compiles the depth-{int(depth)} step {ratio:.1f}x faster "
-            f"than unrolled ({both.loc[depth, 'unrolled']:.2f} s against {both.loc[depth, other[0]]:.2f} s)"]
+    how = f"{ratio:.1f}x faster" if ratio >= 1 else f"{1 / ratio:.1f}x slower"
+    return [f"{workload}, {label}, {machine}: {other[0]} compiles the depth-{int(depth)} step {how} than unrolled "
+            f"({both.loc[depth, other[0]]:.2f} s against {both.loc[depth, 'unrolled']:.2f} s)"]
 
 
 def draw(table: pd.DataFrame, out: Path) -> list[str]:

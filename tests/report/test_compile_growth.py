@@ -90,6 +90,15 @@ def test_findings_say_where_the_time_goes_how_it_grows_and_what_scan_buys(table)
     deepest = max(workloads.depth_series("chain", "cuda"))
     ratio = 0.01 * deepest ** 1.5 / (0.2 * deepest ** 0.1)
     assert f"scan compiles the depth-{deepest} step {ratio:.1f}x faster than unrolled" in text
+    # the regional form is the slower one at the shallowest depths only; at the deepest it is faster
+    assert "regional compiles" in text
+
+
+def test_a_slower_block_once_form_reads_slower() -> None:
+    rows = [_row("jax", form, "first_call", size, seconds) for form, seconds in (("unrolled", 1.0), ("scan", 2.0))
+            for size in ("d8-4x64", "d16-4x64")]
+    text = "\n".join(compile_growth.findings(compile_growth.points(pd.DataFrame(rows))))
+    assert "scan compiles the depth-16 step 2.0x slower than unrolled (2.00 s against 1.00 s)" in text
 
 
 def test_the_figure_is_drawn_where_there_are_rows(table, tmp_path) -> None:
