@@ -90,6 +90,43 @@ print(json.dumps({
 """
 
 
+# Builds the report and a citation from a synthetic results folder whose rows are the toy's (tests/report/helpers.py's
+# mlp rows renamed, and remat curve points), the toy registered first; prints what they show of it, as JSON.
+REPORT_VIEW = r"""
+import contextlib, io, json, sys
+from pathlib import Path
+from tests import toy
+toy.register()
+import pandas as pd
+from tape_vs_trace import cli, report
+from tape_vs_trace.report import headline
+from tape_vs_trace.report.load import load_results
+from tests.report.helpers import curve_rows, write_csv, write_results
+
+root = Path(sys.argv[1])
+results = write_results(root / "results")
+for path in [results / "benchmarks.json", *(results / "box").glob("*.json")]:
+    text = path.read_text().replace("'mlp'", "'aaa_toy'").replace("_mlp.", "_aaa_toy.")
+    path.write_text(text.replace("'s'", "'tiny'"))
+commit = json.loads(next((results / "box").glob("*-existing-venv.json")).read_text())["commit_hash"]
+points = [{**r, "workload": "aaa_toy", "size": "tiny", "formulation": "", "machine": "box", "commit": commit}
+          for r in curve_rows() if r["formulation"] == "unrolled"]
+write_csv(results / "paired", points, f"box-{commit[:8]}.csv")
+report.write_report(results, root / "report", lambda message: None)
+table = pd.read_csv(root / "report" / "summary.csv", keep_default_na=False)
+cited = io.StringIO()
+with contextlib.redirect_stdout(cited):
+    cli.main(["cite", "GradStep_aaa_toy.time_step", "framework=torch", "mode=eager", "--results", str(results)])
+print(json.dumps({
+    "pillars": sorted(set(table[table.workload == "aaa_toy"].pillar)),
+    "markdown": [line for line in (root / "report" / "summary.md").read_text().splitlines() if "aaa_toy" in line],
+    "files": sorted(p.name for p in (root / "report").iterdir()),
+    "headline": [r.label for r in headline.build(load_results(results, lambda m: None), root).rows],
+    "cite": cited.getvalue(),
+}))
+"""
+
+
 def _view(device: str, with_toy: bool) -> dict:
     done = subprocess.run([sys.executable, "-c", VIEW, "toy" if with_toy else "real", json.dumps(TOY_PARAMS)], cwd=ROOT,
                           capture_output=True,
@@ -243,3 +280,18 @@ def test_a_new_workloads_remat_curve_is_titled_with_its_name(tmp_path: Path, mon
 
 def test_every_workload_runs_in_some_grid() -> None:
     assert [w for w, s in workloads.WORKLOADS.items() if not any(s.grid.values())] == []
+
+
+@pytest.mark.slow
+def test_a_new_workloads_rows_reach_every_table_figure_the_headline_and_cite(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", REPORT_VIEW, str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout.splitlines()[-1])
+    assert shown["pillars"] == ["harness", "inference", "recording", "remat"]
+    assert any(line.startswith(f"| {TOY} tiny eager |") for line in shown["markdown"])  # the step-time table
+    assert any(line.startswith(f"| {TOY} tiny remat_full |") for line in shown["markdown"])  # the remat table
+    assert "![remat_curve_tiny](remat_curve_tiny.png)" in (tmp_path / "report" / "summary.md").read_text()
+    assert {"headline.png", "recording.png", "remat.png", "remat_curve_tiny.png"} <= set(shown["files"])
+    assert f"{TOY} (batch 4, width 4)" in " ".join(shown["headline"])  # its size in words, with no template
+    assert f"workload={TOY}, size=tiny, mode=eager" in shown["cite"]
