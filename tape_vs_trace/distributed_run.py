@@ -8,7 +8,7 @@ XLA:CPU), at its CPU sizes and N in RANKS.
 Each launch is one call of the framework's distributed_step: fresh rank processes that run the first call
 (compile and warm-up, reported apart as compile seconds), `warmup` untimed calls and `repeat` timed ones, each the
 slowest rank's wall time. A row's time is the median of the per-launch medians with a 95 % Student-t interval
-across launches (tape_vs_trace.report.stats), as the suite's times are across processes. The launches of one row
+across launches (tape_vs_trace.intervals), as the suite's times are across processes. The launches of one row
 run back to back. Peak bytes per device, the collectives' bytes and how the ranks ran come from the first launch's
 record (they are the same in every launch). This process only launches: it imports each framework's module to
 start its ranks and computes nothing with it.
@@ -211,7 +211,7 @@ def row(case: Case, records: list[dict], failure: str, commit: tuple[str, str], 
     """The CSV row of `case` from the records of its launches, or failed with `failure` (its one line)."""
     import numpy as np
 
-    from tape_vs_trace.report import stats
+    from tape_vs_trace.intervals import median_interval
 
     out: dict[str, Any] = {f: "" for f in FIELDS} | {
         "framework": case.framework, "workload": case.workload, "size": case.size, "dtype": DTYPE,
@@ -224,8 +224,8 @@ def row(case: Case, records: list[dict], failure: str, commit: tuple[str, str], 
     first = records[0]
     medians = [float(np.median(r["step_times_s"])) for r in records]
     compiles = [float(r["first_call_s"]) for r in records]
-    low, high = stats.median_interval(medians)
-    clow, chigh = stats.median_interval(compiles)
+    low, high = median_interval(medians)
+    clow, chigh = median_interval(compiles)
     comm, detail = _collectives(first)
     return out | {
         "status": "ok", "time_s": float(np.median(medians)), "time_ci_low": low, "time_ci_high": high,

@@ -9,7 +9,7 @@ worker sets up every combination of a benchmark in one process and takes one sam
 reads those samples from the asv result file, splits them into their processes (asv's `repeat` per process), and
 gives each point its time (the geometric mean of the per-process medians) and its paired ratio to the experiment's
 baseline (per process the median of the per-pass log ratios), each with its 95 % interval from the spread between
-processes (tape_vs_trace.report.stats). The rounds of the run lie minutes apart, so an absolute time's interval
+processes (tape_vs_trace.intervals). The rounds of the run lie minutes apart, so an absolute time's interval
 covers the host's drift over the run.
 
 The remat experiments also take each point's costs, in a process per framework (tape_vs_trace.paired_worker):
@@ -169,7 +169,7 @@ def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine
     interval, and the costs of remat points."""
     import numpy as np
 
-    from tape_vs_trace.report import stats
+    from tape_vs_trace.intervals import median_interval
 
     table = []
     for e in chosen:
@@ -179,11 +179,11 @@ def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine
         for i, point in enumerate(e.points):
             medians = [float(np.median(p["times"][i])) for p in processes]
             # The paired ratio: per pass, this point's time over the baseline's in the same pass; per process, the
-            # median of those log ratios; between processes, Student's t on them (stats.median_interval).
+            # median of those log ratios; between processes, Student's t on them (median_interval).
             per_process = [float(np.exp(np.median(np.log(np.asarray(p["times"][i]) / b))))
                            for p, b in zip(processes, base)]
-            low, high = stats.median_interval(medians)
-            rlow, rhigh = stats.median_interval(per_process)
+            low, high = median_interval(medians)
+            rlow, rhigh = median_interval(per_process)
             row = dict(experiment=e.name, group=e.group, framework=e.framework, workload=e.workload, size=e.size,
                        mode=point.mode if e.group == "remat" else e.mode, formulation=e.formulation,
                        attention=e.attention, point=point.label, variant=point.variant,

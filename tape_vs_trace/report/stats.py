@@ -13,11 +13,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from implementations import frameworks, metrics
+from tape_vs_trace.intervals import median_interval, ratio_interval
 
-CONFIDENCE = 0.95
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
 # every change up to this, not only 1 (in the spirit of `asv compare`, which reports a change when it is significant
 # and beyond a factor, 1.1 by default): about the upper quartile of how far the same ratio moved between two runs of
@@ -44,39 +43,6 @@ class Split:
         if self.rounds <= 1:
             return [samples], ""
         return None, "repeat is not a fixed count, so samples cannot be assigned to processes"
-
-
-def median_interval(per_process: list[float]) -> tuple[float, float]:
-    """95 % interval of a timing across processes; NaN for fewer than two.
-
-    Student's t on the logarithms of the per-process medians (n - 1 degrees of freedom), back-transformed: times
-    are positive and their noise multiplicative. With the suite's three processes a percentile bootstrap can only
-    return the range of the three values, which covers far less than 95 % (two ranges of three draws from one
-    distribution miss each other one time in ten); the t interval is the standard small-sample answer.
-    """
-    logs = np.log(np.asarray(per_process, dtype=float))
-    if len(logs) < 2 or not np.all(np.isfinite(logs)):
-        return math.nan, math.nan
-    sem = sps.sem(logs)
-    if not sem > 0:  # equal values (a baseline's paired ratio to itself): the point, without scipy's 0 x inf warning
-        return (float(np.exp(logs.mean())),) * 2
-    low, high = sps.t.interval(CONFIDENCE, len(logs) - 1, loc=logs.mean(), scale=sem)
-    return float(np.exp(low)), float(np.exp(high))
-
-
-def ratio_interval(numerator: list[float], denominator: list[float]) -> tuple[float, float]:
-    """95 % interval of numerator / denominator over per-process medians: Welch's t interval on the difference of
-    the mean logarithms (unequal variances, Welch-Satterthwaite degrees of freedom), back-transformed."""
-    x, y = (np.log(np.asarray(v, dtype=float)) for v in (numerator, denominator))
-    if len(x) < 2 or len(y) < 2 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        return math.nan, math.nan
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    diff = x.mean() - y.mean()
-    if vx + vy == 0:  # identical values in every process: the ratio is exact
-        return float(np.exp(diff)), float(np.exp(diff))
-    dof = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, dof) * math.sqrt(vx + vy)
-    return float(np.exp(diff - half)), float(np.exp(diff + half))
 
 
 def summarise(value, q25, q75, samples, sampled: bool, split: Split) -> dict:
