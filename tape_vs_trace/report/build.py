@@ -12,7 +12,6 @@ from implementations import frameworks
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import (
     breakdown,
-    compile_growth,
     curve,
     distributed_figure,
     distributed_results,
@@ -26,6 +25,14 @@ from tape_vs_trace.report.load import ReportError, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
 OUTPUTS = ["summary.csv", "summary.md", headline.NAME, *figures.FIGURES]
+
+
+def _compile_growth():
+    """report.compile_growth, imported when drawn: `python -m tape_vs_trace.report.compile_growth` runs it as
+    __main__, and an import at the package's import would load it twice."""
+    from tape_vs_trace.report import compile_growth
+
+    return compile_growth
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -106,7 +113,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
             names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                              staging / sub)
-            names += compile_growth.draw(rows, staging / sub)
+            names += _compile_growth().draw(rows, staging / sub)
             drawn[group] = [sub + n for n in names]
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
