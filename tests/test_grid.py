@@ -31,7 +31,7 @@ VIEW = r"""
 import hashlib, json, sys
 if sys.argv[1] == "toy":
     from tests import toy
-    toy.register()
+    toy.register(pillar=True)
 from implementations import experiments, workloads
 from benchmarks import common, counts
 from scripts import gpu_chunks
@@ -66,6 +66,10 @@ if sys.argv[1] == "toy":
             bench.setup(*combo)
             bench.time_step(*combo)
             ran.append(fw)
+            pillar = classes["ToyStep_aaa_toy"]()  # the toy pillar's family
+            pillar.setup(*combo)
+            pillar.time_step(*combo)
+            ran.append(f"{fw} toy_pillar")
             graph = classes["GraphCost_aaa_toy"]
             counted = counts.count_one(graph, [{**params, "framework": fw, "device": device}[n]
                                                for n in graph.param_names])
@@ -96,7 +100,7 @@ REPORT_VIEW = r"""
 import contextlib, io, json, sys
 from pathlib import Path
 from tests import toy
-toy.register()
+toy.register(pillar=True)
 import pandas as pd
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import headline
@@ -108,7 +112,16 @@ results = write_results(root / "results")
 for path in [results / "benchmarks.json", *(results / "box").glob("*.json")]:
     text = path.read_text().replace("'mlp'", "'aaa_toy'").replace("_mlp.", "_aaa_toy.")
     path.write_text(text.replace("'s'", "'tiny'"))
-commit = json.loads(next((results / "box").glob("*-existing-venv.json")).read_text())["commit_hash"]
+# the toy pillar's step: a copy of the GradStep rows under its benchmark
+grad, mine = "recording.GradStep_aaa_toy.time_step", "toy_pillar.ToyStep_aaa_toy.time_step"
+declared = json.loads((results / "benchmarks.json").read_text())
+declared[mine] = {**declared[grad], "name": mine}
+(results / "benchmarks.json").write_text(json.dumps(declared))
+(run,) = (results / "box").glob("*-existing-venv.json")
+data = json.loads(run.read_text())
+data["results"][mine] = data["results"][grad]
+run.write_text(json.dumps(data, allow_nan=True))
+commit = data["commit_hash"]
 points = [{**r, "workload": "aaa_toy", "size": "tiny", "formulation": "", "machine": "box", "commit": commit}
           for r in curve_rows() if r["formulation"] == "unrolled"]
 write_csv(results / "paired", points, f"box-{commit[:8]}.csv")
@@ -176,7 +189,10 @@ def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
             assert any(c.endswith(f".{family}_{TOY}") for c in found["full"]), f"no GPU chunk runs {family}_{TOY}"
     # its classes have no formulation, style or attention parameter
     assert found["toy"]["grad_params"] == [*TOY_PARAMS, "device"]
-    assert found["ran"] == (["torch", "jax"] if device == "cpu" else [])
+    assert found["ran"] == (["torch", "torch toy_pillar", "jax", "jax toy_pillar"] if device == "cpu" else [])
+    # the toy pillar (tests/toy/pillar.py and its registry entry): its class, for the toy, in the GPU chunks
+    assert found["asv"][f"ToyStep_{TOY}"] == ["tiny"]
+    assert f"{toy.PILLAR}.ToyStep_{TOY}" in found["full"]
     if device == "cpu":
         for fw in ("torch", "jax"):
             counted = found["toy"][f"counts_{fw}"]
@@ -288,10 +304,13 @@ def test_a_new_workloads_rows_reach_every_table_figure_the_headline_and_cite(tmp
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout.splitlines()[-1])
-    assert shown["pillars"] == ["harness", "inference", "recording", "remat"]
+    assert shown["pillars"] == ["harness", "inference", "recording", "remat", toy.PILLAR]
     assert any(line.startswith(f"| {TOY} tiny eager |") for line in shown["markdown"])  # the step-time table
     assert any(line.startswith(f"| {TOY} tiny remat_full |") for line in shown["markdown"])  # the remat table
     assert "![remat_curve_tiny](remat_curve_tiny.png)" in (tmp_path / "report" / "summary.md").read_text()
-    assert {"headline.png", "recording.png", "remat.png", "remat_curve_tiny.png"} <= set(shown["files"])
+    assert {"headline.png", "recording.png", "remat.png", "remat_curve_tiny.png", f"{toy.PILLAR}.png"} <= set(
+        shown["files"])
+    assert any(line.startswith("- **step time, JAX op-by-op against PyTorch's eager tape**") and TOY in line
+               for line in shown["markdown"]), "the toy pillar's finding"
     assert f"{TOY} (batch 4, width 4)" in " ".join(shown["headline"])  # its size in words, with no template
     assert f"workload={TOY}, size=tiny, mode=eager" in shown["cite"]
