@@ -1,4 +1,4 @@
-"""The saved-bytes breakdown (`tape-vs-trace saved-all`, results/saved/<machine>-<commit8>.csv): which producing
+"""The saved-bytes breakdown (`tape-vs-trace saved-all`, results/saved/<machine>-<commit8>.csv.gz): which producing
 ops make the bytes each framework keeps for the backward pass. The report reads the newest file per machine, names
 in each saved-bytes finding the ops that make the difference, and draws one figure per workload.
 
@@ -63,8 +63,8 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
     dates = dict(zip(table.commit, table.date))
     shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
     candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
-    for path in sorted(folder.glob("*.csv")):
-        machine = path.stem.rsplit("-", 1)[0]
+    for path in sorted([*folder.glob("*.csv"), *folder.glob("*.csv.gz")]):  # gzip since saved-all compressed them
+        machine = path.name.removesuffix(".gz").removesuffix(".csv").rsplit("-", 1)[0]
         try:
             data = _read(path)
         except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
