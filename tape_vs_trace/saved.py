@@ -1,6 +1,6 @@
 """`tape-vs-trace saved`: what each framework keeps for the backward pass of one workload, grouped by the op that
 produced it, PyTorch beside JAX; ``saved_figure``, the same as stacked bars; and `tape-vs-trace saved-all`, the
-records of every workload the suite costs, as data beside the asv results (results/saved/<machine>-<commit8>.csv).
+records of every workload the suite costs, as data beside the asv results (results/saved/<machine>-<commit8>.csv.gz).
 
 Each framework runs in its own subprocess (``python -m tape_vs_trace.saved FRAMEWORK ...`` prints its records as
 JSON), so torch and jax never share a process. The function measured is the benchmarks' loss,
@@ -10,6 +10,7 @@ JSON), so torch and jax never share a process. The function measured is the benc
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import itertools
 import json
@@ -133,7 +134,7 @@ def _commit() -> str:
 
 def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None, machine_name: str | None = None,
             commit: str | None = None, step: Step = quiet) -> Path:
-    """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv (replaced whole); returns it.
+    """Write every case's records, both frameworks, to OUT/<machine>-<commit8>.csv.gz (replaced whole); returns it.
     `step` hears each framework's start and each case as its process starts it."""
     from tape_vs_trace import machine
 
@@ -163,14 +164,22 @@ def run_all(out: Path, cases: Iterable[tuple[str, str, str, str]] | None = None,
             rows += [dict(zip(ALL_FIELDS[:5], case), framework=name, op=r["op"], shape="x".join(map(str, r["shape"])),
                           tensor_dtype=r["dtype"], nbytes=r["nbytes"], is_argument=r["is_argument"], commit=commit)
                      for r in records]
-    path = out / f"{machine_name}-{commit[:8]}.csv"
+    return write_all(out / f"{machine_name}-{commit[:8]}.csv.gz", rows)
+
+
+def write_all(path: Path, rows: Iterable[Mapping]) -> Path:
+    """The records as a gzip-compressed CSV (no name or time in its header, so the same rows give the same bytes);
+    an uncompressed CSV of the same name, as earlier commits wrote, is removed so that one file holds the commit."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=ALL_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
     try:
         tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=ALL_FIELDS, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+        with tmp.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+            f.write(text.getvalue().encode("utf-8"))
         os.replace(tmp, path)
+        path.with_name(path.name.removesuffix(".gz")).unlink(missing_ok=True)
     except OSError as exc:
         raise SavedError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
