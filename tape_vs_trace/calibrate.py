@@ -5,7 +5,7 @@ Each framework's probe measures, in a fresh process per framework with the bench
 
 - matmul rate per dtype (float32; bfloat16 and float32 at TF32 too on CUDA): square products, flop/s
   (`probe.matmul_rate`). The report's roofline (tape_vs_trace/report/roofline.py) uses ONE rate for both
-  frameworks, PyTorch's (`matmul_flops_per_s`, read by `roofline_rate`), so that a JAX/PyTorch ratio of roofline
+  frameworks, PyTorch's (`matmul_flops_per_s`, read by `schema.roofline_rate`), so that a JAX/PyTorch ratio of roofline
   fractions is the ratio of their times; JAX's own rate is recorded beside it for information
   (`matmul_flops_per_s_jax`).
 - copy bandwidth: one large array copied, bytes read + bytes written per second (`probe.copy_rate`); PyTorch's is
@@ -73,18 +73,6 @@ def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -
                    "jax op-by-op adds on a 16-element float32 array, per op."),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
-
-
-def roofline_rate(calibration: dict[str, Any], dtype: str, precision: str) -> float | None:
-    """The one matmul rate (flop/s) the roofline divides by for (dtype, precision), from a calibration as `combine`
-    writes it: the entry "<dtype>/<precision>", or for full precision the dtype's own; None where there is none. A
-    TF32 row never falls back to the full-precision rate, which would put it several times nearer its peak."""
-    rates = calibration.get("matmul_flops_per_s") if isinstance(calibration, dict) else None
-    for key in (f"{dtype}/{precision}", *([dtype] if precision == "highest" else [])):
-        rate = rates.get(key) if isinstance(rates, dict) else None
-        if isinstance(rate, int | float) and rate > 0:
-            return float(rate)
-    return None
 
 
 class CalibrationError(Exception):

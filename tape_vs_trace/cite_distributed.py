@@ -18,10 +18,10 @@ import pandas as pd
 from implementations import frameworks
 from tape_vs_trace import distributed_page
 from tape_vs_trace.cite import BASE, OTHER, SELECTORS, CiteError, _finite, _ratio, _some, parse_filters
-from tape_vs_trace.distributed_run import KEY
 from tape_vs_trace.report import distributed_results, fmt
 from tape_vs_trace.report.distributed_section import across, communicated
 from tape_vs_trace.report.load import side_files
+from tape_vs_trace.schema import DISTRIBUTED_KEY as KEY
 
 QUERY = "distributed"  # the query word that cites these rows instead of an asv benchmark
 WELCH = "95 % Welch t interval over per-launch medians, log scale"

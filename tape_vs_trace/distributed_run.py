@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks, rank_processes, workloads
+from tape_vs_trace.schema import DISTRIBUTED_FIELDS as FIELDS
+from tape_vs_trace.schema import DISTRIBUTED_KEY as KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILY = "distributed"  # the specs' grid family
@@ -45,13 +47,6 @@ PROCESSES = 3  # launches per row: the interval is formed across them
 REPEAT = 5  # timed steps per launch
 WARMUP = 1  # untimed calls per launch after the first
 TIMEOUT_S = 600.0  # per launch: a cold torch.compile of the transformer on each of 2 ranks sharing 2 cores
-KEY = ("framework", "workload", "size", "dtype", "variant", "form", "mode", "ranks")
-FIELDS = (*KEY, "status", "reason", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup",
-          "launch_medians", "compile_s", "compile_ci_low", "compile_ci_high", "compile_launches", "compile_cache",
-          "peak_bytes",
-          "peak_method", "comm_bytes", "analytic_bytes", "gradient_bytes", "collectives", "collectives_method",
-          "backend", "bucket_cap_mb", "mesh_shape", "threads_per_rank", "timing", "note", "device",
-          "framework_version", "commit", "commit_date", "machine")
 
 
 class DistributedError(Exception):

@@ -34,12 +34,9 @@ from typing import Any
 
 from implementations import frameworks
 from implementations.experiments import Experiment, asv_combination, experiments
+from tape_vs_trace.schema import PAIRED_FIELDS as FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
-FIELDS = ("experiment", "group", "framework", "workload", "size", "mode", "formulation", "attention", "point",
-          "variant", "budget", "baseline", "time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low",
-          "ratio_ci_high", "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes",
-          "cost_method", "peak_method", "device", "commit", "machine")
 
 # --- the measurements: tape-vs-trace run's samples, and the remat points' costs -----------------------------------
 

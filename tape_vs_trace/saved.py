@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 
 from implementations import frameworks, workloads
 from tape_vs_trace.progress import Step, quiet
+from tape_vs_trace.schema import SAVED_FIELDS as ALL_FIELDS
+from tape_vs_trace.schema import SAVED_LOOP as LOOP
+from tape_vs_trace.schema import SAVED_VARIANTS as SUITE_VARIANTS
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
     from matplotlib.figure import Figure
@@ -31,14 +34,6 @@ if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with th
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 2.0 ** 20  # the report's memory unit (tape_vs_trace.report.fmt.MIB), without importing pandas here
 FIELDS = ("framework", "op", "count", "bytes", "is_argument")
-# saved-all's columns: the case's dtype is "dtype", each record's own "tensor_dtype" (a CSV needs unique names).
-ALL_FIELDS = ("workload", "size", "variant", "dtype", "program", "framework", "op", "shape", "tensor_dtype", "nbytes",
-              "is_argument", "commit")
-# The variants whose breakdown explains the suite's saved-bytes rows (recording.GraphCost, custom_backward).
-SUITE_VARIANTS = ("plain", "custom")
-# The form of a layer or time loop that saved-all runs: the Python loop, which both frameworks have, as the suite's
-# like rows compare.
-LOOP = "unrolled"
 CASE_LINE = "saved-case:"  # how the subprocess marks, on stderr, the case it starts: the parent's progress
 
 

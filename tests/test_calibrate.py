@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace import calibrate
+from tape_vs_trace import calibrate, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,17 +28,8 @@ def test_the_file_takes_pytorchs_rates_for_the_roofline_and_both_dispatch_costs(
     assert cal["copy_bytes_per_s"] == 5.0 and cal["copy_bytes_per_s_jax"] == 6.0
     assert cal["dispatch_seconds_per_op"] == {"torch": 2e-3, "jax": 7e-2}
     assert "roofline" in cal["method"] and "8192x8192" in cal["method"] and cal["date"].endswith("UTC")
-    assert calibrate.roofline_rate(cal, "bfloat16", "highest") == 16.0
-    assert calibrate.roofline_rate(cal, "float64", "highest") is None
-
-
-def test_a_tf32_row_takes_the_tf32_rate_and_never_the_full_precision_one() -> None:
-    cal = {"matmul_flops_per_s": {"float32": 5.0}}
-    assert calibrate.roofline_rate(cal, "float32", "highest") == 5.0
-    assert calibrate.roofline_rate(cal, "float32", "tf32") is None  # no rate: no roofline row, not a wrong one
-    cal["matmul_flops_per_s"]["float32/tf32"] = 40.0
-    assert calibrate.roofline_rate(cal, "float32", "tf32") == 40.0
-    assert calibrate.roofline_rate(cal, "float32", "highest") == 5.0
+    assert schema.roofline_rate(cal, "bfloat16", "highest") == 16.0
+    assert schema.roofline_rate(cal, "float64", "highest") is None
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

@@ -16,7 +16,8 @@ import pandas as pd
 from implementations import frameworks, workloads
 from tape_vs_trace.report import fmt
 from tape_vs_trace.report.load import Warn, program_label, read_side_csv
-from tape_vs_trace.saved import ALL_FIELDS, LOOP, saved_figure
+from tape_vs_trace.saved import saved_figure
+from tape_vs_trace.schema import SAVED_FIELDS, SAVED_LOOP
 
 FOLDER = "saved"
 TOP = 3  # ops named per side of a finding
@@ -32,7 +33,7 @@ LOOPS = {"unrolled": "unrolled loop", "scan": "scan loop"}
 def _read(path: Path) -> pd.DataFrame:
     """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
     # A file from before the program column holds the programs its commit ran, which named none.
-    table = read_side_csv(path, tuple(f for f in ALL_FIELDS if f != "program"))
+    table = read_side_csv(path, tuple(f for f in SAVED_FIELDS if f != "program"))
     named = "program" in table.columns
     if not named:
         table = table.assign(program="")
@@ -49,7 +50,7 @@ def _loop(workload: str, framework: str, named_programs: bool) -> str:
     """The form of the loop a breakdown row ran: '' where the workload has none (or is no longer in the suite)."""
     if workload not in workloads.WORKLOADS or not workloads.spec(workload).formulations:
         return ""
-    return LOOP if named_programs else EARLIER_LOOPS.get(framework, "")
+    return SAVED_LOOP if named_programs else EARLIER_LOOPS.get(framework, "")
 
 
 def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tape_vs_trace.distributed_run import FIELDS
 from tape_vs_trace.report.load import Warn, read_side_csv, side_files
+from tape_vs_trace.schema import DISTRIBUTED_FIELDS
 
 FOLDER = "distributed"
 NUMBERS = ("ranks", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup", "compile_s",
@@ -26,7 +26,7 @@ def launch_medians(row: dict) -> list[float]:
 
 def read(path: Path) -> pd.DataFrame:
     """One distributed CSV, checked; ValueError (with the reason) for anything that is not one."""
-    table = read_side_csv(path, FIELDS)
+    table = read_side_csv(path, DISTRIBUTED_FIELDS)
     bad = sorted(set(table.status) - set(STATUSES))
     if bad:
         raise ValueError(f"status {bad[0]!r} is neither {' nor '.join(STATUSES)}")

@@ -21,10 +21,10 @@ import pandas as pd
 
 from implementations import frameworks, pillars
 from implementations.pillars import Across, Change, ProgramChange, Rule, Side
-from tape_vs_trace import saved
 from tape_vs_trace.report import breakdown, fmt, paired_section, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
+from tape_vs_trace.schema import SAVED_VARIANTS
 
 
 def _values(a: dict, b: dict) -> str:
@@ -77,7 +77,7 @@ def _ops(bd: pd.DataFrame | None, w: str, s: str, a: dict, b: dict, label_a: str
 
 def _backward(variant: str) -> str:
     first = variant.split("/")[0]
-    return first if first in saved.SUITE_VARIANTS else "plain"
+    return first if first in SAVED_VARIANTS else "plain"
 
 
 def _case_name(w: str, s: str, program: str) -> str:

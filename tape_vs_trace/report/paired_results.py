@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from implementations import metrics, workloads
-from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
+from tape_vs_trace.schema import PAIRED_FIELDS
 
 FOLDER = "paired"
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
@@ -36,7 +36,7 @@ def medians(row: dict) -> list[float]:
 def read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
     # files from before the remat curve had fused attention: every row of theirs is written attention
-    table = read_side_csv(path, tuple(f for f in FIELDS if f != "attention"))
+    table = read_side_csv(path, tuple(f for f in PAIRED_FIELDS if f != "attention"))
     if "attention" not in table.columns:
         table["attention"] = ""
     for column in NUMBERS:

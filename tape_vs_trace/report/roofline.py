@@ -3,7 +3,7 @@ GradStep row of the matmul-heavy workloads (WorkloadSpec.matmul_heavy; every mod
 
 Each process's median step time (recording.GradStep_<w>.time_step) is multiplied by the run's calibrated matmul
 rate for the row's dtype and precision (the calibration `tape-vs-trace scrub-results` stores in each result file,
-read by ``calibrate.roofline_rate``: one rate for both frameworks) and divided by that framework's matmul flops of one
+read by ``schema.roofline_rate``: one rate for both frameworks) and divided by that framework's matmul flops of one
 forward + backward (recording.GraphCost_<w>.track_flops, same formulation). Rate and flops are constants of the
 row, so the per-process values keep the step's between-process spread, and the value, interval and JAX/PyTorch
 ratio come from the same machinery as every time (``stats.summarise``, ``stats.compare``); the ratio of two
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import pandas as pd
 
 from implementations import metrics, workloads
-from tape_vs_trace.calibrate import roofline_rate
 from tape_vs_trace.report import stats
+from tape_vs_trace.schema import roofline_rate
 
 METRIC = "time_over_matmul_peak"
 METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
