@@ -1,6 +1,7 @@
 """`tape-vs-trace saved`: what each framework keeps for the backward pass of one workload, grouped by the op that
-produced it, PyTorch beside JAX; ``saved_figure``, the same as stacked bars; and `tape-vs-trace saved-all`, the
-records of every workload the suite costs, as data beside the asv results (results/saved/<machine>-<commit8>.csv.gz).
+produced it, PyTorch beside JAX (report.breakdown.saved_figure draws them as stacked bars); and `tape-vs-trace
+saved-all`, the records of every workload the suite costs, as data beside the asv results
+(results/saved/<machine>-<commit8>.csv.gz).
 
 Each framework runs in its own subprocess (``python -m tape_vs_trace.saved FRAMEWORK ...`` prints its records as
 JSON), so torch and jax never share a process. The function measured is the benchmarks' loss,
@@ -20,7 +21,6 @@ import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from implementations import frameworks, workloads
 from tape_vs_trace.progress import Step, quiet
@@ -28,11 +28,7 @@ from tape_vs_trace.schema import SAVED_FIELDS as ALL_FIELDS
 from tape_vs_trace.schema import SAVED_LOOP as LOOP
 from tape_vs_trace.schema import SAVED_VARIANTS as SUITE_VARIANTS
 
-if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
-    from matplotlib.figure import Figure
-
 ROOT = Path(__file__).resolve().parents[1]
-MIB = 2.0 ** 20  # the report's memory unit (tape_vs_trace.report.fmt.MIB), without importing pandas here
 FIELDS = ("framework", "op", "count", "bytes", "is_argument")
 CASE_LINE = "saved-case:"  # how the subprocess marks, on stderr, the case it starts: the parent's progress
 
@@ -217,63 +213,6 @@ def format_csv(rows: list[dict]) -> str:
     writer.writeheader()
     writer.writerows({k: r[k] for k in FIELDS} for r in rows)
     return out.getvalue()
-
-
-def saved_figure(rows: Iterable[Mapping], path: Path, title: str = "") -> Figure:
-    """Saved MiB (binary, as every memory figure of the report) stacked by producing op, one bar per framework;
-    rows as ``rows_by_op`` makes them, optionally with a "case" key. A case is one group of bars, named under it:
-    only a case's bars stand side by side, so a case must name everything that makes two bars unlike (the loop's
-    form, the program). A framework without the case leaves its place empty and says so. Arguments and 'other ops'
-    are drawn grey. 7.5 inches wide with 9 pt text: readable at page width. Returns the Figure."""
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    rows = list(rows)
-    cases = list(dict.fromkeys(r.get("case", "") for r in rows))
-    names = [name for name in frameworks.NAMES if any(r["framework"] == name for r in rows)]
-    ops = list(dict.fromkeys(r["op"] for r in sorted(rows, key=lambda r: (r["is_argument"], r["op"]))))
-    colors = {op: "#bbbbbb" if op in ("argument", "other ops") else colormaps["tab20"](i % 20)
-              for i, op in enumerate(ops)}
-    fig = Figure(figsize=(7.5, 4.5), dpi=130)
-    ax = fig.subplots()
-    ticks, labels, drawn = [], [], set()
-    for c, case in enumerate(cases):
-        for f, name in enumerate(names):
-            x = c * (len(names) + 1) + f
-            mine = [r for r in rows if r.get("case", "") == case and r["framework"] == name]
-            if not mine:  # not measured in this case's form: an empty place, not a zero
-                ax.text(x, 0.02, f"{frameworks.label(name)}: not measured", rotation=90, ha="center", va="bottom",
-                        fontsize=9, color="0.45", transform=ax.get_xaxis_transform())
-                continue
-            bottom = 0.0
-            for op in ops:
-                mib = sum(r["bytes"] for r in mine if r["op"] == op) / MIB
-                if mib:
-                    ax.bar(x, mib, bottom=bottom, color=colors[op], edgecolor=frameworks.FRAMEWORKS[name].color)
-                    drawn.add(op)
-                    bottom += mib
-            ticks.append(x)
-            labels.append(frameworks.label(name))
-        if c:
-            ax.axvline(c * (len(names) + 1) - 1, color="0.6", linewidth=0.8)
-    # One entry per op, in stacking order, without a framework's edge colour (the tick labels name the framework).
-    ax.legend(handles=[Patch(facecolor=colors[op], label=op) for op in ops if op in drawn], fontsize=9,
-              loc="upper left", bbox_to_anchor=(1, 1))
-    ax.set_xticks(ticks, labels, fontsize=9)
-    if any(cases):  # each case named once, under its group of bars
-        ax.set_xticks([c * (len(names) + 1) + (len(names) - 1) / 2 for c in range(len(cases))], cases, minor=True,
-                      fontsize=9)
-        ax.tick_params(axis="x", which="minor", length=0, pad=18)
-    ax.set_xlim(-0.75, len(cases) * (len(names) + 1) - 1.25)
-    ax.tick_params(labelsize=9)
-    ax.set_ylabel("saved for backward (MiB)", fontsize=9)
-    ax.set_ylim(bottom=0)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    return fig
 
 
 def run(workload: str, size: str | None, variant: str, dtype: str, fmt: str) -> str:

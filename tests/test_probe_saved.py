@@ -17,6 +17,7 @@ from implementations.torch import common as torch_common
 from implementations.torch import probe as torch_probe
 from implementations.torch import steps as torch_steps
 from tape_vs_trace import cli, saved
+from tape_vs_trace.report import breakdown
 from tests.report.helpers import off_the_page, overlapping, saved_groups
 
 SIDES = {"torch": (torch_steps, torch_probe), "jax": (jax_steps, jax_probe)}
@@ -127,7 +128,7 @@ def test_saved_text_puts_the_frameworks_side_by_side():
 def test_saved_figure_writes_a_png(tmp_path):
     rows = [dict(r, case="mlp") for r in saved.rows_by_op("torch", [{"op": "aten.mm", "nbytes": 8,
                                                                        "is_argument": False}])]
-    fig = saved.saved_figure(rows, tmp_path / "saved.png")
+    fig = breakdown.saved_figure(rows, tmp_path / "saved.png")
     assert (tmp_path / "saved.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [ax.get_ylabel() for ax in fig.axes] == ["saved for backward (MiB)"]
 
@@ -139,7 +140,7 @@ def test_saved_figure_puts_side_by_side_only_the_bars_of_one_case(tmp_path):
 
     loop, scan = "autodiff backward\nunrolled loop", "autodiff backward\nscan loop"
     rows = case("torch", loop, 2 ** 20) + case("jax", loop, 2 ** 21) + case("jax", scan, 3 * 2 ** 20)
-    fig = saved.saved_figure(rows, tmp_path / "saved.png", "title")
+    fig = breakdown.saved_figure(rows, tmp_path / "saved.png", "title")
     [ax] = fig.axes
     assert saved_groups(ax) == {loop: ["PyTorch", "JAX"], scan: ["JAX"]}
     assert [t.get_text() for t in ax.texts] == ["PyTorch: not measured"]  # its place in the scan group stays empty
