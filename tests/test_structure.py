@@ -1,6 +1,10 @@
-"""Structural equivalence: both frameworks hold the same parameters, with the same shapes and counts."""
+"""Structural equivalence: both frameworks hold the same parameters, with the same shapes and counts; and the code's
+layers: no import goes up a layer or round a cycle."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,3 +69,175 @@ def test_default_formulations() -> None:
     assert torch_common.formulation_of("transformer") == torch_common.formulation_of("lstm") == "unrolled"
     assert jax_common.formulation_of("transformer") == jax_common.formulation_of("lstm") == "scan"
     assert torch_common.formulation_of("mlp") is jax_common.formulation_of("mlp") is None
+
+
+# The layers, lowest first, and which layers each may import (MAY_IMPORT), functions' imports included; no imports
+# go round in a cycle. The report reads what the runners wrote through the results layer: it imports no runner.
+# "pkg.*" is a package and everything in it; a plain name is one module.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "implementations": ("implementations.*",),
+    "benchmarks (the asv suite)": ("benchmarks.*",),
+    "results": tuple(f"tape_vs_trace{m}" for m in (
+        "", ".asv_results", ".compile_caches", ".history", ".host_check", ".intervals", ".machine", ".progress",
+        ".schema")),
+    "runners": tuple(f"tape_vs_trace.{m}" for m in (
+        "calibrate", "distributed_run", "gpucheck", "paired", "paired_worker", "preflight", "profiles", "saved",
+        "suite_results", "suite_runner", "suite_worker")),
+    "report": tuple(f"tape_vs_trace.{m}" for m in (
+        "report.*", "agreement", "cite", "cite_distributed", "compare", "comparison_figure", "comparison_page",
+        "distributed_page", "host_split")),
+    "command line": ("tape_vs_trace.cli", "tape_vs_trace.publish", "scripts.*"),
+}
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "implementations": (),
+    "benchmarks (the asv suite)": ("implementations",),
+    "results": ("implementations",),
+    "runners": ("results", "benchmarks (the asv suite)", "implementations"),
+    "report": ("results", "benchmarks (the asv suite)", "implementations"),
+    "command line": ("report", "runners", "results", "benchmarks (the asv suite)", "implementations"),
+}
+PACKAGES = ("implementations", "benchmarks", "tape_vs_trace", "scripts")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of `module`'s layer; the most specific declaration wins."""
+    best = None
+    for i, names in enumerate(LAYERS.values()):
+        for name in names:
+            package = name.removesuffix(".*")
+            covers = module == package or (name.endswith(".*") and module.startswith(package + "."))
+            if covers and (best is None or len(package) > best[1]):
+                best = (i, len(package))
+    if best is None:
+        raise KeyError(f"{module} is in no layer of tests/test_structure.py LAYERS")
+    return best[0]
+
+
+def imports(module: str) -> dict[str, bool]:
+    """The project modules `module` imports, each with whether every import of it is inside a function."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    inside: dict[ast.AST, bool] = {}
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        inside[node] = in_function
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
+
+    visit(tree, False)
+    found: dict[str, bool] = {}
+    for node, in_function in inside.items():
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            elif package.startswith("scripts") and base.split(".")[0] not in PACKAGES:
+                base = f"scripts.{base}"  # the scripts import each other by their bare names
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            if package.startswith("scripts") and f"scripts.{name}" in MODULES:
+                name = f"scripts.{name}"
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found[name] = found.get(name, True) and in_function
+    return found
+
+
+GRAPH = {module: imports(module) for module in MODULES}
+
+
+def _where(a: str, b: str) -> str:
+    return f"{a} -> {b}" + (" (inside a function)" if GRAPH[a][b] else "")
+
+
+def test_every_module_has_one_layer() -> None:
+    names = [name for names in LAYERS.values() for name in names]
+    assert len(names) == len(set(names)), "a name declared in two layers"
+    undeclared = [m for m in MODULES if not any(m == n.removesuffix(".*") or (n.endswith(".*") and m.startswith(
+        n.removesuffix(".*") + ".")) for n in names)]
+    assert not undeclared, f"modules in no layer (add each to LAYERS): {undeclared}"
+    stale = [n for n in names if not any(m == n.removesuffix(".*") or m.startswith(n.removesuffix(".*") + ".")
+                                         for m in MODULES)]
+    assert not stale, f"LAYERS names modules that do not exist: {stale}"
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    names = list(LAYERS)
+    wrong = [f"{_where(a, b)}: {names[layer_of(a)]} imports {names[layer_of(b)]}" for a in sorted(GRAPH)
+             for b in sorted(GRAPH[a]) if layer_of(b) != layer_of(a) and names[layer_of(b)] not in
+             MAY_IMPORT[names[layer_of(a)]]]
+    assert not wrong, "imports of a layer above, or of one the layer may not import:\n" + "\n".join(wrong)
+
+
+def test_a_layer_imports_only_layers_below_it() -> None:
+    names = list(LAYERS)
+    assert set(MAY_IMPORT) == set(names)
+    assert all(names.index(b) < names.index(a) for a, below in MAY_IMPORT.items() for b in below)
+
+
+def _cycles() -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles()
+    assert not cycles, "import cycles:\n" + "\n".join(
+        ", ".join(_where(a, b) for a in group for b in sorted(GRAPH[a]) if b in group) for group in cycles)
+
+
+def test_the_asv_suite_imports_no_tooling() -> None:
+    # asv imports the suite in each benchmark's environment: it may need the implementations, never the tooling.
+    found = [_where(a, b) for a in sorted(GRAPH) if a.startswith("benchmarks") for b in GRAPH[a]
+             if not b.startswith(("benchmarks", "implementations"))]
+    assert not found, found
+
+
+def test_the_import_graph_sees_imports_inside_functions() -> None:
+    # today's import inside cite.run is how a cycle hid; the graph must see such an import, and say where it is
+    assert GRAPH["tape_vs_trace.cli"]["tape_vs_trace.cite"] is True
+    assert GRAPH["tape_vs_trace.cite_distributed"]["tape_vs_trace.report.fmt"] is False
