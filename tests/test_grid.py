@@ -77,6 +77,15 @@ if sys.argv[1] == "toy":
             toy_run[f"saved_{fw}"] = sum(r["nbytes"] for r in saved._records(fw, "aaa_toy", "tiny", "plain",
                                                                               "float32") if not r["is_argument"])
         toy_run["gpucheck"] = gpucheck.measure("torch", "aaa_toy", "tiny", device)["verdict"]
+        timed = []  # the eager points of its remat curve, each by its class's set-up and body
+        for e in experiments.experiments(device):
+            for point in (e.points if e.workload == "aaa_toy" and e.group == "remat" and e.mode == "eager" else ()):
+                bench, combo = experiments.asv_combination(e, point, device)
+                curve_point = classes[bench.split(".")[1]]()
+                curve_point.setup(*combo.values())
+                curve_point.time_step(*combo.values())
+                timed.append(f"{e.framework} {experiments.point_id(point)}")
+        toy_run["curve"] = timed
 
 print(json.dumps({
     "ran": ran,
@@ -200,6 +209,8 @@ def test_a_new_workload_runs_everywhere_and_changes_no_other(views) -> None:
             assert counted["track_flops"] == 3 * 2 * 4 * 4 * 4  # x @ w, and its gradients with respect to x and w
             assert found["toy"][f"saved_{fw}"] > 0
         assert found["toy"]["gpucheck"]
+        assert found["toy"]["curve"] == [f"{fw} {p}" for fw in ("torch", "jax")
+                                         for p in ("plain", "remat_dots", "remat_full")]
     assert [TOY, "tiny", "plain", "float32", ""] in found["saved"]
     assert [TOY, "tiny"] in found["gpucheck"]
     assert [TOY, "tiny"] in found["distributed"]
