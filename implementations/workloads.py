@@ -427,6 +427,12 @@ def _choices(kind: str, value: object, valid: object) -> ValueError:
     return ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(map(str, valid))}")
 
 
+def require_even_split(batch: int, parts: int) -> None:
+    """Both sides split a batch into equal micro-batches: torch's chunk would quietly make fewer or unequal ones."""
+    if batch % parts:
+        raise ValueError(f"a batch of {batch} does not split into {parts} equal micro-batches")
+
+
 def spec(workload: str) -> WorkloadSpec:
     """The spec of `workload`; a ValueError lists the valid names."""
     try:

@@ -80,3 +80,13 @@ def test_both_frameworks_accumulate_the_same_gradients(inputs) -> None:
             assert_close(name, np.asarray(by_name[name]), g.numpy(), TOLERANCES["float64"])
     else:
         pytest.fail(f"unexpected parameter tree: {names}")
+
+
+@pytest.mark.parametrize("steps", [torch_steps, jax_steps], ids=["torch", "jax"])
+def test_a_batch_that_does_not_split_evenly_is_refused_on_both_sides(steps) -> None:
+    # torch's chunk would make 3 micro-batches of 2 from 6 rows, JAX's split raises: the two steps would differ
+    inputs = workloads.make_inputs("mlp", "tiny", "float64")
+    rows = steps.MICRO_BATCHES + 2
+    data = {"x": np.zeros((rows, 3))}  # only its batch axis is read before the refusal
+    with pytest.raises(ValueError, match=f"a batch of {rows} does not split into {steps.MICRO_BATCHES} equal"):
+        steps._micro_batch_losses(inputs, "plain", {}, data, "cpu")

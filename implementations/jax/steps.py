@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from implementations import frameworks, sampling
 from implementations.jax.common import cotangent, formulation_of, load, prepare, sync
-from implementations.workloads import Inputs
+from implementations.workloads import Inputs, require_even_split
 
 GRAD_MODES = ("eager", "compiled")
 # JAX saves nothing unless a transformation asks for it, so it has no inference_mode counterpart: a plain call is it.
@@ -77,6 +77,7 @@ def require_mode(mode: str, valid: tuple[str, ...]) -> None:
 def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, device: str) -> list[Callable]:
     """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
     module = load(inputs.workload)
+    require_even_split(data["x"].shape[0], MICRO_BATCHES)
     xs = jnp.split(data["x"], MICRO_BATCHES)
     cotangents = jnp.split(cotangent(inputs, device), MICRO_BATCHES)
 

@@ -14,7 +14,7 @@ import torch
 
 from implementations import frameworks, sampling
 from implementations.torch.common import cotangent, formulation_of, leaves, load, prepare, sync
-from implementations.workloads import Inputs
+from implementations.workloads import Inputs, require_even_split
 
 GRAD_MODES = ("eager", "compiled")
 FORWARD_MODES = ("record", "no_grad", "inference_mode", "compiled")
@@ -70,6 +70,7 @@ def require_mode(mode: str, valid: tuple[str, ...]) -> None:
 def _micro_batch_losses(inputs: Inputs, variant: str, params: dict, data: dict, device: str) -> list[Callable]:
     """One loss per micro-batch: data["x"] and the output cotangent split along the batch axis."""
     module = load(inputs.workload)
+    require_even_split(data["x"].shape[0], MICRO_BATCHES)
     xs = data["x"].detach().chunk(MICRO_BATCHES)
     cotangents = cotangent(inputs, device).chunk(MICRO_BATCHES)
 
