@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace.report import headline, stats
+from tape_vs_trace.report import headline, headline_chart, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import load_results
 from tests.report.helpers import write_results
@@ -110,7 +110,7 @@ def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_dire
                      stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), {"device": "cpu"}, {}))
     assert headline.sentence(saved, "a", {}).endswith(
         "bytes saved for the backward (3 cases): JAX keeps more in 1 (2.25×), equal in 2.")
-    assert headline.ratio_text(saved[-1].comparison) == "equal (JAX +16 B)"
+    assert headline_chart.ratio_text(saved[-1].comparison) == "equal (JAX +16 B)"
     assert headline.holds({"a": saved[-1]}) == "no finding on any of 1 machines"
 
 
@@ -168,7 +168,7 @@ def test_the_chart_tells_machines_by_marker_in_no_frameworks_colour(drawn) -> No
         h, s, _ = rgb_to_hsv(*to_rgb(colour))
         return h * 360, s
 
-    lines = [a for ax in drawn.axes for a in ax.get_lines() if a.get_marker() in headline.MACHINE_MARKERS]
+    lines = [a for ax in drawn.axes for a in ax.get_lines() if a.get_marker() in headline_chart.MACHINE_MARKERS]
     assert {line.get_marker() for line in lines} == {"o", "s"}  # two machines, two markers
     taken = [hue(fw.color)[0] for fw in frameworks.FRAMEWORKS.values()]
     for line in lines:
