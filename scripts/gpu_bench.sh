@@ -57,7 +57,10 @@ case "$device" in
     cpu) echo "device cpu: a rehearsal of the GPU path at the CPU sizes" ;;
     *) echo "error: unknown TVT_DEVICE '$device'; valid choices: cuda, cpu"; exit 1 ;;
 esac
-measured=(implementations benchmarks tape_vs_trace scripts asv.conf.json)
+# The paths whose content measures or records a result: the Makefile's one list (make bench refuses the same).
+read -ra measured <<< "$(sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' Makefile 2>/dev/null |
+                         sed -n 's/^RECORDED_SOURCES *:= *//p')"
+[ ${#measured[@]} -gt 0 ] || { echo "error: the Makefile defines no RECORDED_SOURCES"; exit 1; }
 if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git status --porcelain -- "${measured[@]}")" ]; then
     echo "error: commit ${measured[*]} first: results are recorded under HEAD"; exit 1
 fi

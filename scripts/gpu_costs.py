@@ -33,6 +33,11 @@ DEFAULTS: dict[str, dict[tuple[str, str], float]] = {
                 ("jax", "mlp"): 4.0, ("jax", "transformer"): 12.0, ("jax", "*"): 10.0},
     "compiled_step": {("*", "mlp"): 0.05, ("*", "transformer"): 0.5, ("*", "swiglu"): 0.02, ("*", "*"): 0.1},
 }
+# A compile whose program both frameworks' persistent caches (TVT_COMPILE_CACHE, which gpu_bench.sh sets) already
+# hold, as a share of its cold compile: a chunk's first round compiles cold, its later rounds read the caches. The
+# pre-flight does not time it: the warm/cold ratios of recording.CompileSeconds_mlp in the committed CPU results,
+# rounded up (docs/gpu.md), assumed to hold on a GPU.
+WARM_COMPILE_SHARE = {"torch": 0.1, "jax": 0.4}
 # The step a count's probe builds: PyTorch's probes run the eager tape; JAX's jit the step (peak bytes, flops).
 PROBE_BUILD = {"torch": "eager_build", "jax": "compile"}
 
@@ -94,6 +99,12 @@ class Costs:
             return entry
         return entry.get(workload)
 
+    def warm_share(self, framework: str, assumed: set[str]) -> float:
+        """A warm compile's share of a cold one: WARM_COMPILE_SHARE, assumed (the pre-flight times no warm
+        compile: its processes do not restart to read the caches)."""
+        assumed.add(f"{framework} warm compile share (WARM_COMPILE_SHARE)")
+        return WARM_COMPILE_SHARE[framework]
+
     def describe(self) -> str:
         if self.measured is None:
             return "estimated from the stated defaults (no pre-flight)"
@@ -128,8 +139,9 @@ def calls_per_sample(step_s: float) -> int:
     return max(1, min(sampling.MAX_CALLS, math.ceil(sampling.MIN_SAMPLE_SECONDS / max(step_s, 1e-7))))
 
 
-def combo_seconds(c: Combo, costs: Costs, assumed: set[str]) -> float:
-    """One combination's share of its process: build, then samples (a count: its probe's build)."""
+def combo_seconds(c: Combo, costs: Costs, assumed: set[str], warm: bool = False) -> float:
+    """One combination's share of its process: build, then samples (a count: its probe's build). `warm`: a round
+    after the chunk's first, whose compiles read the persistent caches (a compile-time benchmark's never do)."""
     if c.skipped:
         return 0.0
     fw, w = c.framework, c.workload
@@ -139,11 +151,13 @@ def combo_seconds(c: Combo, costs: Costs, assumed: set[str]) -> float:
         return costs.get(PROBE_BUILD.get(fw, "eager_build"), fw, w, assumed)
     compiled = c.mode == "compiled"
     build = costs.get("compile" if compiled else "eager_build", fw, w, assumed)
+    if compiled and warm:
+        build *= costs.warm_share(fw, assumed)
     step = costs.get("compiled_step" if compiled else "eager_step", fw, w, assumed)
     return build + step + c.repeat * calls_per_sample(step) * step
 
 
-def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: set[str]) -> float:
+def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: set[str], warm: bool = False) -> float:
     """One process running `group`: start-up, each distinct input once (the suite memoises them), the combinations.
     A process whose combinations all skip imports the suite and no framework."""
     live = [c for c in group if not c.skipped]
@@ -152,13 +166,21 @@ def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: s
     inputs = {(c.workload, c.size, c.dtype) for c in live if c.workload}
     return (costs.get("startup", framework, assumed=assumed)
             + sum(costs.get("inputs", framework, w, assumed) for w, _, _ in sorted(inputs))
-            + sum(combo_seconds(c, costs, assumed) for c in live))
+            + sum(combo_seconds(c, costs, assumed, warm) for c in live))
+
+
+def settings(c: Combo) -> tuple[str, bool]:
+    """What `c`'s set-up sets for its whole process: the worker runner keeps combinations that differ in it apart."""
+    from benchmarks.common import process_settings  # here: the suite reads TVT_DEVICE when it is imported
+
+    return process_settings(dict(c.params))
 
 
 def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str = "worker") -> Estimate:
     """The wall time of one run of `picked` in `chunk_rounds` under `runner`: per round and framework, the worker
-    runner's process of the compiled combinations, its process of the others, and one per fresh combination
-    (asv run: one per combination)."""
+    runner's process of the compiled combinations and its process of the others, each split by process-wide
+    settings (suite_runner.round_plans), and one per fresh combination (asv run: one per combination); compiles after
+    the first round warm."""
     result = Estimate(combinations=sum(not c.skipped for c in picked))
     if not picked:
         return result
@@ -171,10 +193,11 @@ def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str =
                 groups = [[c] for c in due]
             else:
                 shared = [c for c in due if not c.fresh]
-                groups = [[c for c in shared if c.mode != "compiled"], [c for c in shared if c.mode == "compiled"],
+                kinds = dict.fromkeys((c.mode == "compiled", settings(c)) for c in shared)
+                groups = [*([c for c in shared if (c.mode == "compiled", settings(c)) == k] for k in kinds),
                           *([c] for c in due if c.fresh)]
             for group in (g for g in groups if g):
-                result.seconds += process_seconds(fw, group, costs, result.assumed)
+                result.seconds += process_seconds(fw, group, costs, result.assumed, warm=r > 0)
                 result.processes += 1
         if runner == "worker":
             result.seconds += SAVE_S

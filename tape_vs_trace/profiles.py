@@ -233,8 +233,9 @@ REMAT_POINTS = ("plain", "remat_dots", "remat_names", "remat_every2", "remat_eve
 # order, each part only while its estimate fits in what is left of the budget, so k contacts complete it. A chunk
 # that selects nothing on this grid is left out and named.
 QUICK: tuple[Chunk, ...] = (
-    Chunk("gradstep-eager", _steps(CITED_WORKLOADS, "eager", F32), QUICK_ROUNDS),
-    Chunk("gradstep-compiled", _steps(CITED_WORKLOADS, "compiled", F32), QUICK_ROUNDS),
+    # Both modes of one workload side by side, the mlp first: a contact cut short still has like pairs to divide.
+    Chunk("gradstep", tuple(r for w in CITED_WORKLOADS for m in ("eager", "compiled") for r in _steps((w,), m, F32)),
+          QUICK_ROUNDS),
     Chunk("gradstep-eager-precisions", _steps(CITED_WORKLOADS, "eager", *FAST), QUICK_ROUNDS),
     Chunk("gradstep-compiled-precisions", _steps(CITED_WORKLOADS, "compiled", *FAST), QUICK_ROUNDS),
     Chunk("remat-peaks", (rows("remat.RematCost_*.track_peak_bytes"),), QUICK_ROUNDS),

@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import pytest
 import torch
 
 from implementations import frameworks
-from tape_vs_trace import gpucheck
+from tape_vs_trace import gpucheck, profiles
 from tape_vs_trace.profiles import rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,13 +169,15 @@ def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
     assert bool(curve) == has_curve
     assert all("'L12-B8-S1024-D1024', 'eager'" in n and "budget" not in n for n in curve)
     assert {n.split("(")[1].split(",")[0] for n in curve} == ({"'torch'", "'jax'"} if has_curve else set())
-    assert [c.name for c in chunks.QUICK][:2] == ["gradstep-eager", "gradstep-compiled"]  # the most cited first
-    for mode in ("eager", "compiled"):  # the matched program, unrolled, float32 at full precision, both frameworks
-        steps = picked[f"gradstep-{mode}"]
-        assert len(steps) == 4 and all(f"'{mode}', " in n and "'matched'" in n and "'float32', 'highest'" in n
-                                       and "'scan'" not in n and "'fused'" not in n for n in steps)
-        assert {n.split("(")[0] for n in steps} == {"recording.GradStep_mlp.time_step",
-                                                    "recording.GradStep_transformer.time_step"}
+    assert chunks.QUICK[0].name == "gradstep"  # the most cited first
+    # both modes of the matched program, unrolled, float32 at full precision, both frameworks; the mlp first
+    first = picked["gradstep"]
+    assert len(first) == 8 and all("'matched'" in n and "'float32', 'highest'" in n and "'scan'" not in n
+                                   and "'fused'" not in n for n in first)
+    assert sorted((n.split("(")[0], n.split(", ")[3]) for n in first) == sorted(
+        (f"recording.GradStep_{w}.time_step", f"'{m}'") for w in ("mlp", "transformer")
+        for m in ("eager", "compiled") for _ in ("torch", "jax"))
+    for mode in ("eager", "compiled"):
         precisions = picked[f"gradstep-{mode}-precisions"]
         assert len(precisions) == 8 and not any("'float32', 'highest'" in n for n in precisions)
         assert {n.split("'matched', ")[1].split(", 'cuda'")[0].removeprefix("'written', ")
@@ -198,9 +202,6 @@ def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
 def test_a_selection_and_its_asv_regex_pick_the_same_combinations(cuda_combos: list) -> None:
     """asv's rule (re.search on the name with its parameters) applied to the regexes a selection produces picks
     exactly what the selection's predicates pick, for every chunk of both profiles."""
-    import re
-
-    from tape_vs_trace import profiles
 
     for chunk in [*chunks.QUICK, *chunks.profile("full", cuda_combos)[:5]]:
         chosen = {c.name for c in chunks.select(chunk, cuda_combos)}
@@ -256,6 +257,49 @@ def test_the_plan_arithmetic_from_a_fake_cost_file(tmp_path: Path) -> None:
     assert skipped.seconds == pytest.approx(worker.seconds) and skipped.combinations == 4
 
 
+def test_later_rounds_compile_warm_and_a_compile_benchmark_stays_cold(tmp_path: Path) -> None:
+    """A chunk's first round compiles cold; its later rounds read both frameworks' persistent caches, at the stated
+    share of a cold compile, marked assumed; a compile-time benchmark clears its caches in every round."""
+    fw = {"startup": {"seconds": 1}, "inputs": {"mlp": {"seconds": 1}}, "compile": {"mlp": {"seconds": 10}},
+          "compiled_step": {"mlp": {"seconds": 0.02}}}
+    costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": fw, "jax": fw}))
+    combos = [_combo(f, "time", mode="compiled", fresh=False) for f in ("torch", "jax")]
+    est = chunks.estimate(chunks.Chunk("c", (rows("bench.*"),), rounds=3), combos, costs)
+    samples = 0.02 + 5 * 1 * 0.02
+    warm = {f: chunks.WARM_COMPILE_SHARE[f] for f in ("torch", "jax")}
+    expected = 2 + 3 * chunks.SAVE_S + sum(3 * (1 + 1 + samples) + 10 + 2 * 10 * warm[f] for f in warm)
+    assert est.seconds == pytest.approx(expected) and est.processes == 6
+    assert est.assumed == {f"{f} warm compile share (WARM_COMPILE_SHARE)" for f in warm}
+    cold = [_combo("torch", "time", mode="cold", method="time_compile_seconds", fresh=True)]
+    assert chunks.estimate(chunks.Chunk("c", (rows("bench.*"),), rounds=3), cold, costs).seconds == pytest.approx(
+        2 + 3 * chunks.SAVE_S + 3 * (1 + 1 + 10))
+
+
+def test_a_round_runs_a_process_per_precision() -> None:
+    """tape-vs-trace run splits a round's processes by process-wide settings (benchmarks.common.process_settings):
+    two precisions of one framework and mode are two processes a round."""
+    combos = [_combo("torch", "time", fresh=False, params=(("framework", "torch"), ("precision", p)))
+              for p in ("highest", "tf32")]
+    est = chunks.estimate(chunks.Chunk("p", (rows("bench.*"),), rounds=3), combos, chunks.Costs())
+    assert est.processes == 6
+    one = chunks.estimate(chunks.Chunk("p", (rows("bench.*"),), rounds=3), combos[:1], chunks.Costs())
+    assert one.processes == 3
+
+
+def test_the_first_contact_commits_the_mlp_gradient_steps_in_both_modes(cuda_combos: list) -> None:
+    """From the stated defaults, the quick profile's first contact runs the float32 gradient steps of the mlp,
+    eager and compiled, both frameworks, in 3 rounds, within CONTACT_S of device time with the machine's start."""
+    spent = chunks.SETUP_S + chunks.PREFLIGHT_S
+    planned = chunks.plan(list(chunks.QUICK), cuda_combos, chunks.Costs(), "worker", chunks.QUICK_BUDGET_S, spent)
+    done, _ = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
+    first = [c for p in done[0] for c in p.todo]
+    assert {(c.workload, c.mode, c.framework) for c in first if c.workload == "mlp"} == {
+        ("mlp", m, f) for m in ("eager", "compiled") for f in ("torch", "jax")}
+    assert all(c.dtype == "float32" and dict(c.params)["precision"] == "highest" for c in first)
+    assert all(p.estimate.rounds >= 3 for p in done[0])
+    assert chunks.MACHINE_START_S + spent + sum(p.estimate.seconds for p in done[0]) <= chunks.CONTACT_S
+
+
 def test_a_cost_missing_from_the_file_is_its_default_marked_assumed(tmp_path: Path) -> None:
     costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": {"startup": {"seconds": 6}}}))
     assumed: set[str] = set()
@@ -304,7 +348,7 @@ def test_every_part_of_the_quick_profile_fits_one_contact_by_design(cuda_combos:
     done, never = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
     assert not never and sorted(p.chunk.name for taken in done for p in taken) == sorted(
         p.chunk.name for p in planned if p.todo)
-    assert done[0][0].chunk.name == "gradstep-eager"
+    assert done[0][0].chunk.name.split(".")[0] == "gradstep"
 
 
 def test_the_estimate_says_estimated_without_a_cost_file() -> None:
@@ -427,6 +471,7 @@ def _gpu_script_copy(tmp_path: Path) -> tuple[Path, dict]:
     nvidia-smi; no pre-flight (the tests that want one set TVT_COSTS or TVT_PREFLIGHT)."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "scripts", repo / "scripts")
+    shutil.copy(ROOT / "Makefile", repo / "Makefile")  # its RECORDED_SOURCES: what the script refuses uncommitted
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
@@ -528,15 +573,13 @@ def test_gpu_quick_profile_runs_what_its_plan_fits_in_three_rounds(tmp_path: Pat
     run = _run_gpu_script(repo, env, "quick")
     assert run.returncode == 0, run.stdout[-2000:]
     calls = _calls(tmp_path, chunks_only=True)
-    import re
-
     ran = {c.name for call in calls for c in cuda_combos if re.search(call["regex"], c.name)}
     assert ran and not any(c.framework == "torch" and c.mode == "compiled" for c in cuda_combos if c.name in ran)
     assert all(c["args"][3:5] == ["--rounds", "3"] for c in calls)
     assert "plan of the quick profile under tape-vs-trace run" in run.stdout
     assert f"costs measured by the pre-flight ({costs}" in run.stdout
     not_run = next(line for line in run.stdout.splitlines() if line.startswith("time budget reached: not run: "))
-    assert not_run.endswith("(the next contact resumes there)") and "gradstep-compiled" in not_run
+    assert not_run.endswith("(the next contact resumes there)") and "gradstep." in not_run
     assert "== paired (timeout " in run.stdout  # what ran is divided into the paired comparisons
     # OUTDIR: at most 8 flat files
     brought = list((tmp_path / "out").iterdir())
@@ -598,10 +641,15 @@ def test_gpu_script_refuses_uncommitted_measured_code(tmp_path: Path) -> None:
     repo, env = _gpu_script_copy(tmp_path)
     (repo / "scripts" / "gpu_chunks.py").write_text("# changed\n")
     run = _run_gpu_script(repo, env, "quick")
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    sources = re.search(r"^RECORDED_SOURCES\s*:=(.*)$", text, flags=re.M).group(1).split()  # the Makefile's one list
     assert run.returncode == 1 and run.stdout.strip().splitlines()[-1] == (
-        "error: commit implementations benchmarks tape_vs_trace scripts asv.conf.json first: results are recorded "
-        "under HEAD")
+        f"error: commit {' '.join(sources)} first: results are recorded under HEAD")
     assert not (tmp_path / "asv.log").exists()
+    (repo / "Makefile").write_text("all:\n")  # no list: refused, not run unchecked
+    run = _run_gpu_script(repo, env, "quick")
+    assert run.returncode == 1 and run.stdout.strip().splitlines()[-1] == (
+        "error: the Makefile defines no RECORDED_SOURCES")
 
 
 @pytest.mark.slow
@@ -917,7 +965,8 @@ def _result_file(path: Path, commit: str, results: dict) -> Path:
 
 def test_a_contact_runs_only_what_this_commits_results_lack(tmp_path: Path, cuda_combos: list) -> None:
     resume = _load_script("gpu_resume")
-    eager = chunks.QUICK[0]
+    eager = chunks.Chunk("eager", (rows("recording.GradStep_*.time_step", workload=profiles.CITED_WORKLOADS,
+                                        mode="eager", **profiles.F32),), profiles.QUICK_ROUNDS)
     live = [c for c in chunks.select(eager, cuda_combos) if not c.skipped]
     by_bench: dict[str, list] = {}
     for c in live:
@@ -968,14 +1017,28 @@ def test_the_gpu_fixture_has_the_fields_a_real_gpu_record_has(monkeypatch: pytes
 
 def test_the_docs_h200_arithmetic_is_the_plans(cuda_combos: list) -> None:
     """The README's and docs/gpu.md's contact count for the quick profile, estimated from the stated defaults, is
-    what gpu_chunks.py computes; so are the first contacts they name."""
+    what gpu_chunks.py computes; so are the first contacts they name and the first's device time."""
     spent = chunks.SETUP_S + chunks.PREFLIGHT_S
     planned = chunks.plan(list(chunks.QUICK), cuda_combos, chunks.Costs(), "worker", chunks.QUICK_BUDGET_S, spent)
     done, never = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
     assert not never
+    assert [p.chunk.name for p in done[0]] == ["gradstep.1"]
+    assert {i for i, taken in enumerate(done) for p in taken if p.chunk.name.startswith("gradstep.")} == {0, 1, 2}
+    end = math.ceil(spent + sum(p.estimate.seconds for p in done[0]))
+    device_s = f"{end + chunks.MACHINE_START_S} s of device time with a machine start of {chunks.MACHINE_START_S} s"
     for page in (ROOT / "README.md", ROOT / "docs" / "gpu.md"):
         text = " ".join(page.read_text().split())
         assert f"{len(done)} contacts complete the quick profile" in text or f"{len(done)} contacts complete it" in text
-        assert "the first committing the eager gradient steps" in text
-    assert [p.chunk.name for p in done[0]] == ["gradstep-eager"]
-    assert {i for i, taken in enumerate(done) for p in taken if p.chunk.name.startswith("gradstep-compiled.")} == {1, 2}
+        assert "the first committing the float32 gradient steps of the mlp, eager and compiled" in text
+        assert device_s in text.replace(f"of the {chunks.CONTACT_S} s of device time", "of device time")
+    gpu = " ".join((ROOT / "docs" / "gpu.md").read_text().split())
+    assert f"ending at about {end} s" in gpu
+    assert all(f"{share} for {label}" in gpu for share, label in (
+        (chunks.WARM_COMPILE_SHARE["torch"], "PyTorch"), (chunks.WARM_COMPILE_SHARE["jax"], "JAX")))
+
+
+def test_the_tree_a_contact_sends_is_within_the_budget() -> None:
+    """scripts/contact_size.py on this checkout: the tree, .git and the carried wheels at most 48 MiB."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "contact_size.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and "within the 48 MiB budget" in run.stdout, run.stdout + run.stderr
