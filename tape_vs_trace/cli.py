@@ -310,9 +310,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("saved-all", "the saved-bytes breakdown of every workload the suite costs, as CSV", _saved_all,
             plumbing=True,
             description="PyTorch and JAX, one process each for the whole list, on the loss of every workload whose "
-                        "saved bytes the suite reports; writes OUT/<machine>-<commit8>.csv, which the report reads.",
+                        "saved bytes the suite reports; writes OUT/<machine>-<commit8>.csv.gz, which the report reads.",
             arguments=(_arg("--out", type=Path, default=Path("results/saved"),
-                            help="folder of the CSV (default: results/saved)"),),
+                            help="folder of the gzip-compressed CSV (default: results/saved)"),),
             errors=("tape_vs_trace.saved:SavedError",)),
     Command("scrub-results", "remove interpreter paths from asv result files; store the host's fingerprint, "
                              "calibration and compile-cache state in fresh ones", _scrub_results, plumbing=True,
