@@ -108,6 +108,21 @@ def test_skips_failures_and_track_values_are_recorded(tmp_path: Path) -> None:
     assert found["current"] is None
 
 
+def test_a_track_body_that_raises_asvs_skip_is_a_skip_with_its_reason(tmp_path: Path) -> None:
+    """asv records a SkipNotImplemented from a benchmark's body as n/a (a method not measured where the class's
+    others are: the CPU's GEMM workspace); the worker records a skip, not a failure."""
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+
+    class SkippedInBody(FakeBench):
+        def do_run(self):
+            raise SkipNotImplemented("no workspace on cpu")
+
+    worker = Worker(_plan([("a.C.track_bytes", 0, 1, "track")]), tmp_path / "out.json",
+                    {"a.C.track_bytes-0": SkippedInBody("c0", [])}.__getitem__)
+    worker.run()
+    assert json.loads((tmp_path / "out.json").read_text())["a.C.track_bytes-0"] == {"skip": "no workspace on cpu"}
+
+
 def test_the_output_is_written_after_every_benchmark_and_names_the_one_in_progress(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     seen: list[dict] = []
