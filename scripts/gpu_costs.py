@@ -35,8 +35,8 @@ DEFAULTS: dict[str, dict[tuple[str, str], float]] = {
 }
 # A compile whose program both frameworks' persistent caches (TVT_COMPILE_CACHE, which gpu_bench.sh sets) already
 # hold, as a share of its cold compile: a chunk's first round compiles cold, its later rounds read the caches. The
-# pre-flight does not time it: the warm/cold ratios of recording.CompileSeconds_mlp in the committed CPU results,
-# rounded up (docs/gpu.md), assumed to hold on a GPU.
+# pre-flight's compile_warm over its compile where it timed both; else these, the warm/cold ratios of
+# recording.CompileSeconds_mlp in the committed CPU results, rounded up (docs/gpu.md), assumed to hold on a GPU.
 WARM_COMPILE_SHARE = {"torch": 0.1, "jax": 0.4}
 # The step a count's probe builds: PyTorch's probes run the eager tape; JAX's jit the step (peak bytes, flops).
 PROBE_BUILD = {"torch": "eager_build", "jax": "compile"}
@@ -99,9 +99,12 @@ class Costs:
             return entry
         return entry.get(workload)
 
-    def warm_share(self, framework: str, assumed: set[str]) -> float:
-        """A warm compile's share of a cold one: WARM_COMPILE_SHARE, assumed (the pre-flight times no warm
-        compile: its processes do not restart to read the caches)."""
+    def warm_share(self, framework: str, workload: str, assumed: set[str]) -> float:
+        """A warm compile's share of a cold one: the pre-flight's compile_warm over its compile where it timed both,
+        else WARM_COMPILE_SHARE, assumed."""
+        warm, cold = self._record("compile_warm", framework, workload), self._record("compile", framework, workload)
+        if warm is not None and cold is not None and "seconds" in warm and cold.get("seconds"):
+            return min(1.0, float(warm["seconds"]) / float(cold["seconds"]))
         assumed.add(f"{framework} warm compile share (WARM_COMPILE_SHARE)")
         return WARM_COMPILE_SHARE[framework]
 
@@ -152,7 +155,7 @@ def combo_seconds(c: Combo, costs: Costs, assumed: set[str], warm: bool = False)
     compiled = c.mode == "compiled"
     build = costs.get("compile" if compiled else "eager_build", fw, w, assumed)
     if compiled and warm:
-        build *= costs.warm_share(fw, assumed)
+        build *= costs.warm_share(fw, w, assumed)
     step = costs.get("compiled_step" if compiled else "eager_step", fw, w, assumed)
     return build + step + c.repeat * calls_per_sample(step) * step
 

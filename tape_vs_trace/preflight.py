@@ -15,6 +15,8 @@ A framework's phases, in the order the plan needs them:
     eager_step     one call of that step
     compile        steps.grad_step(..., "compiled"): trace, compile, warm-up
     compiled_step  one call of that step
+    compile_warm   the same compile in a fresh process, served by the persistent caches the compile filled (only
+                   where TVT_COMPILE_CACHE is set, as gpu_bench.sh sets it): what a chunk's later rounds pay
 
 Every phase has a timeout (PHASE_TIMEOUT_S) and all of them the budget. A phase past either is stopped (its
 process group killed) and recorded as not timed, with how long it had run; a fresh process then goes on with the
@@ -46,7 +48,7 @@ BUDGET_S = 60.0
 # Each phase's own limit; the budget limits all of them. A cold torch.compile of the GPU transformer can take longer
 # than its limit: it is then recorded as not timed, with the time it had run, and the plan takes no less than that.
 PHASE_TIMEOUT_S = {"startup": 40.0, "inputs": 20.0, "eager_build": 20.0, "eager_step": 10.0, "compile": 30.0,
-                   "compiled_step": 10.0, "discovery": 30.0}
+                   "compiled_step": 10.0, "compile_warm": 30.0, "discovery": 30.0}
 # The workloads the quick profile's chunks cite, by the family whose size they run at, and those whose compiled
 # steps it times; the rest of the grid is planned from the defaults.
 WORKLOADS = (("GradStep", "mlp"), ("GradStep", "transformer"), ("CustomStep", "swiglu"))
@@ -57,7 +59,10 @@ POLL_S = 0.05
 # The children alive, each in a session of its own: a SIGTERM to the pre-flight (gpu_bench.sh's `timeout`) would
 # not reach them, so its handler kills them.
 _LIVE: set[subprocess.Popen] = set()
-NEEDS = {"eager_build": "inputs", "compile": "inputs", "eager_step": "eager_build", "compiled_step": "compile"}
+NEEDS = {"eager_build": "inputs", "compile": "inputs", "eager_step": "eager_build", "compiled_step": "compile",
+         "compile_warm": "compile"}
+# Phases that start a process of their own: in-process caches would serve them, not only the persistent ones.
+FRESH = ("compile_warm",)
 
 
 class PreflightError(Exception):
@@ -86,13 +91,16 @@ class Phase:
 
 def phases(device: str) -> list[Phase]:
     """A framework's phases on `device`: start-up, per workload its inputs and eager step, then the compiled steps
-    (the costliest last: a phase cut by the budget loses what comes after it)."""
-    from implementations import workloads
+    (the costliest last: a phase cut by the budget loses what comes after it), then, where the compile caches are
+    on, the warm compiles."""
+    from implementations import frameworks, workloads
 
     sized = [(w, workloads.spec(w).runs(family, device)[0]) for family, w in WORKLOADS]
     eager = [Phase(k, w, size) for w, size in sized for k in ("inputs", "eager_build", "eager_step")]
     compiled = [Phase(k, w, size) for w, size in sized if w in COMPILED for k in ("compile", "compiled_step")]
-    return [Phase("startup"), *eager, *compiled]
+    warm = [Phase("compile_warm", w, size) for w, size in sized if w in COMPILED
+            if os.environ.get(frameworks.COMPILE_CACHE_ENV)]
+    return [Phase("startup"), *eager, *compiled, *warm]
 
 
 # --- the child: runs phases, writes an event per start and end ----------------------------------------------------
@@ -135,7 +143,7 @@ class FrameworkRunner:
         elif phase.kind == "inputs":
             self.inputs[phase.workload] = workloads.make_inputs(phase.workload, phase.size, "float32",
                                                                 cache_dir=os.environ.get("TVT_INPUT_CACHE"))
-        elif phase.kind in ("eager_build", "compile"):
+        elif phase.kind in ("eager_build", "compile", "compile_warm"):
             mode = "eager" if phase.kind == "eager_build" else "compiled"
             formulation = "unrolled" if workloads.spec(phase.workload).formulations else None
             self.steps[(phase.workload, mode)] = self.fw.steps.grad_step(self.inputs[phase.workload], "plain", mode,
@@ -239,8 +247,10 @@ def measure(label: str, plan: list[Phase], deadline: float, command: Sequence[st
             for p in left:
                 records[p.id] = _not_timed("the budget ran out before it started")
             return records
+        fresh = next((i for i, p in enumerate(left) if i and p.kind in FRESH), len(left))
+        batch = left[:fresh]  # up to the next phase that needs a process of its own
         plan_path, events_path = scratch / f"{label}-{attempt}.plan.json", scratch / f"{label}-{attempt}.events"
-        plan_path.write_text(json.dumps({"phases": [vars(p) for p in left]}))
+        plan_path.write_text(json.dumps({"phases": [vars(p) for p in batch]}))
         events_path.write_text("")
         attempt += 1
         spawned_at, spawned_wall = time.monotonic(), time.time()
@@ -249,10 +259,10 @@ def measure(label: str, plan: list[Phase], deadline: float, command: Sequence[st
         _LIVE.add(process)
         stderr = _drain(process)
         try:
-            stopped = _watch(process, left, records, events_path, deadline, timeouts, spawned_at, spawned_wall)
+            stopped = _watch(process, batch, records, events_path, deadline, timeouts, spawned_at, spawned_wall)
         finally:
             _LIVE.discard(process)
-        waiting = next((p for p in left if p.id not in records), None)
+        waiting = next((p for p in batch if p.id not in records), None)
         if waiting is not None and not stopped:  # it ended by itself in the middle: that phase is not timed
             last = (stderr() or ["no output"])[-1]
             records[waiting.id] = _not_timed(f"its process ended (status {process.returncode}) in it: {last}")

@@ -275,6 +275,15 @@ def test_later_rounds_compile_warm_and_a_compile_benchmark_stays_cold(tmp_path: 
         2 + 3 * chunks.SAVE_S + 3 * (1 + 1 + 10))
 
 
+def test_the_warm_compile_share_is_the_pre_flights_where_it_timed_one(tmp_path: Path) -> None:
+    fw = {"compile": {"mlp": {"seconds": 10}}, "compile_warm": {"mlp": {"seconds": 2}}}
+    costs = chunks.Costs.load(_cost_file(tmp_path, {"torch": fw, "jax": {"compile": {"mlp": {"seconds": 4}}}}))
+    assumed: set[str] = set()
+    assert costs.warm_share("torch", "mlp", assumed) == pytest.approx(0.2) and not assumed
+    assert costs.warm_share("jax", "mlp", assumed) == chunks.WARM_COMPILE_SHARE["jax"]
+    assert assumed == {"jax warm compile share (WARM_COMPILE_SHARE)"}
+
+
 def test_a_round_runs_a_process_per_precision() -> None:
     """tape-vs-trace run splits a round's processes by process-wide settings (benchmarks.common.process_settings):
     two precisions of one framework and mode are two processes a round."""

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 P = preflight.Phase
 
 # A child whose phases sleep 0.1 s, except: FAKE_HANG's phase sleeps a minute, FAKE_RAISE's raises, FAKE_EXIT's
-# ends the process with status 3; startup sleeps FAKE_STARTUP_S. It writes its pid to FAKE_PIDFILE.
+# ends the process with status 3; startup sleeps FAKE_STARTUP_S. It writes its pid to FAKE_PIDFILE, and each phase's
+# to a file of the phase's name in FAKE_PIDS.
 FAKE_CHILD = r"""
 import os, sys, time
 from tape_vs_trace import preflight
@@ -33,6 +34,8 @@ class Fake:
     def run(self, phase):
         if os.environ.get("FAKE_PIDFILE"):
             open(os.environ["FAKE_PIDFILE"], "w").write(str(os.getpid()))
+        if os.environ.get("FAKE_PIDS"):
+            open(os.path.join(os.environ["FAKE_PIDS"], phase.id.replace(":", "-")), "w").write(str(os.getpid()))
         if phase.id == os.environ.get("FAKE_HANG"):
             time.sleep(60)
         if phase.id == os.environ.get("FAKE_RAISE"):
@@ -55,6 +58,20 @@ def _measure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget_s: float, t
     records = preflight.measure("torch", PLAN, start + budget_s, [sys.executable, "-c", FAKE_CHILD], tmp_path,
                                 timeouts)
     return records, time.monotonic() - start
+
+
+def test_a_warm_compile_runs_in_a_process_of_its_own(tmp_path, monkeypatch) -> None:
+    """The warm compile reads the persistent caches the compile filled, not the compile's own process's caches."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("FAKE_PIDS", str(pids))
+    plan = [P("startup"), P("inputs", "mlp", "s"), P("compile", "mlp", "s"), P("compile_warm", "mlp", "s"),
+            P("compile_warm", "transformer", "t")]
+    records = preflight.measure("torch", plan, time.monotonic() + 20, [sys.executable, "-c", FAKE_CHILD], tmp_path)
+    assert all("seconds" in records[p.id] for p in plan), records
+    pid = {p.id: (pids / p.id.replace(":", "-")).read_text() for p in plan}
+    assert pid["startup"] == pid["inputs:mlp"] == pid["compile:mlp"]
+    assert len({pid["compile:mlp"], pid["compile_warm:mlp"], pid["compile_warm:transformer"]}) == 3
 
 
 def test_a_hanging_phase_is_stopped_at_its_timeout_and_a_fresh_process_goes_on(tmp_path, monkeypatch) -> None:
@@ -149,10 +166,15 @@ def test_a_stopped_pre_flight_stops_its_children(tmp_path: Path) -> None:
         os.kill(int(pidfile.read_text()), 0)
 
 
-def test_phases_follow_the_grid_and_put_the_compiles_last() -> None:
+def test_phases_follow_the_grid_and_put_the_compiles_last(monkeypatch: pytest.MonkeyPatch) -> None:
     from implementations import workloads
 
+    monkeypatch.setenv("TVT_COMPILE_CACHE", "/tmp/caches")  # the warm compiles come last, where the caches are on
+    warm = preflight.phases("cuda")
+    assert [(p.kind, p.workload) for p in warm[-2:]] == [("compile_warm", w) for w in preflight.COMPILED]
+    monkeypatch.delenv("TVT_COMPILE_CACHE")
     found = preflight.phases("cuda")
+    assert found == warm[:-2]
     assert found[0] == P("startup")
     assert [p.kind for p in found[-4:]] == ["compile", "compiled_step"] * 2
     assert {p.workload for p in found if p.kind == "compile"} == set(preflight.COMPILED)
