@@ -18,7 +18,7 @@ import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace import comparison_page
-from tape_vs_trace.report import fmt, stats
+from tape_vs_trace.report import fmt, scale, stats
 from tape_vs_trace.report.load import Results, literal, load_results
 from tape_vs_trace.report.select import display, latest
 
@@ -175,6 +175,7 @@ def record(results: Results, row: dict) -> dict:
         "torch_version": row["torch_version"], "jax_version": row["jax_version"],
         "dtype": row["dtype"] or None, "precision": row["precision"] or None,
         "operator": _operator(row),
+        "scale": scale.of_row(results.table, row, results.machines.get(row["machine"], {})),
         "dashboard_anchor": anchor(results, row, True),
     }
 
@@ -219,6 +220,7 @@ def _lines(rec: dict) -> list[tuple[str, str]]:
         ("software", f"torch {rec['torch_version']}, jax {rec['jax_version']}"
          + (f"; {rec['dtype']}, matmul precision {rec['precision']}" if rec["dtype"] else "")),
         *([("operator", rec["operator"])] if rec["operator"] else []),
+        ("scale", rec["scale"]),
         ("dashboard", rec["dashboard_anchor"]),
     ]
 

@@ -103,6 +103,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         groups = latest(data.table)
         drawn: dict[str, list[str]] = {}
+        compiled: dict[str, list[str]] = {}
         for i, (group, rows) in enumerate(groups.items(), 1):
             sub = "" if len(groups) == 1 else f"{group}/"
             machine = rows.machine.iloc[0]
@@ -114,11 +115,15 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                              staging / sub)
             names += _compile_growth().draw(rows, staging / sub)
+            compiled[group] = _compile_growth().findings(_compile_growth().points(rows))
             drawn[group] = [sub + n for n in names]
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top),
                                             encoding="utf-8")
+        for name, text in markdown.pages(data, drawn, top, compiled).items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8")
         if readme_path is not None:
             label = Path(os.path.relpath(out, readme_path.resolve().parent)).as_posix()
             block = readme.section(data, drawn, label, top)

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import math
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks, workloads
-from tape_vs_trace.report import fmt, headline_chart, stats
+from implementations import frameworks
+from tape_vs_trace.report import fmt, headline_chart, scale, stats
 from tape_vs_trace.report.load import Results
+from tape_vs_trace.report.scale import size_words
 from tape_vs_trace.report.select import base_numerics, latest
 
 NAME = "headline.png"
@@ -41,16 +42,6 @@ class Row:
     comparison: stats.Comparison
     torch: dict
     jax: dict
-
-
-def size_words(workload: str, size: str) -> str:
-    """A size as a reader says it ('4 layers, batch 4, 64 tokens, width 128'); the name where the spec lacks it."""
-    try:
-        dims = workloads.spec(workload).sizes[size]
-    except (ValueError, KeyError):
-        return size
-    template = workloads.spec(workload).size_words  # its format fits every size: workloads.check_grid
-    return template.format(**dims) if template else ", ".join(f"{k} {v}" for k, v in dims.items())
 
 
 def workload_label(case: tuple[str, ...]) -> str:
@@ -190,10 +181,11 @@ def _sizes(parts: list[tuple[str, list[Row]]]) -> str:
     return f"; rows of different sizes: {'; '.join(mixed)}" if mixed else ""
 
 
-def sentence(rows: list[Row], machine: str, info: dict) -> str:
+def sentence(rows: list[Row], machine: str, info: dict, scaled: str = "", notes: dict[str, str] | None = None) -> str:
     """The headline in one sentence per machine: per measure and mode, of how many cases JAX is slower (keeps
     more), faster (keeps less) or not measurably different (VERDICT_ORDER), with the range of those ratios; what a
-    scan row ran, and the sizes where one workload's rows differ in size."""
+    scan row ran, and the sizes where one workload's rows differ in size; then `scaled` (report.scale.words). `notes`
+    adds to a mode's part what the calibration says of it (report.best.notes)."""
     mine = [r for r in rows if r.machine == machine]
     if not mine:
         return ""
@@ -206,9 +198,11 @@ def sentence(rows: list[Row], machine: str, info: dict) -> str:
             what = f"{mode} step time" if measure == "step time" and mode else \
                 "bytes saved for the backward" if measure != "step time" else measure
             parts.append((what, [r for r in mine if r.measure == measure and r.case[2] == mode]))
-    told = "; ".join(f"{what} ({len(sel)} case{'s' if len(sel) > 1 else ''}): {_told(sel)}" for what, sel in parts)
+    notes = notes or {}
+    told = "; ".join(f"{what} ({len(sel)} case{'s' if len(sel) > 1 else ''}{notes.get(what, '')}): {_told(sel)}"
+                     for what, sel in parts)
     return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {told}"
-            f"{_sizes(parts)}.")
+            f"{_sizes(parts)}." + (f" {scaled}" if scaled else ""))
 
 
 def holds(by_machine: dict[str, Row]) -> str:
@@ -240,10 +234,16 @@ def draw(rows: list[Row], path: Path, footer: str) -> bool:
     return headline_chart.draw(rows, path, footer, {m: _entries(rows, m) for m in measures}, KEY)
 
 
-def footer(rows: list[Row]) -> str:
-    commits = ", ".join(dict.fromkeys(f"{r.machine} at {r.commit[:8]}" for r in rows))
+def footer(rows: list[Row], info: dict[str, dict] | None = None) -> str:
+    """The chart's caption: each machine's run and host (device, cores), and for CPU runs that they are not
+    GPU-scale training; the sizes are in the row labels."""
+    info = info or {}
+    cores = {m: {"num_cpu": i.get("num_cpu")} for m, i in info.items()}  # the CPU's name is in summary.md
+    commits = ", ".join(dict.fromkeys(
+        f"{r.machine} at {r.commit[:8]} ({scale.host(r.torch['device'], cores.get(r.machine, {}))})" for r in rows))
+    cpu = f"; {scale.NOT_GPU_SCALE}" if any(r.torch["device"] == "cpu" for r in rows) else ""
     return (f"{commits}; bars: 95 % intervals across processes; ratios only between like rows (same mode, size, "
-            "dtype, precision, formulation, style and attention) · tape-vs-trace report")
+            f"dtype, precision, formulation, style and attention){cpu} · tape-vs-trace report")
 
 
 @dataclass(frozen=True)
@@ -254,6 +254,7 @@ class Headline:
     left_out: list[str]
     info: dict[str, dict]  # group -> machine.json
     drawn: bool
+    scale: dict[str, str] = field(default_factory=dict)  # group -> report.scale.words
 
 
 def build(data: Results, out: Path) -> Headline:
@@ -261,4 +262,5 @@ def build(data: Results, out: Path) -> Headline:
     groups, left_out = current(data)
     rows = rows_of(groups)
     info = {g: data.machines.get(t.machine.iloc[0], {}) for g, t in groups.items()}
-    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows)))
+    scaled = {g: scale.words(t, info[g]) for g, t in groups.items()}
+    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows, info)), scaled)

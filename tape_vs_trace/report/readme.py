@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tape_vs_trace.report import headline
+from tape_vs_trace.report import best, headline
 from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.report.load import ReportError, Results
 from tape_vs_trace.report.select import latest
@@ -27,7 +27,9 @@ def section(data: Results, drawn: dict[str, list[str]], out_label: str, top: Hea
         lines += [f"- **{first.machine}** (device {first.device}): commit `{first.commit[:8]}` ({first.date[:10]}), "
                   f"torch {first.torch_version}, jax {first.jax_version}."]
     if top is not None:
-        lines += [""] + [headline.sentence(top.rows, m, top.info.get(m, {}))
+        groups = latest(data.table)
+        lines += [""] + [best.sentence(top, m, groups[m], data.details) if m in groups else
+                         headline.sentence(top.rows, m, top.info.get(m, {}), top.scale.get(m, ""))
                          for m in dict.fromkeys(r.machine for r in top.rows)] + [""]
         if top.drawn:
             lines += [f"![JAX/PyTorch ratios of step time and saved bytes]({out_label}/{headline.NAME})", ""]

@@ -191,3 +191,23 @@ def change(a: dict | None, b: dict | None) -> Comparison:
     if not a["value"]:
         return Comparison(reason="divisor is zero")
     return _interval(a, b, b["value"] / a["value"])
+
+
+MODE_KEYS = ("mode", "formulation", "style", "attention")  # how a step is run and written: what `fastest` may cross
+
+
+def fastest(a: dict | None, b: dict | None) -> Comparison:
+    """b / a of each framework's fastest step (the question 'what does each framework give at its best here'): the
+    one ratio across modes, formed only where the two rows differ in framework and in how the step is run and
+    written (MODE_KEYS) alone, on the same machine, commit and metric; the interval as for `compare`. Never a
+    like-mode ratio: its rows say each side's mode."""
+    reason = refusal(a, b)
+    if reason:
+        return Comparison(reason=reason)
+    pa, pb = ({k: v for k, v in json.loads(r["params"]).items() if k not in MODE_KEYS + ("framework",)}
+              for r in (a, b))
+    if pa != pb or any(a[k] != b[k] for k in ("machine", "commit", "metric")) or a["framework"] == b["framework"]:
+        return Comparison(reason="not the same step")
+    if not a["value"]:
+        return Comparison(reason="divisor is zero")
+    return _interval(a, b, b["value"] / a["value"])

@@ -20,7 +20,8 @@ def results(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def synthetic_report(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
-    """summary.csv (read as text), summary.md and the warnings of the report built from helpers.write_results."""
+    """summary.csv (read as text), summary.md followed by its machine pages, and the warnings of the report built
+    from helpers.write_results."""
     from tape_vs_trace import report
 
     root = write_results(tmp_path_factory.mktemp("synthetic") / "results")
@@ -28,4 +29,5 @@ def synthetic_report(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
     warnings: list[str] = []
     report.write_report(root, out, warnings.append)
     table = pd.read_csv(out / "summary.csv", keep_default_na=False)
-    return table, (out / "summary.md").read_text(), warnings
+    pages = sorted(out.glob("*/summary.md"))  # each machine's page: the front links them, the detail is there
+    return table, "\n".join(p.read_text() for p in [out / "summary.md", *pages]), warnings

@@ -209,8 +209,8 @@ def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path:
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
                      str(readme)]) == 0
     summary = (tmp_path / "out" / "summary.md").read_text().splitlines()
-    first_screen = summary[:summary.index("## Latest findings") + 1]
-    assert "![headline](headline.png)" in first_screen and first_screen[-1] == "## Latest findings"
+    first_screen = summary[:summary.index("## Each machine") + 1]
+    assert "![headline](headline.png)" in first_screen and first_screen[-1] == "## Each machine"
     assert any(line.startswith("- On box (Test CPU 9000, 4 cores, device cpu), JAX against PyTorch: eager step "
                                "time (1 case): ") for line in first_screen)
     block = readme.read_text()

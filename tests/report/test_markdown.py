@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pandas as pd
 
 from implementations import frameworks, metrics
-from tape_vs_trace.report import markdown
+from tape_vs_trace.report import machine_page, markdown, provenance, tables
 from tape_vs_trace.report.load import COLUMNS, Results
 from tests.report.helpers import summary_row
 
 
 def test_kv_is_a_two_column_table_sorted_by_key_with_blank_lines() -> None:
-    assert markdown._kv("Host fingerprint", {"b": 2, "a": "x"}) == [
+    assert provenance._kv("Host fingerprint", {"b": 2, "a": "x"}) == [
         "Host fingerprint:", "", "| | |", "|---|---|", "| a | x |", "| b | 2 |", ""]
 
 
@@ -29,24 +28,24 @@ def ok(**values) -> dict:
 
 
 def test_a_cell_is_its_value_with_the_interval_only_where_sampled() -> None:
-    assert markdown._cell(None, 1e-3, True) == "not run"
-    assert markdown._cell({"status": "failed"}, 1e-3, True) == "failed"
-    assert markdown._cell(ok(), 1e-3, True) == "12 [10–14]"
-    assert markdown._cell(ok(), 1e-3, False) == "12"
-    assert markdown._cell(ok(basis="exact"), 1e-3, True) == "12"  # an exact value has no interval
-    assert markdown._cell(ok(ci_low=NAN, ci_high=NAN), 1e-3, True) == "12"
+    assert tables._cell(None, 1e-3, True) == "not run"
+    assert tables._cell({"status": "failed"}, 1e-3, True) == "failed"
+    assert tables._cell(ok(), 1e-3, True) == "12 [10–14]"
+    assert tables._cell(ok(), 1e-3, False) == "12"
+    assert tables._cell(ok(basis="exact"), 1e-3, True) == "12"  # an exact value has no interval
+    assert tables._cell(ok(ci_low=NAN, ci_high=NAN), 1e-3, True) == "12"
 
 
 def test_a_spread_is_shown_only_for_a_result_that_ran() -> None:
-    assert markdown._spread(ok(), 1e-3) == "2"
-    assert markdown._spread(None, 1e-3) == "n/a"
-    assert markdown._spread(ok(status="failed"), 1e-3) == "n/a"
-    assert markdown._spread(ok(spread=NAN), 1e-3) == "n/a"
+    assert tables._spread(ok(), 1e-3) == "2"
+    assert tables._spread(None, 1e-3) == "n/a"
+    assert tables._spread(ok(status="failed"), 1e-3) == "n/a"
+    assert tables._spread(ok(spread=NAN), 1e-3) == "n/a"
 
 
 def test_a_case_names_its_non_empty_parts() -> None:
-    assert markdown._case({"workload": "mlp", "size": "", "variant": "eager"}) == "mlp eager"
-    assert markdown._case({"workload": "lstm", "size": "S", "variant": "compiled/scan"}) == "lstm S compiled/scan"
+    assert tables._case({"workload": "mlp", "size": "", "variant": "eager"}) == "mlp eager"
+    assert tables._case({"workload": "lstm", "size": "S", "variant": "compiled/scan"}) == "lstm S compiled/scan"
 
 
 RUN = "2023-11-14 22:13:20 UTC"
@@ -79,7 +78,7 @@ def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts(
                        basis="exact", dtype=""),
         provenance_row("recording.GradStep_cnn.time_step", "time_step", status="failed"),
     ])
-    lines = markdown.provenance(Results(table=rows, machines={"box": INFO}), rows)
+    lines = provenance.provenance(Results(table=rows, machines={"box": INFO}), rows)
     step, peak = metrics.METRICS["time_step"], metrics.METRICS["track_peak_bytes"]
     assert lines[:12] == [
         "| | |", "|---|---|",
@@ -108,7 +107,7 @@ def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts(
 def test_provenance_of_a_single_row() -> None:
     """A result file with one benchmark: its one row is the provenance."""
     rows = pd.DataFrame([provenance_row("recording.GradStep_mlp.time_step", "time_step")])
-    lines = markdown.provenance(Results(table=rows), rows)
+    lines = provenance.provenance(Results(table=rows), rows)
     assert lines[2:4] == [f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |", f"| run date | {RUN} to {RUN} |"]
     assert lines[5:8] == ["| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |"]
 
@@ -130,14 +129,14 @@ def test_not_run_finds_the_other_framework_whatever_the_order_of_the_parameters(
     # asv writes the parameters in the benchmark's order, not sorted: the lookup must not depend on it
     skipped = pd.DataFrame([case("jax", '{"size": "S", "mode": "eager", "framework": "jax"}')])
     ran = pd.DataFrame([case("torch", '{"framework": "torch", "mode": "eager", "size": "S"}')])
-    assert markdown.not_run(skipped, ran) == [
+    assert tables.not_run(skipped, ran) == [
         "- `recording.GradStep_mlp.time_step` mlp S eager: not run for JAX (no skip rule of this checkout names it) "
         "(PyTorch ran it)"]
 
 
 def test_a_ratio_cell_with_one_side_missing_names_that_side_even_without_a_skip_rule() -> None:
     ran = summary_row("jax") | case("jax", '{"framework": "jax", "mode": "eager", "size": "S"}')
-    assert markdown._ratio({"jax": ran}) == "— (PyTorch not run: no skip rule of this checkout names why)"
+    assert tables._ratio({"jax": ran}) == "— (PyTorch not run: no skip rule of this checkout names why)"
 
 
 def _transform_case(framework: str, transform: str, mode: str) -> dict:
@@ -153,7 +152,7 @@ def test_not_run_says_a_cpu_budget_skip_apart_from_a_framework_limit_with_its_ve
     skipped = pd.DataFrame([_transform_case("torch", "jvp", "compiled"),
                             _transform_case("torch", "hvp_rev_fwd", "compiled")])
     ran = pd.DataFrame([_transform_case("jax", "jvp", "compiled"), _transform_case("jax", "hvp_rev_fwd", "compiled")])
-    budget, limit = markdown.not_run(skipped, ran)
+    budget, limit = tables.not_run(skipped, ran)
     assert budget.startswith("- `transforms.TransformStep_mlp.time_step` mlp 16x64x256 jvp/compiled: not run for "
                              "PyTorch 2.13.0+cpu: outside the CPU budget, not a framework limit: torch.compile of jvp "
                              "takes seconds")
@@ -167,7 +166,7 @@ def test_not_run_says_a_cpu_budget_skip_apart_from_a_framework_limit_with_its_ve
 def test_not_run_gives_each_frameworks_reason_where_neither_ran() -> None:
     skipped = pd.DataFrame([_transform_case("torch", "grad_autograd", "compiled"),
                             _transform_case("jax", "grad_autograd", "compiled")])
-    [line] = markdown.not_run(skipped, pd.DataFrame(columns=["benchmark", "framework", "params"]))
+    [line] = tables.not_run(skipped, pd.DataFrame(columns=["benchmark", "framework", "params"]))
     assert ": not run for PyTorch 2.13.0+cpu: outside the CPU budget" in line
     assert "; not run for JAX 0.10.2: grad_autograd is a PyTorch tape API; JAX has no counterpart" in line
     assert "ran it" not in line
@@ -185,21 +184,21 @@ def methods_rows(torch_methods: tuple[str, ...]) -> pd.DataFrame:
 
 
 def test_a_method_that_changes_between_rows_is_named_on_every_row_and_not_above_the_table() -> None:
-    lines = markdown.metric_table(methods_rows(("tracker", "allocator")), False)
+    lines = tables.metric_table(methods_rows(("tracker", "allocator")), False)
     assert not any(line.startswith("Peak memory measured by") for line in lines)
     assert lines[2].endswith("| memory method (PyTorch; JAX) |")
     assert lines[4].endswith("| tracker; — |") and lines[5].endswith("| allocator; — |")
 
 
 def test_without_memory_methods_there_is_no_measured_by_line() -> None:
-    lines = markdown.metric_table(methods_rows(("",)), False)
+    lines = tables.metric_table(methods_rows(("",)), False)
     assert not any("measured by" in line for line in lines)
 
 
 def test_pairs_match_parameters_whatever_their_order() -> None:
     rows = frame(summary_row("torch") | {"params": '{"a": 1, "b": 2, "framework": "torch"}'},
                  summary_row("jax") | {"params": '{"b": 2, "framework": "jax", "a": 1}'})
-    assert [sorted(p) for p in markdown._pairs(rows)] == [["jax", "torch"]]
+    assert [sorted(p) for p in tables._pairs(rows)] == [["jax", "torch"]]
 
 
 def lines_of(table: pd.DataFrame) -> list[str]:
@@ -209,54 +208,44 @@ def lines_of(table: pd.DataFrame) -> list[str]:
 def test_markdown_separates_its_blocks_with_blank_lines() -> None:
     lines = lines_of(pd.DataFrame([summary_row(fw) for fw in frameworks.NAMES]))
     assert lines[0] == "# tape-vs-trace report" and lines[1] == "" and lines[2].startswith("Built by ")
-    table_end = max(i for i, line in enumerate(lines) if line.startswith("| mlp small"))
-    assert lines[table_end + 1] == ""
+    heads = [i for i, line in enumerate(lines) if line.startswith("#")]
+    assert all(lines[i + 1] == "" for i in heads)
 
 
-def test_markdown_heads_each_machine_of_several_with_a_blank_line_after() -> None:
+def test_the_front_heads_each_machine_of_several_and_links_its_page() -> None:
     lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
-    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
-    assert [lines[i] for i in heads] == ["## Contents", "## Headline", "## Latest findings", "## All results on lab",
-                                         "## All results on box"]
-    for i in heads:
-        assert lines[i + 1] == ""
-
-
-def test_contents_link_every_section_by_its_anchor() -> None:
-    lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
-    anchors = {markdown.slug(line.lstrip("#").strip()) for line in lines if line.startswith("#")}
-    links = re.findall(r"\]\(#([^)]+)\)", "\n".join(lines[:lines.index("## Headline")]))
-    assert len(links) == 6 and set(links) <= anchors
+    heads = [line for line in lines if line.startswith("## ")]
+    assert heads == ["## Scale", "## Headline", "## Each machine"]
+    for group in ("box", "lab"):
+        assert f"({machine_page.path(group)})" in "\n".join(lines)
     assert markdown.slug("All results on cpu-x86 (2 cores)") == "all-results-on-cpu-x86-2-cores"
 
 
 def test_a_nested_record_reads_as_words_not_as_a_python_dict() -> None:
-    assert markdown.readable({"torch_compile_mode": "default", "flags": ["avx2", "fma"], "mhz": 2600.0}) == \
+    assert provenance.readable({"torch_compile_mode": "default", "flags": ["avx2", "fma"], "mhz": 2600.0}) == \
         "torch_compile_mode: default; flags: avx2, fma; mhz: 2600"
-    lines = markdown._kv("Host calibration", {"matmul_flops_per_s": {"float32": 3.7e11}, "copy_bytes_per_s": 4.0e10,
+    lines = provenance._kv("Host calibration", {"matmul_flops_per_s": {"float32": 3.7e11}, "copy_bytes_per_s": 4.0e10,
                                               "dispatch_seconds_per_op": {"torch": 1.9e-06}, "samples": {"x": 1}})
     assert lines[4:] == ["| matmul rate (PyTorch; the roofline's) | float32 370 GFLOP/s |",
                          "| copy bandwidth | 40 GB/s |", "| dispatch cost of a tiny op | torch 1.9 µs |", ""]
 
 
 def test_the_runner_record_is_one_readable_line() -> None:
-    from tape_vs_trace.report import markdown
 
     details = {"runner_of": {"a.B.time_step": "worker", "a.C.track_x": "worker", "a.D.time_step": "asv"},
                "worker_runs": {"rounds": 5, "processes": 16, "wall_s": 499.2, "per_process": [{"round": 1}]}}
-    assert markdown._runner_lines(details) == [
+    assert provenance._runner_lines(details) == [
         "| runner | 1 benchmark(s) by asv run, 2 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 5 rounds, 16 "
         "worker processes, 499.2 s |"]
-    assert markdown._runner_lines({}) == []
+    assert provenance._runner_lines({}) == []
 
 
 def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds() -> None:
-    from tape_vs_trace.report import markdown
 
     details = {"runner_of": {"a.B.time_step": "worker"},
                "worker_runs": {"profile": "cited", "rounds": 9, "rounds_planned": 12, "processes": 18, "wall_s": 470.0,
                                "stopped": "round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left"}}
-    assert markdown._runner_lines(details) == [
+    assert provenance._runner_lines(details) == [
         "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: profile cited, 9 of 12 rounds, 18 worker "
         "processes, 470.0 s (round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left) |"]
 
@@ -268,8 +257,8 @@ def test_a_scan_row_both_frameworks_ran_names_each_operator() -> None:
         params = {"framework": framework, "workload": workload, "mode": "compiled", "formulation": "scan"}
         return summary_row(framework, workload=workload, variant="compiled/scan") | {"params": json.dumps(params)}
 
-    lines = markdown.metric_table(frame(scan("torch"), scan("jax")), False)
+    lines = tables.metric_table(frame(scan("torch"), scan("jax")), False)
     assert lines[-1].startswith("| lstm small compiled/scan (PyTorch: prototype torch._higher_order_ops.scan; JAX: "
                                 "lax.scan) |")
-    lines = markdown.metric_table(frame(scan("jax", "transformer")), False)
+    lines = tables.metric_table(frame(scan("jax", "transformer")), False)
     assert lines[-1].startswith("| transformer small compiled/scan |")

@@ -336,12 +336,11 @@ def test_gpu_fixture_peaks_get_no_ratio_in_the_report(results: Path, tmp_path: P
 
     shutil.copytree(GPU_FIXTURE, results / "gpu-nvidia-h200")
     report.write_report(results, tmp_path / "report", lambda line: None)
-    text = (tmp_path / "report" / "summary.md").read_text()
-    gpu = text[text.index("## All results on gpu-nvidia-h200"):]
-    rows = md_table(gpu, "track_peak_bytes")
+    gpu_section, cpu_section = ((tmp_path / "report" / m / "summary.md").read_text()
+                                for m in ("gpu-nvidia-h200", "cpu-amd-epyc-2c"))  # each machine's page
+    rows = md_table(gpu_section, "track_peak_bytes")
     assert len(rows) == 3 and all(r[-1] == "— (unlike modes: PyTorch eager, JAX compiled)" for r in rows.values())
     # the library workspace inside a CUDA peak is named apart from it; a CPU's peaks have none
-    gpu_section, cpu_section = gpu.split("## All results on cpu-amd-epyc-2c")
     assert "GEMM-library workspace" in gpu_section and "GEMM-library workspace" not in cpu_section
 
 

@@ -1,0 +1,141 @@
+"""A machine page's provenance: commit, run, host, software, the host records (fingerprint, calibration), the
+runner, samples per benchmark and the measurement methods."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from implementations import metrics
+from tape_vs_trace.report import fmt, hosts, stats
+from tape_vs_trace.report.load import Results
+
+HOST_KEYS = ("fingerprint", "calibration")
+
+
+def readable(value) -> str:
+    """A recorded value as a reader reads it: nested records as 'key: value; ...', lists comma-separated, large
+    rates and byte counts with a unit."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable(v) for v in value) or "none"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+# how a calibration's rates read: (key, words, divisor, unit)
+CALIBRATION_WORDS = (("matmul_flops_per_s", "matmul rate (PyTorch; the roofline's)", 1e9, "GFLOP/s"),
+                     ("matmul_flops_per_s_jax", "matmul rate (JAX, for information)", 1e9, "GFLOP/s"),
+                     ("copy_bytes_per_s", "copy bandwidth", 1e9, "GB/s"),
+                     ("dispatch_seconds_per_op", "dispatch cost of a tiny op", 1e-6, "µs"))
+
+
+def _rate(value, divisor: float, unit: str) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {_rate(v, divisor, unit)}" for k, v in value.items())
+    return f"{value / divisor:.4g} {unit}" if isinstance(value, (int, float)) else readable(value)
+
+
+def _kv(title: str, values: dict) -> list[str]:
+    """A host record as a two-column table; a calibration's rates in units, its raw samples left to the file."""
+    rows = []
+    if title.endswith("calibration"):
+        rows = [(words, _rate(values[key], divisor, unit)) for key, words, divisor, unit in CALIBRATION_WORDS
+                if key in values]
+        shown = {key for key, *_ in CALIBRATION_WORDS} | {"samples"}
+        rows += [(k, readable(v)) for k, v in sorted(values.items()) if k not in shown]
+    else:
+        for k, v in sorted(values.items()):
+            if isinstance(v, dict) and k == "cpu":  # the CPU record: one row per field
+                rows += [(f"cpu {kk}", readable(vv)) for kk, vv in v.items()]
+            elif k == "ram_bytes" and isinstance(v, (int, float)):
+                rows.append(("RAM", f"{v / 2 ** 30:.1f} GiB"))
+            else:
+                rows.append((k, readable(v)))
+    return [f"{title}:", "", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+
+
+def _host(info: dict, details: dict) -> str:
+    """'CPU, 2 cores, 23.5 GiB RAM, Linux x86_64': what the machine record has, the fingerprint's RAM where the
+    record has none; nothing printed for what neither knows."""
+    ram = info.get("ram")
+    fingerprint = details.get("fingerprint") if isinstance(details.get("fingerprint"), dict) else {}
+    if not ram and isinstance(fingerprint.get("ram_bytes"), (int, float)):
+        ram = f"{fingerprint['ram_bytes'] / 2 ** 30:.1f} GiB"
+    parts = [info.get("cpu"), f"{info['num_cpu']} cores" if info.get("num_cpu") else None,
+             f"{ram} RAM" if ram else None, " ".join(v for v in (info.get("os"), info.get("arch")) if v) or None]
+    return ", ".join(p for p in parts if p) or "no machine record"
+
+
+def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
+    first = rows.iloc[0]
+    machine, commit = first.machine, first.commit
+    info = data.machines.get(machine, {})
+    details = data.details.get((machine, commit), {})
+    runs = sorted(d for d in rows.run_date if d)
+
+    def joined(column: str) -> str:
+        return ", ".join(v for v in dict.fromkeys(rows[column]) if v) or "n/a"
+
+    lines = ["| | |", "|---|---|",
+             f"| commit | `{commit}` (commit date {first.date}) |",
+             f"| run date | {runs[0] + ' to ' + runs[-1] if runs else 'n/a'} |",
+             f"| machine | {machine}: {_host(info, details)} |",
+             f"| device | {first.device} |", f"| torch | {first.torch_version} |", f"| jax | {first.jax_version} |",
+             f"| python | {data.python.get((machine, commit)) or 'n/a'} (asv environment `{first.env}`) |",
+             f"| dtype | {joined('dtype')} |", f"| matmul precision | {joined('precision')} |",
+             f"| benchmark versions | {joined('benchmark_version')} |"]
+    lines += [f"| {k} | {readable(v)} |" for k, v in sorted(details.items()) if k not in HOST_KEYS + RUNNER_KEYS]
+    lines += _runner_lines(details) + [""]
+    for key in HOST_KEYS:
+        if isinstance(details.get(key), dict):
+            lines += _kv(f"Host {key}", details[key])
+    lines += hosts.section(data, machine, commit)
+    lines += ["Comparisons are made within this one result file only: one commit and, per benchmark, one benchmark "
+              "version (column `benchmark_version` of summary.csv).", ""]
+    lines += ["Samples and processes per timed benchmark (the interval comes from per-process medians):", "",
+              "| benchmark | processes | samples | basis |", "|---|---:|---:|---|"]
+    timed = rows[rows.sampled & (rows.status == "ok")]
+    for name, r in timed.groupby("benchmark", sort=False):
+        procs = ", ".join(str(int(p)) for p in sorted(set(r.processes.dropna()))) or "n/a"
+        samples = ", ".join(str(int(s)) for s in sorted(set(r.samples.dropna()))) or "n/a"
+        lines.append(f"| `{name}` | {procs} | {samples} | {'; '.join(dict.fromkeys(r.basis))} |")
+    lines += ["", "Measurement methods:", "",
+              *[f"- `{m.name}` ({m.display}, {m.unit}, {'sampled' if m.sampled else 'exact'}"
+                f"{'' if m.comparable else ', no JAX/PyTorch ratio'}): {m.description}"
+                for m in metrics.METRICS.values() if m.name in set(rows.metric)],
+              "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process "
+              "medians; [interval]: 95 % Student-t interval across processes on the logarithms of the per-process "
+              "medians (n − 1 degrees of freedom). Results "
+              "without samples give asv's median and quartiles and no interval.",
+              "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
+              "metric counts the same thing and was measured the same way; its interval is Welch's t interval on the "
+              "difference of mean log per-process medians. A sampled ratio is stated as a difference only when its "
+              f"interval excludes every change up to {stats.BETWEEN_PROCESSES * 100:g} % (how far such ratios moved "
+              f"between two runs of one commit); otherwise it reads '{fmt.NO_DIFFERENCE}'."]
+    return lines
+
+
+RUNNER_KEYS = ("runner_of", "worker_runs", "chosen")  # per-benchmark lists, not a provenance line
+
+
+def _runner_lines(details: dict) -> list[str]:
+    """Which runner took the file's benchmarks, in a line: counts by runner and, for tape-vs-trace run, its rounds,
+    worker processes and wall time (the per-process record stays in the result file)."""
+    runner_of = details.get("runner_of") or {}
+    if not runner_of:
+        return []
+    counts = {r: sum(1 for v in runner_of.values() if v == r) for r in sorted(set(runner_of.values()))}
+    text = ", ".join(f"{n} benchmark(s) by {'tape-vs-trace run' if r == 'worker' else 'asv run'}"
+                     for r, n in counts.items())
+    runs = details.get("worker_runs") or {}
+    if runs:
+        profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
+        planned = runs.get("rounds_planned")
+        rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
+        text += (f"; tape-vs-trace run: {profile}{rounds} rounds, {runs.get('processes', '?')} worker "
+                 f"processes, {runs.get('wall_s', '?')} s")
+        if runs.get("stopped"):
+            text += f" ({runs['stopped']})"
+    return [f"| runner | {text} |"]

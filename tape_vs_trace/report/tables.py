@@ -1,0 +1,142 @@
+"""summary.md's tables: one narrow table per pillar and metric (unit in the header), PyTorch and JAX side by side
+with the like-mode ratio or why there is none, and what was not run and why."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from implementations import frameworks
+from tape_vs_trace.report import fmt, headline, skips, stats
+from tape_vs_trace.report.load import program_label
+from tape_vs_trace.report.select import display
+
+# the asv peak is one number: the library workspace inside it is printed by gpucheck, not recorded per row
+WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN) its step used, a set-up of the "
+             "library rather than of the step, not recorded apart in these results: `python -m "
+             "tape_vs_trace.gpucheck` prints it per framework (its 'of it workspace' column).")
+
+
+def _pairs(rows: pd.DataFrame) -> list[dict[str, dict]]:
+    """Rows grouped by (benchmark, every parameter but the framework): the candidates for a ratio."""
+    cases: dict[tuple, dict[str, dict]] = {}
+    for r in rows.itertuples(index=False):
+        params = {k: v for k, v in json.loads(r.params).items() if k != "framework"}
+        cases.setdefault((r.benchmark, json.dumps(params, sort_keys=True)), {})[r.framework] = r._asdict()
+    return list(cases.values())
+
+
+def _cell(row: dict | None, divisor: float, with_interval: bool) -> str:
+    if row is None:
+        return "not run"
+    if row["status"] == "failed":
+        return "failed"
+    text = fmt.number(row["value"], divisor)
+    if with_interval and math.isfinite(row["ci_low"]) and row["basis"] != "exact":
+        text += f" [{fmt.number(row['ci_low'], divisor)}–{fmt.number(row['ci_high'], divisor)}]"
+    return text
+
+
+def _spread(row: dict | None, divisor: float) -> str:
+    if row is None or row["status"] != "ok" or not math.isfinite(row["spread"]):
+        return "n/a"
+    return fmt.number(row["spread"], divisor)
+
+
+def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
+    """One metric of one pillar: PyTorch and JAX side by side per case, the ratio or why there is none."""
+    metric, unit = rows.metric.iloc[0], rows.unit.iloc[0]
+    sampled = bool(rows.sampled.iloc[0])
+    divisor, label = fmt.scale(unit, rows.value)
+    label = label or "value"
+    methods = rows[rows.memory_method != ""].groupby("framework").memory_method.nunique()
+    pairs = _pairs(rows)
+    vary = bool((methods > 1).any())  # a framework's method changes between rows: name it on every row
+    head = ["case"] + (["dtype, precision"] if numerics else [])
+    for fw in frameworks.NAMES:
+        head += [f"{frameworks.label(fw)} ({label})"] + ([f"{frameworks.label(fw)} IQR"] if sampled else [])
+    head += ["JAX/PyTorch"] + (["memory method (PyTorch; JAX)"] if vary else [])
+    kind = "sampled: median of per-process medians [95 % interval]" if sampled else "exact"
+    lines = [f"**{display(metric)}** (`{metric}`, {kind}):", ""]
+    if not vary and len(methods):
+        first = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
+        lines += ["Peak memory measured by: " + "; ".join(f"{frameworks.label(f)} {m}" for f, m in first.items())
+                  + "." + (WORKSPACE if any(m == frameworks.memory_method(f, "cuda") for f, m in first.items()
+                                            if f in frameworks.FRAMEWORKS) else ""), ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
+    for by_fw in pairs:
+        any_row = next(iter(by_fw.values()))
+        cells = [_case(any_row) + _scan(by_fw)]
+        if numerics:
+            cells.append(", ".join(v for v in (any_row["dtype"], any_row["precision"]) if v))
+        for fw in frameworks.NAMES:
+            row = by_fw.get(fw)
+            cells.append(_cell(row, divisor, sampled))
+            if sampled:
+                cells.append(_spread(row, divisor))
+        cells.append(_ratio(by_fw))
+        if vary:
+            cells.append("; ".join(by_fw[f]["memory_method"] if f in by_fw else "—" for f in frameworks.NAMES))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _ratio(by_fw: dict) -> str:
+    """The ratio cell; where one framework did not run the row, the reason its skip rule gives, never a bare "only
+    one framework ran"."""
+    missing = [fw for fw in frameworks.NAMES if fw not in by_fw]
+    if len(missing) == 1 and by_fw:
+        ran = next(iter(by_fw.values()))
+        params = json.dumps({**json.loads(ran["params"]), "framework": missing[0]}, separators=(",", ":"))
+        reason = skips.reason(ran["benchmark"], params)
+        # results of an older checkout can miss a side for a rule this one no longer has
+        return f"— ({frameworks.label(missing[0])} not run: {reason or 'no skip rule of this checkout names why'})"
+    return fmt.ratio(stats.compare(by_fw.get("torch"), by_fw.get("jax")))
+
+
+def _scan(by_fw: dict) -> str:
+    """' (PyTorch: prototype torch._higher_order_ops.scan; JAX: lax.scan)' for a scan row both frameworks ran:
+    what each ran is not one operator."""
+    row = next(iter(by_fw.values()))
+    if len(by_fw) < 2 or json.loads(row["params"]).get("formulation") != "scan":
+        return ""
+    return f" ({headline.scan_words(tuple(by_fw))})"
+
+
+def _case(r) -> str:
+    program = program_label(r.get("program") or "")
+    return " ".join(v for v in (r["workload"], r["size"], r["variant"], f"({program})" if program else "") if v)
+
+
+def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:
+    """asv's skips (NaN: the benchmark's setup raised NotImplementedError), one line per case: each framework's
+    reason from the benchmark's skip rule (report.skips), with the version that skipped it, and whether the other
+    framework ran the case. A CPU-budget skip and a framework limit read as what they are, never both as 'not
+    implemented'."""
+    ran_by = {(case["benchmark"], json.dumps(p, sort_keys=True)): set(by_fw) for by_fw in _pairs(ran)
+              for case in [next(iter(by_fw.values()))] for p in [_unframed(case)]}
+    lines = []
+    for by_fw in _pairs(skipped):
+        case = next(iter(by_fw.values()))
+        others = ran_by.get((case["benchmark"], json.dumps(_unframed(case), sort_keys=True)), set())
+        why = "; ".join(_skipped_by(fw, row) for fw, row in sorted(by_fw.items(), key=lambda kv: _order(kv[0])))
+        ran_it = f" ({', '.join(map(frameworks.label, sorted(others, key=_order)))} ran it)" if others else ""
+        lines.append(f"- `{case['benchmark']}` {_case(case)}: {why}{ran_it}")
+    return lines
+
+
+def _order(framework: str) -> int:
+    return frameworks.NAMES.index(framework) if framework in frameworks.NAMES else len(frameworks.NAMES)
+
+
+def _skipped_by(framework: str, row: dict) -> str:
+    version = row.get(f"{framework}_version")
+    who = " ".join(v for v in (frameworks.label(framework), version) if isinstance(v, str) and v)
+    reason = skips.reason(row["benchmark"], row["params"])
+    return f"not run for {who}: {reason}" if reason else f"not run for {who} (no skip rule of this checkout names it)"
+
+
+def _unframed(row: dict) -> dict:
+    return {k: v for k, v in json.loads(row["params"]).items() if k != "framework"}
