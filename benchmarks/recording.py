@@ -198,8 +198,11 @@ class _CompileSeconds(Benchmark):
 COMPILE_PHASES = {"torch": ("dynamo", "aot_autograd", "inductor", "execution"),
                   "jax": ("trace", "lower", "xla_compile", "execution")}
 COMPILE_FORMULATIONS = {"torch": ("unrolled", "regional"), "jax": ("unrolled", "scan")}
-# What the phase clock reads: the seconds of this process's row's phase, once measured (one row per process).
+# What the phase clock reads: the seconds of the row's phase, once measured.
 _PHASE = {"seconds": 0.0}
+# The point (every parameter but the phase) whose first call this process set up and measured, shared by its phase
+# rows: tape-vs-trace run gives a point's rows one process (fresh_process_shared_across), asv one row each.
+_POINT: dict = {"key": None, "stack": None, "measure": None, "seconds": None}
 
 
 def phase_clock() -> float:
@@ -213,22 +216,24 @@ class _CompilePhases(Benchmark):
     depth series (workloads.depth_series): one phase per row (`phase`; 'first_call' is the whole call), each
     framework's own timers (implementations/<framework>/compile_phases.py), and how the step is formulated:
     'unrolled' (every layer in the program), JAX's 'scan' or PyTorch's 'regional' (the repeated block compiled once).
-    One compile per process; set-up warms the compiler on another function and prepares `cache` as CompileSeconds
-    does."""
+    One compile per process, measured once for every phase row of the point set up in it (the worker runner puts a
+    point's rows in one process, asv each row in its own); set-up warms the compiler on another function and
+    prepares `cache` as CompileSeconds does."""
 
     # A warm cache on CPU machines for the chain only: PyTorch's transformer processes take minutes on a 2-core CPU.
     axes = [("formulation", ["unrolled", "scan", "regional"]),
             ("cache", lambda workload: by_device(cpu=["cold", "warm"] if workload == "chain" else ["cold"],
                                                  cuda=["cold", "warm"])),
             ("phase", ["first_call", *dict.fromkeys(p for phases in COMPILE_PHASES.values() for p in phases)])]
-    # One process per depth on CPU: each phase row costs a process and a compile (minutes of them on a 2-core CPU),
-    # and a growth exponent's interval comes from the fit over the depths; CUDA machines run three.
+    # One process per point on CPU: each costs a compile (minutes of them on a 2-core CPU), and a growth exponent's
+    # interval comes from the fit over the depths; CUDA machines run three.
     rounds = by_device(cpu=1, cuda=3)
     repeat = 1
     number = 1
     warmup_time = 0
     version = "1"
     fresh_process = True  # tape-vs-trace run: a cold compile in a process that compiled nothing before it
+    fresh_process_shared_across = "phase"  # tape-vs-trace run: a point's phase rows read one compile in one process
     timer = staticmethod(phase_clock)
 
     def skip(self, case):
@@ -248,16 +253,28 @@ class _CompilePhases(Benchmark):
     def setup(self, *params):
         Benchmark.setup(self, *params)
         _PHASE["seconds"] = 0.0
-        self._compile = contextlib.ExitStack()
-        self.measure = self._compile.enter_context(self.phases.first_call(
-            self.case.inputs, self.case.formulation, self.case.device, self.case.cache))
+        point = (type(self).__name__, tuple(p for n, p in zip(self.param_names, params) if n != "phase"))
+        if _POINT["key"] != point:  # another point's compile never serves this one
+            _release_point()
+            stack = contextlib.ExitStack()
+            measure = stack.enter_context(self.phases.first_call(
+                self.case.inputs, self.case.formulation, self.case.device, self.case.cache))
+            _POINT.update(key=point, stack=stack, measure=measure, seconds=None)
 
     def teardown(self, *params):
-        if hasattr(self, "_compile"):  # not there when setup skipped the combination
-            self._compile.close()
+        _release_point()
 
     def time_compile_phase(self, *params):
-        _PHASE["seconds"] = self.measure()[self.case.phase]
+        if _POINT["seconds"] is None:
+            _POINT["seconds"] = _POINT["measure"]()
+        _PHASE["seconds"] = _POINT["seconds"][self.case.phase]
+
+
+def _release_point() -> None:
+    """Close the set-up of the point this process measured (its compiler state, its cache directory)."""
+    if _POINT["stack"] is not None:
+        _POINT["stack"].close()
+    _POINT.update(key=None, stack=None, measure=None, seconds=None)
 
 
 globals().update(by_workload(_GradStep))

@@ -27,6 +27,7 @@ class Task:
     fresh: bool  # a process of its own
     compiled: bool = False  # in the round's process of compiled combinations (mode 'compiled'; see paired_across_modes)
     settings: tuple[str, bool] = ("highest", False)  # process-wide: benchmarks.common.process_settings
+    point: str = ""  # a fresh task's process, shared by the tasks of one point ("": its own; see round_plans)
 
     @property
     def id(self) -> str:

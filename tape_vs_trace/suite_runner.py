@@ -12,6 +12,8 @@ precision) instead of one per combination.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
+A benchmark that also sets `fresh_process_shared_across` (a parameter: CompilePhases' `phase`) gets one fresh
+process per point instead, the combinations that differ only in that parameter together: they read one compile.
 
 Results go through asv's own API (tape_vs_trace.suite_results: asv.results.Results, the benchmark descriptions of
 a `benchmarks.json` discovered on this device, written to the results folder as `asv run` does), after every
@@ -116,6 +118,7 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
         bench = by_name[name]
         combos = list(itertools.product(*bench["params"])) if bench["params"] else [()]
         fresh = bool(_class_attr(name, "fresh_process", False))
+        across = _class_attr(name, "fresh_process_shared_across", None) if fresh else None
         timed = bench["type"] == "time"
         own = int(bench.get("rounds", 1))
         for i in indices:
@@ -126,8 +129,18 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
             found.append(Task(name, i, values.get("framework", "torch"), "time" if timed else "track",
                               (own if fresh or not rounds else rounds) if timed else 1,
                               int(bench.get("repeat") or 1) if timed else 1, fresh, compiled,
-                              process_settings(values)))
+                              process_settings(values), _point(name, values, across)))
     return found
+
+
+def _point(name: str, values: dict[str, str], across: str | None) -> str:
+    """The fresh process a combination shares with the others of its point: its name and its values but `across`
+    ("" where it shares none)."""
+    if across is None:
+        return ""
+    if across not in values:
+        raise RunError(f"{name}: fresh_process_shared_across names {across!r}, which is not one of its parameters")
+    return f"{name}({', '.join(f'{k}={v}' for k, v in values.items() if k != across)})"
 
 
 def rotated(items: list, r: int) -> list:
@@ -143,9 +156,9 @@ def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
     that share one and are not compiled, one for the compiled ones (their order alternating too), each of them split
     by process-wide settings (Task.settings: a precision set for one combination holds for every other in the
     process), each with its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
-    task. Compiled programs resident in a process slowed JAX's op-by-op transformer step beside them by a fifth
-    (docs/history.md); which combinations count as compiled here is Task.compiled (paired_across_modes keeps some
-    with the others)."""
+    task, or per point where fresh tasks share one (Task.point: a point's phase rows read one compile). Compiled
+    programs resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md);
+    which combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others)."""
     frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
     if r % 2:
         frameworks.reverse()
@@ -157,7 +170,11 @@ def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
                 shared = [t for t in due if not t.fresh and t.compiled == compiled and t.settings == settings]
                 names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
                 plans.append((framework, [t for n in names for t in rotated([t for t in shared if t.name == n], r)]))
-        plans += [(framework, [t]) for t in due if t.fresh]
+        fresh: dict[str, list[Task]] = {}
+        for t in due:
+            if t.fresh:
+                fresh.setdefault(t.point or t.id, []).append(t)
+        plans += [(framework, batch) for batch in fresh.values()]
     return plans
 
 
@@ -286,7 +303,8 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                             "rounds_planned": total_rounds, "rounds": 0, "stopped": None, "processes": 0,
                             "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [],
                             "layout": {"id": LAYOUT, "settings": sorted(list(s) for s in {t.settings for t in chosen}),
-                                       "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device()))}}
+                                       "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device())),
+                                       "fresh_shared_by_point": sorted({t.name for t in chosen if t.point})}}
     path = folder
     with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
         scratch = Path(tmp)

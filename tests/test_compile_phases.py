@@ -160,3 +160,31 @@ def test_a_compile_phases_row_reports_its_phase() -> None:
         assert 0 < cls.timer() - before < 60
     finally:
         bench.teardown(*params)
+
+
+def test_the_phase_rows_of_one_point_share_its_compile_and_another_point_compiles_anew(monkeypatch) -> None:
+    # The worker runner sets up a point's phase rows in one process; under asv each row sets up (and compiles) alone.
+    cls = recording.CompilePhases_chain
+    module = _phases("jax")
+    compiles: list[int] = []
+    real = module.first_call
+    monkeypatch.setattr(module, "first_call", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    point = {"framework": "jax", "formulation": "scan"}
+    rows = [(cls(), _case(cls, **point, phase=phase)) for phase in ("first_call", "trace", "xla_compile")]
+    seen = {}
+    for bench, params in rows:
+        bench.setup(*params)
+        before = cls.timer()
+        bench.time_compile_phase(*params)
+        seen[params] = cls.timer() - before
+    assert len(compiles) == 1
+    first, trace, xla = seen.values()
+    assert 0 < trace + xla < first
+    other = cls(), _case(cls, **point, size=cls.params[2][1])
+    other[0].setup(*other[1])
+    try:
+        assert len(compiles) == 2
+    finally:
+        other[0].teardown(*other[1])
+        for bench, params in rows:
+            bench.teardown(*params)

@@ -53,6 +53,30 @@ def test_frameworks_alternate_and_fresh_combinations_get_a_process_each() -> Non
     assert [f for f, _ in suite_runner.round_plans(chosen, 1)][0] == "jax"
 
 
+def test_the_phase_rows_of_one_compile_point_share_one_fresh_process_and_two_points_never_do(suite) -> None:
+    benchmarks, chosen = suite
+    by_name = {b["name"]: b for b in benchmarks}
+    name = "recording.CompilePhases_chain.time_compile_phase"
+    names = by_name[name]["param_names"]
+    combos = list(itertools.product(*by_name[name]["params"]))
+
+    def point(task: Task) -> tuple:
+        return tuple(v for n, v in zip(names, combos[task.index], strict=True) if n != "phase")
+
+    phase_rows = [t for t in chosen if t.name == name]
+    plans = [[t for t in batch if t.name == name] for _, batch in suite_runner.round_plans(chosen, 0)]
+    plans = [batch for batch in plans if batch]
+    assert all(len({point(t) for t in batch}) == 1 for batch in plans)  # two points never share a process
+    points = {point(t) for t in phase_rows}
+    assert len(plans) == len(points) > 1  # one process per point, all its phase rows in it
+    assert all(len(batch) == len(by_name[name]["params"][names.index("phase")]) for batch in plans)
+    others = [b for _, b in suite_runner.round_plans(chosen, 0) if any(t.name == name for t in b)]
+    assert all(len({t.name for t in b}) == 1 for b in others)  # nothing else in a point's process
+    seconds = [b for _, b in suite_runner.round_plans(chosen, 0)
+               if any(t.name.endswith("time_compile_seconds") for t in b)]
+    assert seconds and all(len(b) == 1 for b in seconds)  # a fresh benchmark that shares nothing keeps one each
+
+
 def test_compiled_combinations_share_a_process_of_their_own_in_every_round() -> None:
     chosen = [_task("m.A.time_step", 0, "torch"), Task("m.A.time_step", 1, "torch", "time", 3, 5, False, True),
               _task("m.A.time_step", 2, "jax"), Task("m.A.time_step", 3, "jax", "time", 3, 5, False, True)]

@@ -320,3 +320,43 @@ def test_each_combination_is_timed_at_its_own_matmul_precision(tmp_path: Path, f
     own = frameworks.get(framework).precisions
     assert len(seen) == 6 and {p for p, _ in seen} == {"highest", "tf32"}
     assert all(in_force == own[precision] for precision, in_force in seen), seen
+
+
+# --- compile phases: one point, one compile ------------------------------------------------------------------------
+
+
+def test_the_phase_rows_of_one_point_read_one_compile_in_one_worker(tmp_path: Path, monkeypatch) -> None:
+    """The real CompilePhases rows of one JAX point (the chain at its shallowest depth, scan, cold cache) in one
+    worker, as the runner plans them: the first call is set up and measured once, every phase row reads its phase
+    from that compile, and the phases still add up to the first call."""
+    import itertools
+
+    from benchmarks import recording
+    from implementations import first_call
+    from implementations.jax import compile_phases
+
+    cls = recording.CompilePhases_chain
+    wanted = {"framework": "jax", "size": cls.params[2][0], "formulation": "scan", "cache": "cold"}
+    indices = [i for i, combo in enumerate(itertools.product(*cls.params))
+               if all(dict(zip(cls.param_names, combo))[k] == v for k, v in wanted.items())]
+    phase_of = {i: dict(zip(cls.param_names, list(itertools.product(*cls.params))[i]))["phase"] for i in indices}
+    compiles: list[int] = []
+    real = compile_phases.first_call
+
+    def counted(*args, **kwargs):
+        compiles.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compile_phases, "first_call", counted)
+    name = "recording.CompilePhases_chain.time_compile_phase"
+    out = tmp_path / "out.json"
+    Worker({"framework": "jax", "caches": {}, "tasks": [{"name": name, "index": i, "repeat": 1, "kind": "time"}
+                                                         for i in indices]}, out).run()
+    found = json.loads(out.read_text())
+    seconds = {phase_of[i]: found[suite_worker.key(name, i)]["samples"][0] for i in indices
+               if "samples" in found[suite_worker.key(name, i)]}
+    assert len(compiles) == 1
+    assert set(seconds) == {"first_call", *compile_phases.PHASES}
+    total, wall = sum(seconds[p] for p in compile_phases.PHASES), seconds["first_call"]
+    assert all(seconds[p] > 0 for p in compile_phases.PHASES), seconds
+    assert abs(wall - total) <= first_call.TOLERANCE * wall + first_call.ABSOLUTE_S, seconds
