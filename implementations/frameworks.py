@@ -56,6 +56,8 @@ class Framework:
     # transform -> why its saved bytes cannot be counted by the framework's probe (transform_saved_skip)
     unsaved_transforms: dict[str, str] = field(default_factory=dict)
     scan: str = ""  # the operator its "scan" formulation runs, as every label of a scan row names it
+    # device -> how the GEMM-library workspace inside a peak is read there (track_workspace_bytes); none on CPU
+    workspace_methods: dict[str, str] = field(default_factory=dict)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -88,6 +90,8 @@ FRAMEWORKS: dict[str, Framework] = {
             },
             # the LSTM's compiled scan (implementations/torch/adbench.py): a prototype, not a stable API
             scan="prototype torch._higher_order_ops.scan",
+            workspace_methods={"cuda": "torch.cuda.memory_allocated freed by clearing the cuBLAS/cuBLASLt "
+                                       "workspaces the warm-up call cached (every handle's, summed)"},
         ),
         Framework(
             "jax", "JAX", "#1f77b4",
@@ -102,6 +106,8 @@ FRAMEWORKS: dict[str, Framework] = {
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
             transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
             scan="lax.scan",
+            workspace_methods={"cuda": "the largest cuBLAS/cuDNN custom call's workspace in the compiled HLO "
+                                       "(XLA's buffer plan, not the allocator)"},
         ),
     )
 }
@@ -187,6 +193,11 @@ def peak_mode(framework: str) -> str:
 def memory_method(framework: str, device: str) -> str:
     """How peak bytes of `framework` are measured on `device` ('cpu' or 'cuda')."""
     return get(framework).memory_methods.get(device, "unknown")
+
+
+def workspace_method(framework: str, device: str) -> str:
+    """How the GEMM-library workspace inside `framework`'s peak is read on `device`; '' where it is not (CPU)."""
+    return get(framework).workspace_methods.get(device, "")
 
 
 def detect_device() -> str:
