@@ -20,7 +20,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from benchmarks import common
 from benchmarks.common import DEVICE, Benchmark, Skip, unit
@@ -77,9 +77,19 @@ class _Counted:
         if self._counts is None:
             return getattr(self, count_method(method))()
         value = self._counts[method]
+        if isinstance(value, dict) and "skip" in value:
+            skip_method(value["skip"])
         if isinstance(value, dict):
             raise RuntimeError(f"{method} failed in the count process: {value['error']}")
         return value
+
+
+def skip_method(reason: str) -> NoReturn:
+    """Skip one method of a combination whose other methods run: asv's SkipNotImplemented, its n/a from a
+    benchmark's body (a plain NotImplementedError there is a failure; only setup's skip the whole combination)."""
+    from asv_runner.benchmarks.mark import SkipNotImplemented  # asv's own class: its runner catches no other
+
+    raise SkipNotImplemented(reason)
 
 
 def count_method(track: str) -> str:
@@ -88,24 +98,54 @@ def count_method(track: str) -> str:
 
 
 class _PeakBytes(_Counted):
-    """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args)."""
+    """Mixin: `track_peak_bytes` of the step the class's `peak_fn(case)` returns as (fn, args), and
+    `track_workspace_bytes`, the GEMM-library workspace inside that peak, both from one probe call."""
+
+    def peak(self) -> Any:
+        """The probe's PeakBytes of this combination, measured once per process: both rows read the same call (a
+        JAX allocator peak cannot be reset, so a second call would not measure the same thing)."""
+        case = self.case
+
+        def measure() -> Any:
+            fn, args = self.peak_fn(case)
+            return case.fw.probe.peak_bytes(fn, *args)
+
+        return common.memo(("peak", type(self).__name__, tuple(case.params.values())), measure)
 
     def count_peak_bytes(self) -> int:
-        case = self.case
-        fn, args = self.peak_fn(case)
-        result = case.fw.probe.peak_bytes(fn, *args)
+        result, case = self.peak(), self.case
         expected = frameworks.memory_method(case.framework, case.device)
         if result.method != expected:  # also refuses JAX's "(upper bound ...)": recorded as failed, not as a number
             raise RuntimeError(f"peak measured by {result.method!r}, but results declare {expected!r}")
         return result.bytes
 
+    def count_workspace_bytes(self) -> int:
+        reason = self.reason_to_skip_method("track_workspace_bytes", self.case)
+        if reason:
+            skip_method(reason)
+        return self.peak().workspace_bytes
+
+    def reason_to_skip_method(self, method: str, case: common.Case) -> str | None:
+        """Why track_ `method` is not measured for `case` where the class's other methods are (the report asks
+        this too); None where it is."""
+        if method == "track_workspace_bytes" and not frameworks.workspace_method(case.framework, case.device):
+            return (f"no GEMM-library workspace is read on {case.device}: its GEMMs take none from an allocator "
+                    "the probes can see, and the peak has none inside it")
+        return None
+
     def track_peak_bytes(self, *params):
         return self.counted("track_peak_bytes")
 
+    def track_workspace_bytes(self, *params):
+        return self.counted("track_workspace_bytes")
+
     track_peak_bytes.unit = unit("track_peak_bytes")
+    track_workspace_bytes.unit = unit("track_workspace_bytes")
     # tape-vs-trace run: a CUDA peak is the allocator's high-water mark, so it is taken in a process that measured
-    # nothing before it (on CPU the counts are storage tracking and buffer plans, the same after any history).
+    # nothing before it (on CPU the counts are storage tracking and buffer plans, the same after any history). The
+    # workspace too: PyTorch's sum covers every cuBLAS handle the process has used, those of earlier steps included.
     track_peak_bytes.fresh_process = not SHARED_COUNTS
+    track_workspace_bytes.fresh_process = not SHARED_COUNTS
 
 
 class _SavedBytes(_Counted):
@@ -163,7 +203,8 @@ def _error(exc: BaseException) -> str:
 
 def count_one(cls: type, params: tuple) -> dict[str, Any]:
     """One combination, in this process: {'skip': reason}, {'error': text} if it could not be prepared, or
-    {'values': {track method: value, or {'error': text} where that count failed}}."""
+    {'values': {track method: value, or {'error': text} where that count failed, {'skip': reason} where the method
+    is not measured}}."""
     bench = cls()
     try:
         state = bench._prepare(dict(zip(cls.param_names, params)))
@@ -176,6 +217,8 @@ def count_one(cls: type, params: tuple) -> dict[str, Any]:
     for method in tracks(cls):
         try:
             values[method] = getattr(bench, count_method(method))()
+        except NotImplementedError as skip:  # one method not measured where the others are (skip_method)
+            values[method] = {"skip": str(skip)}
         except Exception as exc:
             traceback.print_exc()  # the subprocess's stderr, shown by asv --show-stderr
             values[method] = {"error": _error(exc)}

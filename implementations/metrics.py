@@ -48,6 +48,12 @@ METRICS: dict[str, Metric] = {
         Metric("track_peak_bytes", "bytes", "peak memory", False, True,
                "Peak bytes live during one step above what was resident before it; the method is recorded.",
                resolution=BYTES_RESOLUTION),
+        # A workspace's size is the library's setting (cuBLAS's per handle, XLA's per call), not the autodiff's, and
+        # the two probes read it differently (frameworks.workspace_method): no ratio.
+        Metric("track_workspace_bytes", "bytes", "GEMM-library workspace", False, False,
+               "The part of the CUDA peak (track_peak_bytes, same probe call) that is cuBLAS/cuBLASLt/cuDNN "
+               "workspace: PyTorch's cached workspaces in the allocator, JAX's largest in the compiled program.",
+               resolution=BYTES_RESOLUTION),
         Metric("track_saved_bytes", "bytes", "saved for backward", False, True,
                "Bytes kept for the backward pass beyond the inputs, the parameters and the output cotangent.",
                resolution=BYTES_RESOLUTION),

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,17 @@ SKIPS = [
       ("grad_autograd", "grad_backward", "jvp", "jvp_dual", "hvp_rev_rev", "jacfwd_tall", "jacrev_tall",
        "jacfwd_wide", "jacrev_wide", "per_example_loop")),
 ]
+
+# Every method the suite skips where its class's other methods run (counts.skip_method), as (track method,
+# {param: value}): the GEMM-library workspace inside a peak is read on CUDA only.
+METHOD_SKIPS = [("track_workspace_bytes", {"device": "cpu"})]
+WORKSPACE_SKIP = ("no GEMM-library workspace is read on cpu: its GEMMs take none from an allocator the probes can "
+                  "see, and the peak has none inside it")
+
+
+def _expected_method_skip(method: str, args: dict) -> bool:
+    return any(method == m and all(args.get(k) == v for k, v in rule.items()) for m, rule in METHOD_SKIPS)
+
 
 # The remat curve's points (RematCurve_*), written out apart from implementations.experiments: at the first depth every
 # policy in both modes (no remat_names under torch.compile, which cannot see named regions; its memory budgets
@@ -164,17 +176,28 @@ def test_benchmark_runs_once(cls, args: dict) -> None:
     bench = cls()
     params = _setup(bench, args.values())
     for method in _methods(cls):
+        if _expected_method_skip(method, args):
+            with pytest.raises(NotImplementedError):
+                getattr(bench, method)(*params)
+            continue
         value = getattr(bench, method)(*params)
         if method.startswith("track_"):
             assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (method, value)
 
 
 def _wrong_skips(name: str, cls) -> list[tuple]:
-    """(class, combination, reason) wherever the class skips a combination SKIPS does not, or runs one it does."""
+    """(class, combination, reason) wherever the class skips a combination SKIPS does not, or runs one it does;
+    (class.method, combination, reason) wherever a method of a combination that runs is skipped and METHOD_SKIPS
+    does not say so, or the other way round."""
     if name == "Overhead":
         return []
-    return [(name, args, reason) for args in _combinations(cls)
-            if bool(reason := cls().reason_to_skip(common.Case(args))) != _expected_skip(cls, args)]
+    wrong = [(name, args, reason) for args in _combinations(cls)
+             if bool(reason := cls().reason_to_skip(common.Case(args))) != _expected_skip(cls, args)]
+    by_method = getattr(cls, "reason_to_skip_method", None)
+    return wrong + [(f"{name}.{method}", args, reason) for args in _combinations(cls) for method in _methods(cls)
+                    if by_method and not _expected_skip(cls, args)
+                    and bool(reason := by_method(cls(), method, common.Case(args)))
+                    != _expected_method_skip(method, args)]
 
 
 @pytest.mark.parametrize(("pillar", "name", "cls"), list(_benchmark_classes()), ids=lambda v: getattr(v, "__name__", v))
@@ -416,3 +439,61 @@ def test_a_dead_count_process_fails_every_benchmark_it_had_to_count(monkeypatch)
     for params in itertools.product(*remat.RematCost_mlp.params):
         with pytest.raises(RuntimeError, match="count process failed: count process crashed"):
             remat.RematCost_mlp().setup(cache, *params)
+
+
+# --- the GEMM-library workspace inside a peak: its own row ------------------------------------------------------------
+
+
+def test_every_peak_has_a_workspace_row_beside_it() -> None:
+    """Every class with a track_peak_bytes has a track_workspace_bytes in bytes, taken in a fresh process where the
+    peak is (CUDA) and from the shared count process where it is (CPU)."""
+    peaks = [cls for _, _, cls in _benchmark_classes() if hasattr(cls, "track_peak_bytes")]
+    assert peaks and all(hasattr(cls, "track_workspace_bytes") for cls in peaks)
+    method = counts._PeakBytes.track_workspace_bytes
+    assert method.unit == "bytes" and method.fresh_process == counts._PeakBytes.track_peak_bytes.fresh_process
+
+
+def test_the_cpu_grid_skips_the_workspace_rows_with_the_reason() -> None:
+    """On CPU the workspace row of every peak is n/a, with the reason, through asv's SkipNotImplemented (its n/a
+    from a body) from the shared count process's cache, and the class's other counts still run."""
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+
+    cpu = [args | {"device": "cpu"} for _, _, cls in _benchmark_classes() if hasattr(cls, "track_peak_bytes")
+           for args in _combinations(cls)]
+    assert cpu and {counts._PeakBytes().reason_to_skip_method("track_workspace_bytes", common.Case(a))
+                    for a in cpu} == {WORKSPACE_SKIP}
+    if common.DEVICE != "cpu":
+        return
+    cls = remat.RematCost_mlp
+    params = ("torch", "mlp", "tiny", "plain", "matched", "float32", "highest", "cpu")
+    entry = counts.count_one(cls, params)
+    assert entry["values"]["track_workspace_bytes"] == {"skip": WORKSPACE_SKIP}
+    cache = {("remat.RematCost_mlp", params): entry}
+    bench = cls()
+    bench.setup(cache, *params)
+    assert bench.track_peak_bytes(cache, *params) > 0
+    with pytest.raises(SkipNotImplemented, match="no GEMM-library workspace is read on cpu"):
+        bench.track_workspace_bytes(cache, *params)
+
+
+def test_the_cuda_peak_and_its_workspace_come_from_one_probe_call() -> None:
+    """On CUDA both rows of a combination read one probe call (JAX's allocator peak cannot be reset): the peak's
+    bytes and the workspace inside it, each from the same PeakBytes. A fake probe stands in for the GPU."""
+    calls = []
+
+    class Probe:
+        @staticmethod
+        def peak_bytes(fn, *args):
+            calls.append(fn)
+            return types.SimpleNamespace(bytes=1000, method="torch.cuda.max_memory_allocated", workspace_bytes=64)
+
+    case = common.Case({"framework": "torch", "workload": "mlp", "size": "tiny", "variant": "plain",
+                        "dtype": "float32", "precision": "highest", "device": "cuda"})
+    case.fw = types.SimpleNamespace(probe=Probe())
+    bench = remat.RematCost_mlp()
+    bench.__dict__.update(case=case, peak_fn=lambda c: ("step", ()))
+    try:
+        assert (bench.count_peak_bytes(), bench.count_workspace_bytes()) == (1000, 64)
+        assert len(calls) == 1
+    finally:
+        common._MEMO.pop(("peak", "RematCost_mlp", tuple(case.params.values())), None)
