@@ -341,7 +341,7 @@ def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shar
             "run_date": _utc(column("started_at")),
             "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
             "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
-            "memory_method": _memory_method(framework, device_kind) if metric == "track_peak_bytes" else "",
+            "memory_method": _memory_method(framework, device_kind, metric),
         }
         if isinstance(value, float) and math.isnan(value):
             skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
@@ -354,5 +354,9 @@ def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shar
     return rows, skips
 
 
-def _memory_method(framework: str, device: str) -> str:
-    return frameworks.memory_method(framework, device) if framework in frameworks.FRAMEWORKS else "unknown"
+def _memory_method(framework: str, device: str, metric: str) -> str:
+    """How a memory row was measured ('' for other metrics): the peak's method, or the workspace's inside it."""
+    read = {"track_peak_bytes": frameworks.memory_method, "track_workspace_bytes": frameworks.workspace_method}
+    if metric not in read:
+        return ""
+    return read[metric](framework, device) if framework in frameworks.FRAMEWORKS else "unknown"

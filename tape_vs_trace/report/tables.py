@@ -13,10 +13,10 @@ from tape_vs_trace.report import fmt, headline, skips, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import display
 
-# the asv peak is one number: the library workspace inside it is printed by gpucheck, not recorded per row
+# the library workspace inside a CUDA peak is its own row (track_workspace_bytes), a table of its own
 WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN) its step used, a set-up of the "
-             "library rather than of the step, not recorded apart in these results: `python -m "
-             "tape_vs_trace.gpucheck` prints it per framework (its 'of it workspace' column).")
+             "library rather than of the step: the GEMM-library workspace table (`track_workspace_bytes`) shows it "
+             "apart, from the same probe call.")
 
 
 def _pairs(rows: pd.DataFrame) -> list[dict[str, dict]]:
@@ -62,7 +62,9 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
     lines = [f"**{display(metric)}** (`{metric}`, {kind}):", ""]
     if not vary and len(methods):
         first = rows[rows.memory_method != ""].groupby("framework").memory_method.first()
-        lines += ["Peak memory measured by: " + "; ".join(f"{frameworks.label(f)} {m}" for f, m in first.items())
+        what = display(metric)
+        lines += [f"{what[:1].upper()}{what[1:]} measured by: "
+                  + "; ".join(f"{frameworks.label(f)} {m}" for f, m in first.items())
                   + "." + (WORKSPACE if any(m == frameworks.memory_method(f, "cuda") for f, m in first.items()
                                             if f in frameworks.FRAMEWORKS) else ""), ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" + "---:|" * (len(head) - 1)]
