@@ -5,6 +5,7 @@ time (scripts/gpu_chunks.py's docstring states it). Plain Python: the caller put
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -172,6 +173,19 @@ def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: s
             + sum(combo_seconds(c, costs, assumed, warm) for c in live))
 
 
+@functools.cache
+def compiled_with_eager(device: str) -> frozenset[str]:
+    """The benchmarks whose compiled combinations the worker runner keeps in the process of the eager ones."""
+    from tape_vs_trace import suite_runner
+
+    return frozenset(suite_runner.paired_across_modes(device))
+
+
+def apart(c: Combo) -> bool:
+    """Whether the worker runner gives `c` the process of a round's compiled combinations (suite_runner.tasks)."""
+    return c.mode == "compiled" and c.benchmark not in compiled_with_eager(dict(c.params).get("device", "cpu"))
+
+
 def settings(c: Combo) -> tuple[str, bool]:
     """What `c`'s set-up sets for its whole process: the worker runner keeps combinations that differ in it apart."""
     from benchmarks.common import process_settings  # here: the suite reads TVT_DEVICE when it is imported
@@ -196,8 +210,8 @@ def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str =
                 groups = [[c] for c in due]
             else:
                 shared = [c for c in due if not c.fresh]
-                kinds = dict.fromkeys((c.mode == "compiled", settings(c)) for c in shared)
-                groups = [*([c for c in shared if (c.mode == "compiled", settings(c)) == k] for k in kinds),
+                kinds = dict.fromkeys((apart(c), settings(c)) for c in shared)
+                groups = [*([c for c in shared if (apart(c), settings(c)) == k] for k in kinds),
                           *([c] for c in due if c.fresh)]
             for group in (g for g in groups if g):
                 result.seconds += process_seconds(fw, group, costs, result.assumed, warm=r > 0)

@@ -4,6 +4,7 @@ a venv. What needs CUDA itself is skipped without it, never faked."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -293,6 +294,11 @@ def test_a_round_runs_a_process_per_precision() -> None:
     assert est.processes == 6
     one = chunks.estimate(chunks.Chunk("p", (rows("bench.*"),), rounds=3), combos[:1], chunks.Costs())
     assert one.processes == 3
+    # a paired experiment dividing an eager point by a compiled one keeps both in one process (suite_runner.tasks)
+    paired = [dataclasses.replace(c, name=f"transforms.TransformStep_mlp.time_step('torch', '{m}')", mode=m)
+              for c, m in zip(combos[:1] * 2, ("eager", "compiled"), strict=True)]
+    both = chunks.estimate(chunks.Chunk("t", (rows("transforms.*"),), rounds=3), paired, chunks.Costs())
+    assert both.processes == 3
 
 
 def test_the_first_contact_commits_the_mlp_gradient_steps_in_both_modes(cuda_combos: list) -> None:
