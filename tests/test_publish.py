@@ -244,8 +244,10 @@ def test_gpu_machine_results_are_drawn(merged_site: Path) -> None:
     data = json.loads((GPU_FIXTURE / GPU / "93acfd55-existing-venv.json").read_text())
     columns = data["result_columns"]
     drawn = _series(merged_site, GPU)
-    assert set(drawn) == set(data["results"])
-    for name, row in data["results"].items():
+    # asv draws what benchmarks.json names: not the workspace row, which the CPU fixture's discovery predates
+    declared = json.loads((FIXTURE / "benchmarks.json").read_text())
+    assert set(drawn) == {name for name in data["results"] if name in declared} and len(drawn) >= 3
+    for name, row in ((n, r) for n, r in data["results"].items() if n in drawn):
         values, params = row[columns.index("result")], row[columns.index("params")]
         expected = {combo: v for combo, v in zip(itertools.product(*params), values) if _drawn(v)}
         assert {combo[1:]: v for combo, v in drawn[name].items()} == expected, name
