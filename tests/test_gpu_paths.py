@@ -195,8 +195,8 @@ def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
     assert {n.split(", ")[3] for n in remat} == {"'plain'", "'remat_full'", "'remat_dots'"}  # every policy they have
     assert len(picked["custom-swiglu"]) == 4 and all("'eager', 'matched', 'float32', 'highest'" in n
                                                      for n in picked["custom-swiglu"])
-    assert {n.split("(")[0] for n in picked["inference-transformer"]} == {
-        "inference.ForwardMemory_transformer.track_peak_bytes"}
+    assert {n.split("(")[0] for n in picked["inference-transformer"]} == {  # the peak and the workspace inside it
+        f"inference.ForwardMemory_transformer.track_{m}_bytes" for m in ("peak", "workspace")}
     assert all(c.rounds >= 3 for c in chunks.QUICK)  # a t interval of at least 2 degrees of freedom
 
 
