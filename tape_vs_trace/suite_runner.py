@@ -14,6 +14,8 @@ What stays in a process of its own, as under asv: each combination whose benchma
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
 A benchmark that also sets `fresh_process_shared_across` (a parameter: CompilePhases' `phase`) gets one fresh
 process per point instead, the combinations that differ only in that parameter together: they read one compile.
+Set to "method" (METHOD), the class's fresh methods share one process per combination: a peak and the workspace
+inside it read one probe call.
 
 Results go through asv's own API (tape_vs_trace.suite_results: asv.results.Results, the benchmark descriptions of
 a `benchmarks.json` discovered on this device, written to the results folder as `asv run` does), after every
@@ -45,6 +47,7 @@ WORKER_TIMEOUT_S = 3600  # one process of one round; a hung worker is stopped an
 MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
 # round_plans' process layout, recorded in the result file: tape_vs_trace.history.LAYOUTS lists each one it had
 LAYOUT = "worker-compiled-apart"
+METHOD = "method"  # fresh_process_shared_across: the class's fresh methods of one combination share a process
 
 
 class RunError(Exception):
@@ -135,9 +138,11 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
 
 def _point(name: str, values: dict[str, str], across: str | None) -> str:
     """The fresh process a combination shares with the others of its point: its name and its values but `across`
-    ("" where it shares none)."""
+    ("" where it shares none); its class and all its values where `across` is METHOD."""
     if across is None:
         return ""
+    if across == METHOD:
+        return f"{name.rsplit('.', 1)[0]}({', '.join(f'{k}={v}' for k, v in values.items())})"
     if across not in values:
         raise RunError(f"{name}: fresh_process_shared_across names {across!r}, which is not one of its parameters")
     return f"{name}({', '.join(f'{k}={v}' for k, v in values.items() if k != across)})"

@@ -77,6 +77,24 @@ def test_the_phase_rows_of_one_compile_point_share_one_fresh_process_and_two_poi
     assert seconds and all(len(b) == 1 for b in seconds)  # a fresh benchmark that shares nothing keeps one each
 
 
+def test_a_cuda_peak_and_its_workspace_share_one_fresh_process_per_combination(monkeypatch) -> None:
+    """Where peaks are fresh (CUDA), a combination's peak and workspace rows, which read one probe call, run in one
+    fresh process, and two combinations never share one: no process is added for the workspace row."""
+    from benchmarks import counts, remat
+
+    for method in ("track_peak_bytes", "track_workspace_bytes"):
+        monkeypatch.setattr(getattr(counts._PeakBytes, method), "fresh_process", True)
+    cls = remat.RematCost_mlp
+    names = [f"remat.RematCost_mlp.{m}" for m in ("track_peak_bytes", "track_workspace_bytes")]
+    combos = len(list(itertools.product(*cls.params)))
+    benchmarks = [{"name": n, "type": "track", "params": [[repr(v) for v in p] for p in cls.params],
+                   "param_names": cls.param_names} for n in names]
+    chosen = suite_runner.tasks(benchmarks, {n: list(range(combos)) for n in names}, None)
+    batches = [b for _, b in suite_runner.round_plans(chosen, 0)]
+    assert len(batches) == combos
+    assert all(sorted(t.name for t in b) == names and len({t.index for t in b}) == 1 for b in batches)
+
+
 def test_compiled_combinations_share_a_process_of_their_own_in_every_round() -> None:
     chosen = [_task("m.A.time_step", 0, "torch"), Task("m.A.time_step", 1, "torch", "time", 3, 5, False, True),
               _task("m.A.time_step", 2, "jax"), Task("m.A.time_step", 3, "jax", "time", 3, 5, False, True)]
