@@ -171,9 +171,11 @@ class Worker:
 
     def track(self, task: dict[str, Any], bench: Any) -> None:
         k = key(task["name"], task["index"])
+        from asv_runner.benchmarks.mark import SkipNotImplemented
+
         try:
             value = bench.do_run()
-        except NotImplementedError as skip:  # asv's SkipNotImplemented from a body: n/a, as asv records it
+        except SkipNotImplemented as skip:  # n/a from a body, as asv records it (any other error is a failure)
             self.found[k] = {"skip": str(skip) or "skipped in its body"}
             return
         except Exception as exc:

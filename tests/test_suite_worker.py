@@ -110,7 +110,7 @@ def test_skips_failures_and_track_values_are_recorded(tmp_path: Path) -> None:
 
 def test_a_track_body_that_raises_asvs_skip_is_a_skip_with_its_reason(tmp_path: Path) -> None:
     """asv records a SkipNotImplemented from a benchmark's body as n/a (a method not measured where the class's
-    others are: the CPU's GEMM workspace); the worker records a skip, not a failure."""
+    others are: the CPU's GEMM workspace) and any other error there as a failure; so does the worker."""
     from asv_runner.benchmarks.mark import SkipNotImplemented
 
     class SkippedInBody(FakeBench):
@@ -121,6 +121,15 @@ def test_a_track_body_that_raises_asvs_skip_is_a_skip_with_its_reason(tmp_path: 
                     {"a.C.track_bytes-0": SkippedInBody("c0", [])}.__getitem__)
     worker.run()
     assert json.loads((tmp_path / "out.json").read_text())["a.C.track_bytes-0"] == {"skip": "no workspace on cpu"}
+
+    class FailedInBody(FakeBench):
+        def do_run(self):
+            raise NotImplementedError("not asv's skip")
+
+    worker = Worker(_plan([("a.C.track_bytes", 0, 1, "track")]), tmp_path / "out.json",
+                    {"a.C.track_bytes-0": FailedInBody("c0", [])}.__getitem__)
+    worker.run()
+    assert "not asv's skip" in json.loads((tmp_path / "out.json").read_text())["a.C.track_bytes-0"]["error"]
 
 
 def test_the_output_is_written_after_every_benchmark_and_names_the_one_in_progress(tmp_path: Path) -> None:
