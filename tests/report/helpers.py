@@ -352,3 +352,9 @@ def distributed_row(framework: str, form: str, mode: str, ranks: int, medians: l
         "collectives_method": "counted" if comm != "" else "none: op by op there is no one program",
         "backend": measured[1], "mesh_shape": f"ranks={ranks}", "timing": "the slowest rank's",
         "note": "on a CPU host the ranks share its cores"}
+
+
+def report_text(out: Path) -> str:
+    """summary.md followed by each machine's page: the front links them, the detail is there."""
+    pages = sorted(out.glob("*/summary.md"))
+    return "\n".join(p.read_text() for p in [out / "summary.md", *pages])

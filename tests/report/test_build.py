@@ -20,7 +20,7 @@ import pytest
 from implementations import metrics, pillars
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import build, figures
-from tests.report.helpers import FIXTURE, PROGRESS_LINE, messages
+from tests.report.helpers import FIXTURE, PROGRESS_LINE, messages, report_text
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -121,7 +121,8 @@ def test_fixture_is_real_scrubbed_asv_output() -> None:
 
 
 def test_report_writes_all_files(built: Path) -> None:
-    assert sorted(p.name for p in built.iterdir()) == sorted(report.OUTPUTS)
+    assert sorted(p.name for p in built.iterdir() if p.is_file()) == sorted(report.OUTPUTS)
+    assert [p.relative_to(built).as_posix() for p in built.glob("*/summary.md")] == ["cpu-amd-epyc-2c/summary.md"]
 
 
 def test_table_is_tidy(built: Path) -> None:
@@ -152,12 +153,12 @@ def test_table_is_tidy(built: Path) -> None:
     assert not ((table.framework == "jax") & (table.variant == "hooks")).any()
     # the fixture's parameters are an older EngineStep's: today's skip rule cannot read them, and the line says so
     assert ("mlp 64x256x1024 hooks: not run for JAX 0.10.2 (no skip rule of this checkout names it) (PyTorch ran "
-            "it)") in (built / "summary.md").read_text()
+            "it)") in report_text(built)
 
 
 def test_markdown_numbers_are_the_table_numbers(built: Path) -> None:
     table = read_csv(built / "summary.csv")
-    text = (built / "summary.md").read_text()
+    text = report_text(built)
     index = {(r.metric, " ".join(v for v in (r.workload, r.size, r.variant) if v), r.framework): r
              for r in table.itertuples()}
     compared = ratios = 0
@@ -188,7 +189,7 @@ def test_markdown_numbers_are_the_table_numbers(built: Path) -> None:
 
 def test_findings_are_computed_from_the_table(built: Path) -> None:
     table = read_csv(built / "summary.csv")
-    text = (built / "summary.md").read_text()
+    text = report_text(built)
 
     def value(pillar, metric, workload, size, variant, framework) -> float:
         sel = table[(table.pillar == pillar) & (table.metric == metric) & (table.workload == workload)
@@ -222,7 +223,7 @@ def test_figures_are_png_images(built: Path) -> None:
         assert data[:8] == PNG_SIGNATURE, name
         width, height = struct.unpack(">II", data[16:24])
         assert width >= 600 and height >= 300 and len(data) > 20_000, (name, width, height, len(data))
-        assert f"]({name})" in (built / "summary.md").read_text()
+        assert f"](../{name})" in report_text(built)  # from the machine's page, a folder below
 
 
 def test_figure_fonts_are_readable_at_page_width(results: Path, tmp_path: Path, monkeypatch) -> None:
@@ -260,7 +261,7 @@ def test_failed_benchmark_reads_failed(results: Path, tmp_path: Path, capsys) ->
     table = read_csv(tmp_path / "out" / "summary.csv")
     [row] = table[(table.benchmark == name) & (table.framework == "torch") & (table.variant == "plain")].itertuples()
     assert row.status == "failed" and math.isnan(row.value)
-    [cells] = [r for r in md_rows((tmp_path / "out" / "summary.md").read_text())
+    [cells] = [r for r in md_rows(report_text(tmp_path / "out"))
                if r["case"] == "mlp 64x256x1024 plain" and r["metric"] == "track_peak_bytes"]
     assert cells["torch"] == "failed" and cells["jax"] not in ("failed", "not run") and cells["ratio"] == "— (failed)"
 
@@ -320,7 +321,7 @@ def test_one_framework_gives_no_ratios(results: Path, tmp_path: Path, capsys) ->
     assert warning.startswith("warning:") and "JAX only" in warning
     table = read_csv(tmp_path / "out" / "summary.csv")
     assert set(table.framework) == {"jax"} and len(table) > 20
-    rows = md_rows((tmp_path / "out" / "summary.md").read_text())
+    rows = md_rows(report_text(tmp_path / "out"))
     assert rows and all(r["torch"] == "not run" and r["ratio"] == "— (PyTorch not run: no skip rule of this checkout "
                         "names why)" for r in rows)
     assert all(r["jax"] not in ("not run", "failed") for r in rows)

@@ -22,6 +22,7 @@ from tests.report.helpers import (
     messages,
     off_the_page,
     overlapping,
+    report_text,
     unnamed_axes,
     write_csv,
 )
@@ -67,19 +68,19 @@ def records(tmp_path_factory) -> dict[tuple, dict]:
 
 def test_the_section_comes_after_the_paired_section_of_its_machine(built) -> None:
     out, warnings = built
-    text = (out / "summary.md").read_text()
+    text = report_text(out)
     assert not [w for w in warnings if "distributed" in w], warnings
-    head = "### distributed steps (`tape-vs-trace distributed`)"
-    machine = text.index(f"## All results on {MACHINE}")
-    assert machine < text.index(head) < text.index("### Provenance", machine)
+    head = "## distributed steps (`tape-vs-trace distributed`)"
+    machine = text.index(f"# {MACHINE}\n")  # the machine's own page
+    assert machine < text.index(head) < text.index("## Provenance", machine)
     assert f"From `results/distributed/{FILE}`: commit `93acfd557dc6d3533c8d26b62e737c3b1f3b0e8b`" in text
     assert f"**{distributed_section.CPU}**" in text
-    assert "#### mlp 64x256x1024" in text and "![distributed_mlp](distributed_mlp.png)" in text
+    assert "#### mlp 64x256x1024" in text and "![distributed_mlp](../distributed_mlp.png)" in text
     assert (out / "distributed_mlp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_tables_divide_like_rows_only(built, records) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     r = records
     ratio = fmt.ratio(distributed_section.across(r["torch", "ddp", "eager", 2], r["jax", "ddp", "eager", 2]))
     assert ratio.startswith("0.7× [")  # 2.1 ms over 3 ms: its interval excludes every change within 10 %
@@ -120,7 +121,7 @@ def test_the_ratio_rule_refuses_unlike_rows(records) -> None:
 
 
 def test_n_against_one_is_a_change_only_beyond_ten_percent(built, records) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     r = records
     tripled = distributed_section.change(r["torch", "ddp", "eager", 1], r["torch", "ddp", "eager", 2])
     assert tripled.differs and tripled.resolution == stats.BETWEEN_PROCESSES
@@ -149,7 +150,7 @@ def test_bytes_are_checked_against_the_analytic_count(records) -> None:
 
 
 def test_failed_rows_are_listed_with_their_reason(built) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     assert "Failed (the row's one-line reason):\n\n- JAX fsdp eager N=2: launch 2 of 3: RankTimeout: killed" in text
 
 
@@ -175,5 +176,5 @@ def test_a_corrupt_csv_is_one_warning_and_the_report_is_built(tmp_path: Path, ca
     err = messages(capsys.readouterr().err.splitlines())
     assert len(err) == 1 and err[0].startswith("warning: skipped the distributed results") and \
         "launch_medians" in err[0]
-    assert "distributed steps" not in (tmp_path / "out" / "summary.md").read_text()
+    assert "distributed steps" not in report_text(tmp_path / "out")
     assert pd.read_csv(tmp_path / "out" / "summary.csv").shape[0] > 0

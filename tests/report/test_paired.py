@@ -28,6 +28,7 @@ from tests.report.helpers import (
     messages,
     paired_rows,
     point,
+    report_text,
     summary_row,
     write_csv,
 )
@@ -45,7 +46,7 @@ def built(tmp_path_factory) -> tuple[Path, list[str]]:
 
 def test_paired_experiments_read_as_differences_only_outside_the_interval(built) -> None:
     out, warnings = built
-    text = (out / "summary.md").read_text()
+    text = report_text(out)
     assert not [w for w in warnings if "paired" in w]
     assert "- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval " \
            "10.0–30.0 %) (1.2 ms against 1 ms)." in text
@@ -56,7 +57,7 @@ def test_paired_experiments_read_as_differences_only_outside_the_interval(built)
 
 
 def test_remat_choices_by_hand(built) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     # fastest: plain (1); within 10 %: plain and remat_dots (1.05), least peak remat_dots (9 MiB). At most 25 %
     # slower by the upper bound: plain (1), remat_dots (1.08), remat_full (1.24), not remat_every2 (1.4): remat_full.
     [line] = [x for x in text.splitlines() if x.startswith(f"- PyTorch eager unrolled {SIZE} (memory: peak memory)")]
@@ -70,7 +71,7 @@ def test_remat_choices_by_hand(built) -> None:
 
 
 def test_budgets_that_do_not_fall_monotonically_are_named(built) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     assert f"- PyTorch compiled unrolled {SIZE}: saved for backward does **not** fall monotonically with the budget " \
            "(MiB by budget: 1: 8, 0.5: 6, 0.25: 7, 0.1: 4, 0: 3; rises 0.5 → 0.25)." in text
     assert "peak memory does" not in text, "compiled PyTorch has no CPU peak: no sentence about one"
@@ -109,13 +110,13 @@ def test_jax_against_pytorch_only_between_like_rows(built) -> None:
     assert paired_section.across(torch, rows[("jax", "unrolled", "plain", "compiled")], "saved_bytes").reason == \
         "different memory methods", "compiled costs are taken by each framework's own method"
     assert paired_section.across(torch, rows[("torch", "unrolled", "plain", "eager")]).reason == "not like rows"
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     assert f"| {SIZE} | compiled | unrolled / scan | written | plain | 9 | 17.98 | — (scan against unrolled) |" in text
     assert f"| {SIZE} | compiled | unrolled / unrolled | written | plain | 9 | 17.98 | 2× [1.74–2.29] |" in text
 
 
 def test_curve_table_lists_every_point(built) -> None:
-    text = (built[0] / "summary.md").read_text()
+    text = report_text(built[0])
     table = [x for x in text.splitlines() if x.startswith("| PyTorch |") or x.startswith("| JAX |")]
     assert len(table) == len(curve_rows())
     assert f"| PyTorch | eager | unrolled | written | {SIZE} | remat_full | 12 [10.8–13.2] | 1.2× [1.15–1.24] | 2 " \
@@ -148,7 +149,7 @@ def test_curve_figure_written(built) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
     assert width >= 900 and height >= 700
-    assert f"](remat_curve_{SIZE}.png)" in (built[0] / "summary.md").read_text()
+    assert f"](../remat_curve_{SIZE}.png)" in report_text(built[0])
 
 
 def test_corrupt_csv_is_one_warning_and_the_report_is_built(tmp_path: Path, capsys) -> None:
@@ -159,7 +160,7 @@ def test_corrupt_csv_is_one_warning_and_the_report_is_built(tmp_path: Path, caps
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
     err = messages(capsys.readouterr().err.splitlines())
     assert len(err) == 1 and err[0].startswith("warning: skipped the paired results") and "ratio_ci_high" in err[0]
-    text = (tmp_path / "out" / "summary.md").read_text()
+    text = report_text(tmp_path / "out")
     assert "## recording" in text and "tape-vs-trace paired" not in text
     (results / "paired" / f"{MACHINE}-{COMMIT[:8]}.csv").write_bytes(b"\xff\xfe\x00garbage")
     assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
@@ -195,7 +196,7 @@ def test_paired_findings_stay_in_summary_md_and_out_of_the_readme_block(tmp_path
                      str(readme)]) == 0
     line = ("- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval "
             "10.0–30.0 %) (1.2 ms against 1 ms).")
-    summary = (tmp_path / "out" / "summary.md").read_text()
+    summary = report_text(tmp_path / "out")
     assert summary.count(line) == 1 and line not in readme.read_text()
 
 

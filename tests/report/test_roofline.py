@@ -13,7 +13,7 @@ import pytest
 
 from tape_vs_trace.report import roofline, stats
 from tape_vs_trace.report.load import load_results
-from tests.report.helpers import FW, TAIL, bench, entry, md_table, table_row, write_results
+from tests.report.helpers import FW, TAIL, bench, entry, md_table, report_text, table_row, write_results
 
 RATE = 1e11  # flop/s, the calibration's float32 matmul rate
 
@@ -61,7 +61,7 @@ def built(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
     warnings: list[str] = []
     report.write_report(root, root.parent / "report", warnings.append)
     table = pd.read_csv(root.parent / "report" / "summary.csv", keep_default_na=False)
-    return table, (root.parent / "report" / "summary.md").read_text(), warnings
+    return table, report_text(root.parent / "report"), warnings
 
 
 def test_roofline_is_scaled_per_process_and_gets_an_interval(built) -> None:
