@@ -75,7 +75,7 @@ def test_the_section_comes_after_the_paired_section_of_its_machine(built) -> Non
     assert machine < text.index(head) < text.index("## Provenance", machine)
     assert f"From `results/distributed/{FILE}`: commit `93acfd557dc6d3533c8d26b62e737c3b1f3b0e8b`" in text
     assert f"**{distributed_section.CPU}**" in text
-    assert "#### mlp 64x256x1024" in text and "![distributed_mlp](../distributed_mlp.png)" in text
+    assert "### mlp 64x256x1024" in text and "![distributed_mlp](../distributed_mlp.png)" in text
     assert (out / "distributed_mlp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
