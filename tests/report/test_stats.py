@@ -19,7 +19,7 @@ import pytest
 from implementations import frameworks, metrics
 from tape_vs_trace.report import stats
 from tape_vs_trace.report.stats import Comparison
-from tests.report.helpers import FIXTURE, MS, md_table, report_text, table_row
+from tests.report.helpers import FIXTURE, MS, md_table, report_text, summary_row, table_row
 
 GPU_FIXTURE = FIXTURE.parent / "gpu_fixture" / "gpu-nvidia-h200"  # synthetic CUDA results, never cited
 
@@ -427,3 +427,16 @@ def test_exact_bytes_within_the_resolution_are_equal_and_never_a_direction() -> 
         c = stats.compare(t | {"value": a}, j | {"value": b, "unit": "bytes"})
         assert c.differs and not c.negligible, (a, b)
     assert stats.exact(10, 11, "track_flops", "flops").differs  # counts have no resolution
+
+
+def _step(framework: str, mode: str, size: str = "small", value: float = 2e-3) -> dict:
+    params = {"framework": framework, "workload": "mlp", "size": size, "mode": mode, "style": "default"}
+    return summary_row(framework, value) | {"params": json.dumps(params), "benchmark": "recording.GradStep_mlp"}
+
+
+def test_fastest_divides_across_modes_but_only_the_same_step() -> None:
+    across = stats.fastest(_step("torch", "eager"), _step("jax", "compiled", value=3e-3))
+    assert across.formed and across.ratio == pytest.approx(1.5)
+    assert stats.compare(_step("torch", "eager"), _step("jax", "compiled")).reason == "not like rows"
+    assert stats.fastest(_step("torch", "eager"), _step("jax", "eager", size="large")).reason == "not the same step"
+    assert stats.fastest(_step("torch", "eager"), _step("torch", "compiled")).reason == "not the same step"
