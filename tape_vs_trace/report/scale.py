@@ -50,8 +50,8 @@ def size(rows: pd.DataFrame, workload: str, size_name: str) -> str:
     workload's size with what one step of it costs, from the run's own GraphCost rows where it has them."""
     costs = []
     flops = _of(rows, FLOPS, workload, size_name)
-    if len(flops):
-        costs.append(f"{_span(flops, 'flops')} of matmuls a step")
+    if len(flops):  # a step of elementwise ops only counts no matmul flops: said so, not '0 GFLOP'
+        costs.append(f"{_span(flops, 'flops')} of matmuls a step" if flops.max() > 0 else "no matmuls")
     saved = _of(rows, SAVED, workload, size_name)
     if len(saved):
         costs.append(f"{_span(saved, 'bytes')} saved for the backward")
