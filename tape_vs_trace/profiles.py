@@ -240,7 +240,9 @@ QUICK: tuple[Chunk, ...] = (
           QUICK_ROUNDS),
     Chunk("gradstep-eager-precisions", _steps(CITED_WORKLOADS, "eager", *FAST), QUICK_ROUNDS),
     Chunk("gradstep-compiled-precisions", _steps(CITED_WORKLOADS, "compiled", *FAST), QUICK_ROUNDS),
-    Chunk("remat-peaks", (rows("remat.RematCost_*.track_peak_bytes"),), QUICK_ROUNDS),
+    # each peak with the library workspace inside it, read by the same probe call in the same process
+    Chunk("remat-peaks", (rows("remat.RematCost_*.track_peak_bytes"), rows("remat.RematCost_*.track_workspace_bytes")),
+          QUICK_ROUNDS),
     Chunk("remat-curve-policies", (rows("remat.RematCurve_*.time_step", size="L12-B8-S1024-D1024", mode="eager",
                                         formulation="unrolled", point=REMAT_POINTS),), QUICK_ROUNDS),
     Chunk("custom-swiglu", (rows("custom_backward.CustomStep_swiglu.time_step", mode="eager", dtype="float32",

@@ -190,8 +190,8 @@ def test_quick_chunks_select_what_they_promise(cuda_combos: list) -> None:
         "recording.GradStep_transformer.time_step('jax', 'transformer', 'L12-B8-S1024-D1024', 'compiled', 'scan', "
         "'matched', 'written', 'float32', 'highest', 'cuda')"]
     remat = picked["remat-peaks"]
-    assert {n.split("(")[0] for n in remat} == {"remat.RematCost_mlp.track_peak_bytes",
-                                                "remat.RematCost_lstm.track_peak_bytes"}
+    assert {n.split("(")[0] for n in remat} == {f"remat.RematCost_{w}.track_{m}_bytes" for w in ("mlp", "lstm")
+                                                for m in ("peak", "workspace")}  # each peak with its workspace
     assert {n.split(", ")[3] for n in remat} == {"'plain'", "'remat_full'", "'remat_dots'"}  # every policy they have
     assert len(picked["custom-swiglu"]) == 4 and all("'eager', 'matched', 'float32', 'highest'" in n
                                                      for n in picked["custom-swiglu"])
