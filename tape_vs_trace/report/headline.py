@@ -254,7 +254,7 @@ class Headline:
     left_out: list[str]
     info: dict[str, dict]  # group -> machine.json
     drawn: bool
-    scale: dict[str, str] = field(default_factory=dict)  # group -> report.scale.words
+    scale: dict[str, str] = field(default_factory=dict)  # group -> report.scale.brief
 
 
 def build(data: Results, out: Path) -> Headline:
@@ -262,5 +262,5 @@ def build(data: Results, out: Path) -> Headline:
     groups, left_out = current(data)
     rows = rows_of(groups)
     info = {g: data.machines.get(t.machine.iloc[0], {}) for g, t in groups.items()}
-    scaled = {g: scale.words(t, info[g]) for g, t in groups.items()}
+    scaled = {g: scale.brief(t, info[g]) for g, t in groups.items()}
     return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows, info)), scaled)

@@ -72,14 +72,13 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     return "\n".join(lines)
 
 
-def pages(data: Results, figures: dict[str, list[str]], top: Headline | None,
+def pages(data: Results, figures: dict[str, list[str]],
           compiled: dict[str, list[str]] | None = None) -> dict[str, str]:
     """Each machine's page by its path relative to the front (machine_page.path)."""
     compiled = compiled or {}
     out = {}
     for group, rows in latest(data.table).items():
-        scaled = top.scale.get(group) if top is not None and group in top.scale else \
-            scale.words(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}))
+        scaled = scale.words(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}))
         out[machine_page.path(group)] = machine_page.page(data, group, rows, figures.get(group, []), scaled,
                                                           compiled.get(group, []))
     return out

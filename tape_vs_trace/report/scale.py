@@ -78,6 +78,21 @@ def words(rows: pd.DataFrame, info: dict) -> str:
     return text + (f" {NOT_GPU_SCALE}." if device == "cpu" else "")
 
 
+def brief(rows: pd.DataFrame, info: dict) -> str:
+    """`words` short enough to follow a headline sentence: device, cores, each size with its step's matmul flops."""
+    device = str(rows.device.iloc[0]) if len(rows) else "unknown"
+    said = [f"device {device}" + (f", {info['num_cpu']} cores" if info.get("num_cpu") else "")]
+    parts = []
+    for workload, size_name in sizes(rows):
+        flops = _of(rows, FLOPS, workload, size_name)
+        cost = "" if not len(flops) else f" ({_span(flops, 'flops')} a step)" if flops.max() > 0 else " (no matmuls)"
+        parts.append(f"{workload} {size_name}{cost}")
+    if parts:
+        said.append("sizes: " + ", ".join(parts))
+    text = "Scale: " + "; ".join(said) + "."
+    return text + (f" {NOT_GPU_SCALE}." if device == "cpu" else "")
+
+
 def of_row(rows: pd.DataFrame, row: dict, info: dict) -> str:
     """A cited row's scale: its host and its workload's size with the step's cost (`size`), and for CPU that it is
     not GPU-scale training."""

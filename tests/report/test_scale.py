@@ -35,6 +35,8 @@ def test_each_headline_sentence_carries_its_scale_and_calibration(built: Path) -
     sentences = [line for line in (built / "summary.md").read_text().splitlines() if line.startswith("- On ")]
     assert sentences and all(scale.NOT_GPU_SCALE in s and "sizes: " in s for s in sentences)
     assert all("dispatch cost predicts JAX/PyTorch" in s and "matmul rate predicts" in s for s in sentences)
+    # the brief form: each size with its step's flops; the saved bytes and the CPU's name are in the Scale section
+    assert all("GFLOP a step" in s and "iB saved for the backward" not in s for s in sentences)
 
 
 def test_the_best_of_each_verdict_names_both_modes_per_machine(built: Path) -> None:
