@@ -66,7 +66,7 @@ def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> No
     record = json.loads(done.path.read_text())
     layout = record["tape_vs_trace"]["worker_runs"]["layout"]
     assert layout == {"id": suite_runner.LAYOUT, "settings": [["highest", False]],
-                      "compiled_with_eager": ["transforms.TransformStep_mlp.time_step"]}
+                      "compiled_with_eager": ["transforms.TransformStep_mlp.time_step"], "fresh_shared_by_point": []}
     assert history.placement(record["tape_vs_trace"], 0, GRAD) == (APART.words, "recorded by the runner")
     # combinations of two process-wide settings took processes apart: said where the run had them
     record["tape_vs_trace"]["worker_runs"]["layout"]["settings"].append(["tensorfloat32", False])

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks import common as bench_common
 from benchmarks import counts
 from benchmarks import transforms as transform_benchmarks
 from implementations import frameworks, workloads
@@ -483,6 +484,8 @@ def test_one_more_array_kept_changes_saved_and_peak_bytes_by_its_size(framework:
     nbytes = 4096
     _one_more_array(side, "saved_fn", monkeypatch, nbytes)
     _one_more_array(side, "transform_fn", monkeypatch, nbytes)
+    # a process probes a combination's peak once (its peak and workspace rows share the call): probe the new step
+    monkeypatch.setattr(bench_common, "_MEMO", {k: v for k, v in bench_common._MEMO.items() if k[0] != "peak"})
     after = (_count(saved_cls, framework, "grad")["values"]["track_saved_bytes"],
              _count(peak_cls, framework, "grad")["values"]["track_peak_bytes"])
     # PyTorch's tape keeps exactly the array; JAX's residuals may add a scalar of the sum's backward
