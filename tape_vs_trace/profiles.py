@@ -178,11 +178,7 @@ CITED = Profile(
      rows("inference.Forward_*.time_forward"),
      rows("engine.EngineStep_*.time_step"),
      rows("harness.*"),
-     # compile time's growth, a few small matched points: the chain at two depths, every phase (one process and one
-     # compile per point), PyTorch unrolled and regional, JAX unrolled and scan
-     *(rows("recording.CompilePhases_chain.time_compile_phase", framework=framework, size=("d8-4x64", "d16-4x64"),
-            formulation=formulations, cache="cold")
-       for framework, formulations in (("torch", ("unrolled", "regional")), ("jax", ("unrolled", "scan")))),
+     # compile time (CompilePhases) is in the full profile only: its cold compiles left a 2-core host 3 rounds
      rows("*.track_*")),
     rounds=12,
     # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired
