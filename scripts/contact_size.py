@@ -1,9 +1,10 @@
-"""What a device contact sends, measured: the files that travel (tracked, and untracked that git does not ignore),
-the repository's .git, and the ignored paths a call carries (the wheels of requirements/h200.txt), against the
-tool's limit and the suite's budget; with the largest folders, so a reader sees where the bytes are. Exits 1 when
-the tree is over the budget.
+"""What a device contact sends, measured: the files that travel (tracked, and untracked that git does not ignore)
+and the ignored paths a call carries (the wheels of requirements/h200.txt), against the tool's limit and the suite's
+budget; with the largest folders, so a reader sees where the bytes are. `.git` does not travel (the device tool's
+limit counts the tree, shared/ and carried paths; setup_offline.sh commits a snapshot there). Exits 1 when the tree
+is over the budget.
 
-    python scripts/contact_size.py [--carry .whl ...] [--budget-mib 48]
+    python scripts/contact_size.py [--root DIR] [--carry .whl ...] [--budget-mib 48]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _size(path: Path) -> int:
 
 
 def measure(root: Path, carry: list[str]) -> dict[str, int]:
-    """Bytes by part: each top-level folder of the travelling files, '.git', and each carried path."""
+    """Bytes by part: each top-level folder of the travelling files and each carried path."""
     listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=root, capture_output=True,
                             check=True).stdout.decode().split("\0")
     parts: Counter[str] = Counter()
@@ -35,7 +36,6 @@ def measure(root: Path, carry: list[str]) -> dict[str, int]:
         path = root / name
         if path.is_file() and not path.is_symlink():
             parts[name.split("/", 1)[0] if "/" in name else "(top-level files)"] += path.stat().st_size
-    parts[".git"] = _size(root / ".git")
     for path in carry:
         parts[f"carried {path}"] = _size(root / path) if (root / path).exists() else 0
     return dict(parts)
@@ -43,11 +43,12 @@ def measure(root: Path, carry: list[str]) -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/contact_size.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--carry", nargs="*", default=[".whl"], help="ignored paths a call carries (default .whl)")
     parser.add_argument("--budget-mib", type=float, default=BUDGET_MIB,
                         help=f"the size to stay under (default {BUDGET_MIB:g})")
     args = parser.parse_args(argv)
-    parts = measure(ROOT, args.carry)
+    parts = measure(args.root, args.carry)
     total = sum(parts.values())
     for name, size in sorted(parts.items(), key=lambda kv: -kv[1])[:8]:
         print(f"  {name:30} {size / MIB:8.1f} MiB")
