@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations import frameworks
+from tape_vs_trace import host_load
 from tape_vs_trace.suite_results import Outcome, Task, record, save, to_results, write_benchmarks_json
 from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT
 
@@ -331,8 +332,9 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                 batch = [t for t in batch if not (outcomes.get(t.id) and outcomes[t.id].error)]
                 if not batch:
                     continue
-                started_batch = time.perf_counter()
+                started_batch, ticks = time.perf_counter(), host_load.cpu_ticks()
                 found = measure_round(batch, framework, caches, scratch, f"r{r}-{i}", log, timeout)
+                host = host_load.shares(ticks, host_load.cpu_ticks())
                 runs["processes"] += 1
                 runs["graphs"].update(found.pop("graphs", {}))
                 seconds = found.pop("seconds", {})
@@ -343,9 +345,10 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                     spent = sum(seconds.get(t.id, {}).values()) + startup / len(batch)
                     durations[t.name] = durations.get(t.name, 0.0) + spent
                     record(outcomes.setdefault(t.id, Outcome()), found.get(t.id))
-                runs["per_process"].append({"round": r + 1, "framework": framework, "combinations": len(batch),
+                runs["per_process"].append({"round": r + 1, "framework": framework, "compiled": batch[0].compiled,
+                                            "combinations": len(batch),
                                             "wall_s": round(time.perf_counter() - started_batch, 2),
-                                            "outside_combinations_s": round(startup, 2)})
+                                            "outside_combinations_s": round(startup, 2), "host": host})
             runs["rounds"] = r + 1
             runs["wall_s"] = round(time.perf_counter() - t0, 1)
             # the first round's wall from the start: it pays discovery and the shared counts, later rounds do not

@@ -245,6 +245,20 @@ def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) 
     assert record["rounds"] == 4 and record["stopped"] is None and record["profile"] is None
 
 
+def test_each_process_records_what_the_host_did_while_it_ran(monkeypatch, tmp_path: Path) -> None:
+    """The runner reads /proc/stat around every worker: a process that ran while the hypervisor stole time is told
+    apart from one whose framework was slow (host_load's shares of the ticks between the two readings)."""
+    from tape_vs_trace import host_load
+
+    _fake_clock(monkeypatch, seconds_per_process=1.0)
+    readings = iter([[0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [50, 0, 0, 40, 0, 0, 0, 10, 0, 0]] * 8)
+    monkeypatch.setattr(host_load, "cpu_ticks", lambda: next(readings))
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=2, log=lambda _: None)
+    processes = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]["per_process"]
+    assert len(processes) == 8 and {p["compiled"] for p in processes} == {True, False}
+    assert all(p["host"] == {"steal": 0.1, "busy": 0.5} for p in processes)
+
+
 @pytest.mark.parametrize("budget", [0.0, -5.0, float("nan")])
 def test_a_budget_that_is_not_a_positive_number_is_refused(tmp_path: Path, budget: float) -> None:
     with pytest.raises(suite_runner.RunError, match="--budget must be a positive number"):
