@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace import preflight
+from tape_vs_trace import preflight, preflight_child
 
 ROOT = Path(__file__).resolve().parents[1]
 P = preflight.Phase
@@ -171,15 +171,15 @@ def test_phases_follow_the_grid_and_put_the_compiles_last(monkeypatch: pytest.Mo
 
     monkeypatch.setenv("TVT_COMPILE_CACHE", "/tmp/caches")  # the warm compiles come last, where the caches are on
     warm = preflight.phases("cuda")
-    assert [(p.kind, p.workload) for p in warm[-2:]] == [("compile_warm", w) for w in preflight.COMPILED]
+    assert [(p.kind, p.workload) for p in warm[-2:]] == [("compile_warm", w) for w in preflight_child.COMPILED]
     monkeypatch.delenv("TVT_COMPILE_CACHE")
     found = preflight.phases("cuda")
     assert found == warm[:-2]
     assert found[0] == P("startup")
     assert [p.kind for p in found[-4:]] == ["compile", "compiled_step"] * 2
-    assert {p.workload for p in found if p.kind == "compile"} == set(preflight.COMPILED)
+    assert {p.workload for p in found if p.kind == "compile"} == set(preflight_child.COMPILED)
     for p in found[1:]:
-        family = next(f for f, w in preflight.WORKLOADS if w == p.workload)
+        family = next(f for f, w in preflight_child.WORKLOADS if w == p.workload)
         assert p.size == workloads.spec(p.workload).runs(family, "cuda")[0]
     assert P("eager_step", "transformer", "L12-B8-S1024-D1024").needs() == [
         "startup", "eager_build:transformer", "inputs:transformer"]
