@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from implementations import rank_processes, workloads
-from tape_vs_trace import cli, distributed_run
-from tape_vs_trace.distributed_run import Case, DistributedError
+from tape_vs_trace import cli, distributed_plan, distributed_run
+from tape_vs_trace.distributed_plan import Case, DistributedError
 from tape_vs_trace.report import stats
 
 TINY = ["--frameworks", "jax", "--workloads", "mlp", "--forms", "ddp", "--modes", "compiled", "--size", "tiny",
         "--processes", "2", "--repeat", "2", "--device", "cpu"]
-GPU_COUNT = distributed_run.gpu_count  # the real one: the fixture below stands in a machine without GPUs
+GPU_COUNT = distributed_plan.gpu_count  # the real one: the fixture below stands in a machine without GPUs
 
 
 def _rows(path: Path) -> list[dict]:
@@ -38,7 +38,7 @@ def _errors(text: str) -> list[str]:
 @pytest.fixture(autouse=True)
 def no_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test runs as on a machine without GPUs, whatever this one has, unless it says otherwise."""
-    monkeypatch.setattr(distributed_run, "gpu_count", lambda: 0)
+    monkeypatch.setattr(distributed_plan, "gpu_count", lambda: 0)
 
 
 @pytest.fixture
@@ -180,10 +180,10 @@ def test_uncommitted_implementations_are_refused(tmp_path: Path, monkeypatch: py
 
 
 def test_the_default_plan_is_the_grid_at_one_and_two_ranks() -> None:
-    found = distributed_run.plan()
+    found = distributed_plan.plan()
     assert {(c.workload, c.size) for c in found} == {("mlp", "64x256x1024"), ("transformer", "L4-B4-S64-D128")}
     assert len(found) == 2 * 2 * 3 * 2 * 2 and {c.ranks for c in found} == {1, 2}
-    assert {c.ranks for c in distributed_run.plan(ranks="1,2,4")} == {1, 2, 4}
+    assert {c.ranks for c in distributed_plan.plan(ranks="1,2,4")} == {1, 2, 4}
 
 
 CPU_GRID = {("mlp", "64x256x1024"), ("transformer", "L4-B4-S64-D128")}
@@ -198,21 +198,21 @@ GPU_GRID = {("mlp", "512x1024x4096"), ("transformer", "L12-B8-S1024-D1024")}
     (8, "cuda", {1, 2, 4, 8}, GPU_GRID, {"torch": "nccl", "jax": "XLA GPU"}),
 ])
 def test_the_plan_of_a_machine_of_g_gpus(gpus: int, device: str, ranks: set, grid: set, backends: dict) -> None:
-    found = distributed_run.plan(gpus=gpus)
+    found = distributed_plan.plan(gpus=gpus)
     assert {c.device for c in found} == {device} and {c.ranks for c in found} == ranks
     assert {(c.workload, c.size) for c in found} == grid == {
-        (w, s) for w, sizes in workloads.runs(distributed_run.FAMILY, device).items() for s in sizes}
+        (w, s) for w, sizes in workloads.runs(distributed_plan.FAMILY, device).items() for s in sizes}
     assert {c.framework: c.backend for c in found} == backends
     assert len(found) == 2 * 2 * 3 * 2 * len(ranks)  # frameworks x workloads x forms x modes x N
 
 
 def test_the_cpu_can_be_chosen_on_gpus_and_the_ranks_cannot_outnumber_them() -> None:
-    found = distributed_run.plan(device="cpu", gpus=8)
+    found = distributed_plan.plan(device="cpu", gpus=8)
     assert {c.device for c in found} == {"cpu"} and {c.ranks for c in found} == {1, 2}
     assert {(c.workload, c.size) for c in found} == CPU_GRID
-    assert {c.ranks for c in distributed_run.plan(ranks="2", gpus=2)} == {2}
+    assert {c.ranks for c in distributed_plan.plan(ranks="2", gpus=2)} == {2}
     with pytest.raises(DistributedError, match="^N=4 needs 4 GPUs, one per rank; nvidia-smi -L lists 2$"):
-        distributed_run.plan(ranks="1,2,4", gpus=2)
+        distributed_plan.plan(ranks="1,2,4", gpus=2)
 
 
 @pytest.mark.parametrize("argv", [["--device", "cuda"], ["--device", "cuda", "--plan"]])
@@ -223,7 +223,7 @@ def test_cuda_without_two_gpus_is_refused_in_one_line(argv: list[str], tmp_path:
 
 
 def test_plan_prints_the_rows_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    monkeypatch.setattr(distributed_run, "gpu_count", lambda: 4)
+    monkeypatch.setattr(distributed_plan, "gpu_count", lambda: 4)
     monkeypatch.setattr(distributed_run, "measure", lambda *_: pytest.fail("--plan ran a step"))
     assert cli.main(["distributed", "--plan", "--workloads", "mlp", "--out", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
