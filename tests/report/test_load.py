@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from implementations import frameworks
-from tape_vs_trace.report import load, roofline
+from tape_vs_trace.report import load, roofline, rows
 from tests.report.helpers import ASV_COLUMNS, write_results
 
 
@@ -53,7 +53,7 @@ def result_rows(name: str, meta: dict, item: list, machine: dict | None = None, 
     data = {"commit_hash": "c1", "date": 1700000000000, "params": run or {}, "requirements": {},
             "result_columns": ASV_COLUMNS, "results": {name: item}, "env_name": "env"}
     warnings: list[str] = []
-    out, _ = load._result_rows(data, {name: meta}, machine or {}, "box", load.Meanings(warnings.append),
+    out, _ = rows.result_rows(data, {name: meta}, machine or {}, "box", load.Meanings(warnings.append),
                                warnings.append, Path("r.json"))
     return out
 
