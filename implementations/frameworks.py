@@ -13,7 +13,17 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+
+# the process settings, read through the registry by every process that loads a framework
+from implementations.process_settings import FOLDER_VARIABLES as FOLDER_VARIABLES
+from implementations.process_settings import SETTING_VARIABLES as SETTING_VARIABLES
+from implementations.process_settings import TORCH_COMPILE_MODES as TORCH_COMPILE_MODES
+from implementations.process_settings import environment_settings as environment_settings
+from implementations.process_settings import graph_settings as graph_settings
+from implementations.process_settings import host_allocator as host_allocator
+from implementations.process_settings import isolate_allocators as isolate_allocators
+from implementations.process_settings import torch_compile_mode as torch_compile_mode
+from implementations.process_settings import xla_command_buffers as xla_command_buffers
 
 # Matmul precision names of the suite: full float32, or TF32 tensor cores. Each framework maps them to its own
 # setting (``Framework.precisions``); the same request in both, since JAX defaults to TF32 on recent GPUs and
@@ -214,105 +224,6 @@ def threads() -> int:
     """CPU threads for both frameworks: every core. XLA:CPU uses every core and has no flag for another count;
     PyTorch is told the same explicitly, since its own default is the number of physical cores."""
     return os.cpu_count() or 1
-
-
-# glibc's dynamic mmap threshold rises with the largest mmapped block a process has freed, so a process's history
-# decided whether a step's host buffers were mapped afresh on every call or reused from the heap (docs/history.md
-# has the measurements). Every framework process holds both thresholds where glibc's own adjustment ends: the state
-# a long-running process reaches. Source: glibc mallopt(3), M_MMAP_THRESHOLD.
-MMAP_THRESHOLD = 32 << 20
-TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
-_host_allocator: str | None = None
-
-
-def host_allocator(libc: Any = None) -> str:
-    """Hold glibc malloc's mmap and trim thresholds fixed (once per process) and say what this process runs with.
-
-    Where there is no glibc (macOS, musl) nothing is changed and the answer says so; `libc` is for tests."""
-    global _host_allocator
-    if _host_allocator is None or libc is not None:
-        if libc is None:
-            import ctypes
-
-            # The symbols already loaded into this process (dlopen(NULL)): its C library, without find_library's
-            # ldconfig subprocess in every benchmark process.
-            try:
-                libc = ctypes.CDLL(None)
-            except OSError:
-                libc = None
-        if libc is None or not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
-            _host_allocator = "platform default (no glibc)"
-        elif libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and \
-                libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1:
-            _host_allocator = (f"glibc malloc, mmap threshold {MMAP_THRESHOLD >> 20} MiB and trim threshold "
-                               f"{TRIM_THRESHOLD >> 20} MiB held fixed")
-        else:
-            _host_allocator = "glibc malloc, its defaults (mallopt refused the thresholds)"
-    return _host_allocator
-
-
-def isolate_allocators() -> None:
-    """Before any import of jax: allocator peaks mean what they say only without preallocation. The one place
-    that sets it; every entry point that may import jax calls this first."""
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-
-
-# CUDA graphs are a setting on both sides, so a fair comparison states the pair it ran. The default pairing is each
-# framework's own default: torch.compile's "default" mode (no CUDA graphs) against XLA's command buffers on (CUDA
-# graphs for the captured kernels). TVT_TORCH_COMPILE_MODE=reduce-overhead turns CUDA graphs on in PyTorch;
-# XLA_FLAGS=--xla_gpu_enable_command_buffer= turns them off in XLA.
-TORCH_COMPILE_MODES = ("default", "reduce-overhead")
-_COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
-
-
-def torch_compile_mode() -> str:
-    """The `mode` every torch.compile of a benchmarked step gets: TVT_TORCH_COMPILE_MODE, "default" if unset; a
-    ValueError lists the valid modes."""
-    mode = os.environ.get("TVT_TORCH_COMPILE_MODE") or "default"
-    if mode not in TORCH_COMPILE_MODES:
-        raise _choices("TVT_TORCH_COMPILE_MODE", mode, TORCH_COMPILE_MODES)
-    return mode
-
-
-def xla_command_buffers(xla_flags: str | None = None) -> str:
-    """XLA's command buffers (CUDA graphs) as XLA_FLAGS sets them: "on (XLA default)" without the flag, "off" when
-    it is set empty, else the command types it lists. The last occurrence wins, as in XLA's flag parser."""
-    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
-    value = None
-    for flag in flags.split():
-        name, _, rest = flag.partition("=")
-        if name == _COMMAND_BUFFER_FLAG:
-            value = rest
-    if value is None:
-        return "on (XLA default)"
-    return value or "off"
-
-
-# Environment variables that change what a framework process measures: allocator behaviour (preallocation, the
-# allocator, PyTorch's caching allocator), compiler flags, numerics and threads. Recorded with every result.
-SETTING_VARIABLES = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_ALLOCATOR", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-                     "PYTORCH_CUDA_ALLOC_CONF", "XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_ENABLE_X64",
-                     "JAX_SOFTMAX_CUSTOM_JVP", "TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_CACHE_DIR",
-                     "JAX_COMPILATION_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TVT_TORCH_COMPILE_MODE")
-
-
-# Variables that name a folder: recorded as set or unset, since committed results carry no path of the machine.
-FOLDER_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")
-
-
-def environment_settings() -> dict[str, str]:
-    """Each of SETTING_VARIABLES as a benchmark process sees it: its value, or "unset"; preallocation as
-    isolate_allocators leaves it; a folder variable as "set", never its path."""
-    found = {name: os.environ.get(name, "unset") for name in SETTING_VARIABLES}
-    found.update({name: "set" for name in FOLDER_VARIABLES if name in os.environ})
-    found["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    return found
-
-
-def graph_settings() -> dict[str, str]:
-    """The CUDA-graph settings this process runs with: torch.compile's mode and XLA's command buffers."""
-    return {"torch_compile_mode": torch_compile_mode(), "xla_command_buffers": xla_command_buffers()}
 
 
 # Both frameworks' persistent compilation caches under one folder (make bench: .asv/compile-cache), one subfolder

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from implementations import frameworks
+from implementations import frameworks, process_settings
 from tape_vs_trace import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ class FakeGlibc:
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(frameworks, "_host_allocator", None)
+    monkeypatch.setattr(process_settings, "_host_allocator", None)
 
 
 def test_both_thresholds_are_held_at_glibcs_adjusted_values() -> None:
@@ -63,8 +63,8 @@ def test_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_every_framework_process_holds_them_and_the_results_record_them() -> None:
     # A fresh interpreter: loading a framework applies the setting with the real C library of this machine.
-    code = ("from implementations import frameworks; frameworks.load('torch'); "
-            "print(frameworks._host_allocator)")
+    code = ("from implementations import frameworks, process_settings; frameworks.load('torch'); "
+            "print(process_settings._host_allocator)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
