@@ -115,11 +115,11 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                              staging / sub)
             names += _compile_growth().draw(rows, staging / sub)
-            compiled[group] = _compile_growth().findings(_compile_growth().points(rows))
+            compiled[group] = _compile_growth().section(rows)
             drawn[group] = [sub + n for n in names]
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
-        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top),
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, compiled),
                                             encoding="utf-8")
         for name, text in markdown.pages(data, drawn, compiled).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,9 @@ depth per phase for both frameworks (``compile_growth.png``), and findings in wo
 A line is (workload, framework, formulation, phase) at the cold cache; its points are the depths of the workload's
 depth series (workloads.depth_series). The exponent's interval is the t interval of the least-squares slope: it
 takes the scatter of the points about the line, so one process per depth gives an interval from three depths on.
+What scan or regional compilation buys at the deepest depth is the measured ratio of the first calls, and the ratio
+of the two fitted lines there with its interval on the same basis. A machine without the series gets one line
+(`section`, NOT_RUN).
 """
 
 from __future__ import annotations
@@ -45,22 +48,69 @@ class Fit:
         return f"{self.exponent:.2f} [{self.low:.2f}, {self.high:.2f}]"
 
 
-def growth_exponent(depths: list[float], seconds: list[float], confidence: float = CONFIDENCE) -> Fit:
-    """The growth exponent of `seconds` against `depths`; a ValueError for fewer than two distinct depths or a
-    value that is not positive (a log-log fit needs both)."""
-    from scipy import stats as scipy_stats
+@dataclass(frozen=True)
+class _Line:
+    """A least-squares line of log seconds on log depth: what its slope's and its predictions' intervals need."""
 
+    slope: float
+    intercept: float
+    variance: float  # of the residuals, n - 2 degrees of freedom (NaN below three points)
+    n: int
+    mean_x: float
+    sxx: float
+
+    def at(self, depth: float) -> tuple[float, float]:
+        """The fitted log seconds at `depth` and the variance of that fitted mean."""
+        x = math.log(depth)
+        return self.intercept + self.slope * x, self.variance * (1 / self.n + (x - self.mean_x) ** 2 / self.sxx)
+
+
+def _line(depths: list[float], seconds: list[float]) -> _Line:
+    """The fit of log `seconds` on log `depths`; a ValueError for fewer than two distinct depths or a value that is
+    not positive (a log-log fit needs both)."""
     x, y = np.asarray(depths, dtype=float), np.asarray(seconds, dtype=float)
     if len(x) != len(y) or len(set(x)) < 2:
         raise ValueError(f"a growth exponent needs two distinct depths or more, got {sorted(set(x))}")
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("a growth exponent needs positive depths and seconds")
-    fit = scipy_stats.linregress(np.log(x), np.log(y))
+    lx, ly = np.log(x), np.log(y)
+    sxx = float(((lx - lx.mean()) ** 2).sum())
+    slope = float(((lx - lx.mean()) * (ly - ly.mean())).sum() / sxx)
+    intercept = float(ly.mean() - slope * lx.mean())
     n = len(x)
-    if n < 3:
-        return Fit(float(fit.slope), math.nan, math.nan, n)
-    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr)
-    return Fit(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half, n)
+    variance = float(((ly - intercept - slope * lx) ** 2).sum() / (n - 2)) if n > 2 else math.nan
+    return _Line(slope, intercept, variance, n, float(lx.mean()), sxx)
+
+
+def growth_exponent(depths: list[float], seconds: list[float], confidence: float = CONFIDENCE) -> Fit:
+    """The growth exponent of `seconds` against `depths`; a ValueError for fewer than two distinct depths or a
+    value that is not positive (a log-log fit needs both)."""
+    from scipy import stats as scipy_stats
+
+    line = _line(depths, seconds)
+    if line.n < 3:
+        return Fit(line.slope, math.nan, math.nan, line.n)
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, line.n - 2) * math.sqrt(line.variance / line.sxx))
+    return Fit(line.slope, line.slope - half, line.slope + half, line.n)
+
+
+def fitted_ratio(first: tuple[list[float], list[float]], second: tuple[list[float], list[float]], depth: float,
+                 confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """The ratio of the first line's seconds to the second's at `depth`, both as fitted (depths, seconds), and its
+    `confidence` interval: the two fitted means' variances added, Welch-Satterthwaite's degrees of freedom (NaN
+    bounds where a line has fewer than three points)."""
+    from scipy import stats as scipy_stats
+
+    a, b = _line(*first), _line(*second)
+    (ya, va), (yb, vb) = a.at(depth), b.at(depth)
+    ratio = math.exp(ya - yb)
+    if a.n < 3 or b.n < 3:
+        return ratio, math.nan, math.nan
+    spread = va ** 2 / (a.n - 2) + vb ** 2 / (b.n - 2)
+    if spread == 0:  # both lines exact: no scatter, no width
+        return ratio, ratio, ratio
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, (va + vb) ** 2 / spread)) * math.sqrt(va + vb)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
 
 
 def points(table: pd.DataFrame) -> pd.DataFrame:
@@ -97,8 +147,9 @@ def fits(pts: pd.DataFrame) -> pd.DataFrame:
 
 
 def findings(pts: pd.DataFrame) -> list[str]:
-    """In words, per machine, workload and framework: where the first call's time goes at the deepest depth, how
-    the whole first call grows in each formulation, and what the block-once formulation buys there."""
+    """In words, per machine, workload and framework: for each formulation how the whole first call grows (its
+    exponent and interval) and where its time goes at the deepest depth, then what the block-once formulation buys
+    there."""
     lines, fitted = [], fits(pts)
     for (machine, workload, fw), group in pts[pts.cache == "cold"].groupby(["machine", "workload", "framework"]):
         label = frameworks.label(fw)
@@ -109,15 +160,25 @@ def findings(pts: pd.DataFrame) -> list[str]:
                                if phase != "first_call" and total > 0)
             fit = fitted[(fitted.machine == machine) & (fitted.workload == workload) & (fitted.framework == fw)
                          & (fitted.formulation == form) & (fitted.phase == "first_call")]
-            grows = f"; grows as depth^{fit.fit.iloc[0]}" if len(fit) else ""
-            lines.append(f"{workload}, {label} {form}, {machine}: first call {total:.2f} s at depth "
-                         f"{int(rows.depth.max())} ({shares}){grows}")
+            depths = sorted(int(d) for d in rows.depth.unique())
+            grows = (f"grows as depth^{_exponent(fit.iloc[0])} over depths {', '.join(map(str, depths))}; "
+                     if len(fit) else f"has no growth exponent (depth {depths[0]} only); ")
+            lines.append(f"{workload}, {label} {form}, {machine}: the first call {grows}{total:.2f} s at depth "
+                         f"{depths[-1]} ({shares})")
         lines += _buys(group, machine, workload, label)
     return lines
 
 
+def _exponent(fit) -> str:
+    """A fitted line's exponent with its interval in words."""
+    if math.isnan(fit.low):
+        return f"{fit.exponent:.2f} (no interval: {fit.points} depths)"
+    return f"{fit.exponent:.2f} (95 % interval [{fit.low:.2f}, {fit.high:.2f}])"
+
+
 def _buys(group: pd.DataFrame, machine: str, workload: str, label: str) -> list[str]:
-    """What the block-once formulation (scan, regional) buys at the deepest depth both formulations ran."""
+    """What the block-once formulation (scan, regional) buys at the deepest depth both formulations ran: the measured
+    ratio, and the ratio of the two fitted lines there with its interval."""
     first = group[group.phase == "first_call"].pivot_table(index="depth", columns="formulation", values="seconds")
     other = [f for f in first.columns if f != "unrolled"]
     if "unrolled" not in first.columns or not other:
@@ -125,11 +186,28 @@ def _buys(group: pd.DataFrame, machine: str, workload: str, label: str) -> list[
     both = first.dropna()
     if both.empty:
         return []
-    depth = both.index.max()
-    ratio = both.loc[depth, "unrolled"] / both.loc[depth, other[0]]
+    depth, form = both.index.max(), other[0]
+    ratio = both.loc[depth, "unrolled"] / both.loc[depth, form]
     how = f"{ratio:.1f}x faster" if ratio >= 1 else f"{1 / ratio:.1f}x slower"
-    return [f"{workload}, {label}, {machine}: {other[0]} compiles the depth-{int(depth)} step {how} than unrolled "
-            f"({both.loc[depth, other[0]]:.2f} s against {both.loc[depth, 'unrolled']:.2f} s)"]
+    text = (f"{workload}, {label}, {machine}: {form} compiles the depth-{int(depth)} step {how} than unrolled "
+            f"({both.loc[depth, form]:.2f} s against {both.loc[depth, 'unrolled']:.2f} s")
+    lines = {f: (list(first[f].dropna().index), list(first[f].dropna())) for f in ("unrolled", form)}
+    if min(len(v[0]) for v in lines.values()) < 2 or (first <= 0).any().any():
+        return [text + ")"]
+    fitted, low, high = fitted_ratio(lines["unrolled"], lines[form], depth)
+    interval = (f"95 % interval [{low:.2f}, {high:.2f}]" if not math.isnan(low)
+                else "no interval: fewer than three depths")
+    return [text + f"; unrolled/{form} from the fitted lines {fitted:.2f}, {interval})"]
+
+
+# What a machine's pages say where its results hold no cold CompilePhases row.
+NOT_RUN = ("the compile-time depth series has not been run on this machine (`make compile-series`, "
+           "docs/compile-time.md)")
+
+
+def section(table: pd.DataFrame) -> list[str]:
+    """A machine's compile-growth lines for its pages: findings, or the one NOT_RUN line."""
+    return findings(points(table)) or [NOT_RUN]
 
 
 def draw(table: pd.DataFrame, out: Path) -> list[str]:

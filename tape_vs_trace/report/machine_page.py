@@ -41,13 +41,13 @@ def _findings(rows: pd.DataFrame, found: dict) -> list[str]:
     return lines
 
 
-def _compile(said: list[str], figures: list[str], group: str) -> list[str]:
-    """Compile time against depth (issue 40): the figure and report.compile_growth's findings, where the run holds
-    CompilePhases rows."""
+def compile_section(said: list[str], links: list[str], level: str = "##") -> list[str]:
+    """Compile time against depth (issue 40): the figure among `links` (relative to the page) and
+    report.compile_growth's lines (its findings, or that the series has not run); nothing without lines."""
     if not said:
         return []
-    shown = [f"![compile growth]({_here(group, n)})" for n in figures if Path(n).name == COMPILE_FIGURE]
-    return ["## Compile time against depth", "", *shown, "", *[f"- {s}" for s in said], ""]
+    shown = [f"![compile growth]({link})" for link in links if Path(link).name == COMPILE_FIGURE]
+    return [f"{level} Compile time against depth", "", *shown, "", *[f"- {s}" for s in said], ""]
 
 
 def _pillars(data: Results, rows: pd.DataFrame, figures: list[str], group: str, numerics: bool) -> list[str]:
@@ -95,6 +95,6 @@ def page(data: Results, group: str, rows: pd.DataFrame, figures: list[str], scal
                                     answered(cells, paired) if paired.rows else set())
     spread = [_here(group, n) for n in figures if Path(n).name.startswith(distributed_section.FIGURES)]
     lines += distributed_section.section(data.distributed.get(machine), spread, commit, "##")
-    lines += _compile(list(compiled), figures, group)
+    lines += compile_section(list(compiled), [_here(group, n) for n in figures])
     lines += ["## Provenance", "", *provenance.provenance(data, rows), ""]
     return "\n".join(lines)

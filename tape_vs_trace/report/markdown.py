@@ -50,9 +50,11 @@ def _scale_lines(groups: list[tuple[str, pd.DataFrame]], data: Results) -> list[
             .removeprefix("Scale: ") for g, rows in groups]
 
 
-def markdown(data: Results, figures: dict[str, list[str]], results_label: str, top: Headline | None = None) -> str:
-    """summary.md's front: the scale of each machine, the headline, per machine each framework at its best and a link
-    to its page (`pages`); older commits last."""
+def markdown(data: Results, figures: dict[str, list[str]], results_label: str, top: Headline | None = None,
+             compiled: dict[str, list[str]] | None = None) -> str:
+    """summary.md's front: the scale of each machine, the headline, per machine each framework at its best, its
+    compile growth (`compiled`: report.compile_growth's lines) and a link to its page (`pages`); older commits
+    last."""
     table = data.table
     groups = _newest_first(latest(table))
     shown = {(r.machine.iloc[0], r.commit.iloc[0]) for _, r in groups}
@@ -65,7 +67,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
              "## Headline", "", *headline_section(top, data.details, dict(groups)), "## Each machine", ""]
     for group, rows in groups:
         lines += [f"### {group}", "", f"[Findings, every table and provenance: {machine_page.path(group)}]"
-                  f"({machine_page.path(group)})", "", *best.section(base_numerics(rows), data.details)]
+                  f"({machine_page.path(group)})", "", *best.section(base_numerics(rows), data.details),
+                  *machine_page.compile_section((compiled or {}).get(group, []), figures.get(group, []), "####")]
     if older:
         lines += ["## Older commits", "", "In summary.csv only (the pages show each machine's latest commit): "
                   + ", ".join(f"`{c[:8]}` ({m})" for m, c in older) + ".", ""]

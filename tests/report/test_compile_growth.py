@@ -3,15 +3,19 @@ points, fitted lines, findings in words and the figure."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from implementations import workloads
+from tape_vs_trace import report
 from tape_vs_trace.report import compile_growth
+from tests.report import helpers
 
 DEPTHS = [8, 16, 32, 64, 128, 256, 512]
 
@@ -83,14 +87,18 @@ def test_each_cold_line_gets_its_exponent(table) -> None:
     assert len(fits) == 5  # the warm point is on no line
 
 
-def test_findings_say_where_the_time_goes_how_it_grows_and_what_scan_buys(table) -> None:
+def test_findings_say_how_each_line_grows_where_its_time_goes_and_what_scan_buys(table) -> None:
     text = "\n".join(compile_growth.findings(compile_growth.points(table)))
-    assert "chain, JAX unrolled, m: first call" in text and "xla_compile 80%" in text
-    assert "grows as depth^1.50" in text
+    depths = ", ".join(map(str, workloads.depth_series("chain", "cuda")))
+    assert f"chain, JAX unrolled, m: the first call grows as depth^1.50 (95 % interval [1.50, 1.50]) over depths " \
+           f"{depths}; " in text
+    assert "xla_compile 80%" in text
+    assert "chain, PyTorch regional, m: the first call grows as depth^" in text
     deepest = max(workloads.depth_series("chain", "cuda"))
     ratio = 0.01 * deepest ** 1.5 / (0.2 * deepest ** 0.1)
     assert f"scan compiles the depth-{deepest} step {ratio:.1f}x faster than unrolled" in text
-    # the regional form is the slower one at the shallowest depths only; at the deepest it is faster
+    # exact power laws: the fitted ratio is the measured one and its interval has no width
+    assert f"unrolled/scan from the fitted lines {ratio:.2f}, 95 % interval [{ratio:.2f}, {ratio:.2f}])" in text
     assert "regional compiles" in text
 
 
@@ -98,10 +106,76 @@ def test_a_slower_block_once_form_reads_slower() -> None:
     rows = [_row("jax", form, "first_call", size, seconds) for form, seconds in (("unrolled", 1.0), ("scan", 2.0))
             for size in ("d8-4x64", "d16-4x64")]
     text = "\n".join(compile_growth.findings(compile_growth.points(pd.DataFrame(rows))))
-    assert "scan compiles the depth-16 step 2.0x slower than unrolled (2.00 s against 1.00 s)" in text
+    assert "scan compiles the depth-16 step 2.0x slower than unrolled (2.00 s against 1.00 s; unrolled/scan from " \
+           "the fitted lines 0.50, no interval: fewer than three depths)" in text
+    assert "grows as depth^0.00 (no interval: 2 depths)" in text
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_fitted_ratio_s_interval_covers_a_known_ratio_under_noise(seed: int) -> None:
+    # 10 % noise on two lines whose ratio at depth 32 is 4: the 95 % interval covers it
+    rng = np.random.default_rng(seed)
+    depths = [8, 16, 32, 64, 128]
+    unrolled = [0.01 * d ** 1.5 * math.exp(rng.normal(0, 0.1)) for d in depths]
+    scan = [0.01 * 32 ** 1.5 / 4 * (d / 32) ** 0.2 * math.exp(rng.normal(0, 0.1)) for d in depths]
+    ratio, low, high = compile_growth.fitted_ratio((depths, unrolled), (depths, scan), 32)
+    assert low < 4.0 < high and low < ratio < high
+    assert high / low < 2
+
+
+def test_a_machine_without_the_series_gets_one_line() -> None:
+    assert compile_growth.section(pd.DataFrame([_row("jax", "unrolled", "first_call", "d8-4x64", 1.0)
+                                                | {"metric": "time_step"}])) == [compile_growth.NOT_RUN]
+    warm = pd.DataFrame([_row("jax", "unrolled", "first_call", "d8-4x64", 1.0, cache="warm")])
+    assert compile_growth.section(warm) == [compile_growth.NOT_RUN]
 
 
 def test_the_figure_is_drawn_where_there_are_rows(table, tmp_path) -> None:
     assert compile_growth.draw(table, tmp_path) == [compile_growth.FIGURE]
     assert (tmp_path / compile_growth.FIGURE).stat().st_size > 0
     assert compile_growth.draw(table[table.metric != compile_growth.METRIC], tmp_path / "none") == []
+
+
+def _with_the_series(root: Path) -> Path:
+    """helpers.write_results' folder with the chain's CPU series: first call and one phase, one process a point."""
+    names = ["framework", "workload", "size", "formulation", "cache", "phase", "dtype", "precision", "device"]
+    series = workloads.depth_series("chain", "cpu")
+    params = [helpers.FW, ["'chain'"], [f"'{s}'" for s in series.values()], ["'unrolled'", "'scan'", "'regional'"],
+              ["'cold'"], ["'first_call'", "'inductor'", "'xla_compile'"], *helpers.TAIL]
+    seconds = {("torch", "unrolled"): 0.5, ("torch", "regional"): 2.0, ("jax", "unrolled"): 0.02, ("jax", "scan"): 0.3}
+    values = []
+    for fw, _, size, form, _, phase, *_ in itertools.product(*params):
+        base = seconds.get((fw.strip("'"), form.strip("'")))
+        own = phase == "'first_call'" or phase == ("'inductor'" if fw == "'torch'" else "'xla_compile'")
+        depth = workloads.depth_of("chain", size.strip("'"))
+        values.append(base * depth ** (0.1 if form != "'unrolled'" else 1.2) * (1 if phase == "'first_call'" else 0.8)
+                      if base and own else math.nan)
+    name = "recording.CompilePhases_chain.time_compile_phase"
+    benchmarks = json.loads((root / "benchmarks.json").read_text())
+    benchmarks[name] = helpers.bench(name, "time", "seconds", names, params, rounds=1, repeat=1)
+    (root / "benchmarks.json").write_text(json.dumps(benchmarks))
+    path = root / "box" / "abc12300-existing-venv.json"
+    data = json.loads(path.read_text())
+    data["results"][name] = helpers.entry(params, values, [None if v != v else [v] for v in values])
+    path.write_text(json.dumps(data, allow_nan=True))
+    return root
+
+
+def test_both_pages_show_the_growth_figure_exponents_and_what_the_block_once_form_buys(tmp_path: Path) -> None:
+    root = _with_the_series(helpers.write_results(tmp_path / "results"))
+    report.write_report(root, tmp_path / "report", lambda line: None)
+    front, page = (tmp_path / "report" / "summary.md").read_text(), (tmp_path / "report" / "box" / "summary.md")
+    for text, link in ((front, compile_growth.FIGURE), (page.read_text(), f"../{compile_growth.FIGURE}")):
+        assert f"![compile growth]({link})" in text
+        assert "- chain, PyTorch unrolled, box: the first call grows as depth^1.20 (95 % interval [1.20, 1.20])" in text
+        assert "- chain, JAX scan, box: the first call grows as depth^0.10" in text
+        assert "- chain, PyTorch, box: regional compiles the depth-32 step" in text
+        assert "unrolled/scan from the fitted lines" in text and compile_growth.NOT_RUN not in text
+    assert (tmp_path / "report" / compile_growth.FIGURE).is_file()
+
+
+def test_both_pages_say_in_one_line_where_the_series_has_not_run(synthetic_report) -> None:
+    _, text, _ = synthetic_report
+    front, _, page = text.partition("[Back to the summary]")
+    assert f"- {compile_growth.NOT_RUN}" in front and f"- {compile_growth.NOT_RUN}" in page
+    assert "![compile growth]" not in text
