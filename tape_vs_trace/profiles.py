@@ -6,7 +6,8 @@ share.
   step of the recording pillar in both modes, the custom and plain eager steps, the remat curve (eager, and
   compiled at its first size), the no-grad forwards, the engine's features, the harness's overhead), with every
   count (one shared count process takes them all); 12 processes per combination, each round after the third
-  started only while the runner's budget has room for it. More processes for fewer rows: its intervals are the narrow ones.
+  started only while the runner's budget has room for it. More processes for fewer rows: its intervals are the
+  narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
 A selection is a list of `Rows`: benchmark names (shell patterns over asv's `module.Class.method`) and, per named
