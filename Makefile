@@ -12,7 +12,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(DEVICE)
 
-.PHONY: setup test test-all lint bench report preview mutate mutate-sample
+.PHONY: setup test test-all lint bench compile-series report preview mutate mutate-sample
 
 setup: $(STAMP)
 
@@ -113,6 +113,33 @@ bench: $(STAMP)
 	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
 	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \
+	exit $$status
+
+# The compile-time depth series alone (recording.CompilePhases_*, docs/compile-time.md): every depth of this
+# device's series, each formulation, both frameworks, the cold cache, the processes per point the benchmark declares,
+# measured as bench measures (machine record, calibration, the runner, scrub) and merged into HEAD's result file
+# beside the rows bench wrote there, which stay; then the report. scripts/compile_series.py prints the plan and its
+# estimate first and refuses one over its budget; a rerun runs only the points the file lacks. SERIES_ARGS narrows
+# or re-runs it (e.g. '--workload chain --framework jax --depth 8', '--again', '--budget 900'); SERIES_RESULTS
+# puts it into another folder (its report beside it, README.md untouched).
+SERIES_RESULTS ?= results
+SERIES_ARGS ?=
+compile-series: $(STAMP)
+	@test -z "$$(git status --porcelain -- $(RECORDED_SOURCES))" || \
+		{ echo "error: commit $(RECORDED_SOURCES) first: results are recorded under HEAD"; exit 1; }
+	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
+	TVT_DEVICE=$(DEVICE) $(PY) scripts/compile_series.py --plan --machine $$machine --results $(SERIES_RESULTS) \
+		$(SERIES_ARGS) && \
+	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
+	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
+	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
+		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
+		$(PY) scripts/compile_series.py --machine $$machine --results $(SERIES_RESULTS) $(SERIES_ARGS) \
+		|| status=$$?; } && \
+	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
+		$(VENV)/bin/tape-vs-trace scrub-results $(SERIES_RESULTS) && \
+	$(VENV)/bin/tape-vs-trace report --results $(SERIES_RESULTS) --out $(SERIES_RESULTS)/report \
+		$(if $(filter results,$(SERIES_RESULTS)),--readme README.md) && \
 	exit $$status
 
 # The report alone, from the results already in results/.
