@@ -302,7 +302,7 @@ def test_a_new_workloads_remat_curve_is_titled_with_its_name(tmp_path: Path, mon
     seen: list[Figure] = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: seen.append(self))
     curve.figure(table, "tiny", "footer", tmp_path / "x.png")
-    assert seen[0].get_suptitle() == f"remat trade-off, {TOY} tiny: step time against memory"
+    assert seen[0].get_suptitle() == f"remat trade-off, {TOY} tiny, eager only: step time against memory"
 
 
 def test_every_workload_runs_in_some_grid() -> None:

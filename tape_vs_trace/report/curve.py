@@ -1,11 +1,14 @@
 """The remat trade-off curve of the paired results, one figure per size (remat_curve_<size>.png), titled with its
-workload and size: step time against memory, one line per framework x mode x formulation through its points ordered
-by memory, every point labelled, the Pareto-optimal points of each line ringed. Labels are placed once the panels
-are laid out, each where it overlaps no other label and stays inside its panel, with a leader line where it sits away
+workload, size and the modes drawn: step time against memory, one line per framework x mode x formulation through
+its points ordered by memory, every point labelled, the Pareto-optimal points of each line ringed. A row of panels
+per mode, titled with it (eager: PyTorch's tape and op-by-op JAX; compiled: torch.compile and jax.jit): a line
+joins points of one mode, and no compiled point is divided by an eager one. Labels are placed once the panels are
+laid out, each where it overlaps no other label and stays inside its panel, with a leader line where it sits away
 from its point; the points of one line that coincide on the page share one label.
 
 Two panels: peak bytes where the framework's memory method sees the step (on a CPU not compiled PyTorch, not
-op-by-op JAX), and saved bytes, which every point has."""
+op-by-op JAX; the note under the figure names each line left out of it, with the reason), and saved bytes, which
+every point has."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ STYLES = {("eager", "unrolled"): ("-", "o"), ("compiled", "unrolled"): ("--", "s
           ("eager", "scan"): ("-.", "D")}
 FUSED = ((0, (1, 1)), "P")  # fused attention's line: dotted finely, a star, whatever its mode and form
 PANELS = (("peak_bytes", "peak memory (MiB)"), ("saved_bytes", "saved for backward (MiB)"))
+MODES = {"eager": "eager (tape, op-by-op JAX)", "compiled": "compiled (torch.compile, jax.jit)"}  # a row's title
 RING = 130  # the Pareto ring's area (points squared)
 RADII = (4, 7, 11, 16, 22, 30, 40, 52, 66, 82, 100)  # a label's distance from its point, points, nearest first
 ANGLES = (35, 145, -35, -145, 0, 180, 90, -90, 65, 115, -65, -115, 15, 165, -15, -165)  # preferred first
@@ -47,6 +51,24 @@ class Label(NamedTuple):
 def short(point: str) -> str:
     """A point's label on the figure: the policy without 'remat_', a budget as b=0.5."""
     return point.removeprefix("remat_").replace("budget ", "b=")
+
+
+def line_name(key: tuple[str, ...]) -> str:
+    """A line's name in the legend: framework, mode, formulation and fused attention, 'JAX compiled scan'."""
+    framework, mode, formulation, attention, _ = key
+    fused = attention and f"{attention} attention"
+    return " ".join(filter(None, (frameworks.label(framework), mode, formulation, fused)))
+
+
+def no_peak(lines: list[tuple[tuple[str, ...], pd.DataFrame]]) -> list[str]:
+    """'name (why)' of each line the peak panel leaves out: a point without a peak, and the reason its row gives."""
+    out = []
+    for key, curve in lines:
+        missing = [r for r in curve.to_dict("records") if not finite(r["peak_bytes"])]
+        if missing:
+            why = str(missing[0].get("peak_method") or "").removeprefix("not measured: ") or "not measured"
+            out.append(f"{line_name(key)} ({why})")
+    return out
 
 
 def _log_y(ax, low: float, high: float) -> None:
@@ -79,8 +101,7 @@ def _panel(ax, lines: list[tuple[tuple[str, ...], pd.DataFrame]], column: str, x
         err = [[(r["time_s"] - r["time_ci_low"]) / t_div if finite(r["time_ci_low"]) else 0 for r in rows],
                [(r["time_ci_high"] - r["time_s"]) / t_div if finite(r["time_ci_high"]) else 0 for r in rows]]
         ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker=marker, markersize=4, capsize=2,
-                    linewidth=1.2, label=" ".join(filter(None, (frameworks.label(framework), mode, formulation,
-                                                                attention and f"{attention} attention"))))
+                    linewidth=1.2, label=line_name(key))
         optimal = pareto([r["time_s"] for r in rows], [r[column] for r in rows])
         ax.scatter([x for x, o in zip(xs, optimal) if o], [y for y, o in zip(ys, optimal) if o], s=RING,
                    facecolors="none", edgecolors=color, linewidths=1.2, zorder=3)
@@ -198,14 +219,15 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     fig = Figure(figsize=(WIDTH, 1.9 + 3.3 * len(modes)), dpi=DPI)
     axes = fig.subplots(len(modes), 2, sharey=True, squeeze=False)
     named = " / ".join(dict.fromkeys(table.loc[table["size"] == size, "workload"])) if "workload" in table else ""
-    fig.suptitle(f"remat trade-off, {' '.join(filter(None, (named, size)))}: step time against memory",
+    drawn = " and ".join(modes) if len(modes) > 1 else f"{modes[0]} only" if modes else "no curve"
+    fig.suptitle(f"remat trade-off, {' '.join(filter(None, (named, size)))}, {drawn}: step time against memory",
                  fontsize=FONT + 2)
     point_labels = {}
     for row, mode in zip(axes, modes):
         for ax, (column, xlabel) in zip(row, PANELS):
             point_labels[ax] = _panel(ax, [(k, c) for k, c in lines if k[1] == mode], column, xlabel, t_div)
-            ax.set_title(f"{mode}: {'peak, where measured' if column == 'peak_bytes' else 'saved, every line'}",
-                         fontsize=FONT)
+            what = "peak, where measured" if column == "peak_bytes" else "saved, every line"
+            ax.set_title(f"{MODES.get(mode, mode)}: {what}", fontsize=FONT)
         row[0].set_ylabel(f"step time ({t_unit}, log)", fontsize=FONT)
     # With few processes an interval can span decades: the axis follows the points and the bars run off it.
     _log_y(axes[0][0], times.min() / t_div / 1.4, times.max() / t_div * 1.4)
@@ -219,6 +241,9 @@ def figure(table: pd.DataFrame, size: str, footer: str, path: Path) -> Figure:
     note = ("bars: 95 % interval across processes (cut at the axis); ringed: Pareto-optimal within its line (no point "
             "of the line both faster and smaller); labels: policy without 'remat_', or torch.compile memory budget "
             "(b=0.5), one label for the points of a line that coincide")
+    left_out = no_peak(lines)
+    if left_out:
+        note += "; no peak on this device: " + "; ".join(left_out)
     text = textwrap.fill(note, 105) + "\n" + foot
     fig.text(0.01, 0.05 / height, text, ha="left", va="bottom", fontsize=FONT, color="0.3")
     lines_below = text.count("\n") + 1

@@ -84,8 +84,10 @@ def test_rings_mark_the_points_no_other_point_of_their_curve_beats(fig: Figure) 
 
 
 def test_panels_titled_by_mode_and_memory_and_the_empty_one_says_so(fig: Figure) -> None:
-    assert [ax.get_title() for ax in fig.axes] == ["eager: peak, where measured", "eager: saved, every line",
-                                                   "compiled: peak, where measured", "compiled: saved, every line"]
+    eager, compiled = "eager (tape, op-by-op JAX)", "compiled (torch.compile, jax.jit)"
+    assert [ax.get_title() for ax in fig.axes] == [f"{eager}: peak, where measured", f"{eager}: saved, every line",
+                                                   f"{compiled}: peak, where measured",
+                                                   f"{compiled}: saved, every line"]
     # compiled JAX has no peak: nothing drawn on the compiled peak panel, a note in its middle instead
     [note] = fig.axes[2].texts
     assert note.get_text() == "no curve has this memory\non this device"
@@ -183,7 +185,7 @@ def test_no_two_labels_overlap_every_point_is_named_and_the_axes_name_their_metr
     assert not off_the_page(fig), name
     assert not unnamed_axes(fig), name
     for ax, (column, _) in zip(fig.axes, curve.PANELS * 2):
-        mode = ax.get_title().split(":")[0]
+        mode = ax.get_title().split(" ")[0]
         # each point of each line drawn here named once, in one label of its own or one it shares
         shown = sorted(part for t in ax.texts if t.get_text() != "no curve has this memory\non this device"
                        for part in t.get_text().split(", "))
@@ -212,3 +214,52 @@ def test_long_curve_names_keep_the_whole_legend_inside_the_figure(tmp_path: Path
     box = legend.get_window_extent(renderer)
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width
     assert min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) >= box.y1
+
+
+TRACKER = "not measured: the live-storage tracker cannot see inside Inductor's kernels"
+
+
+def compiled_only() -> pd.DataFrame:
+    """The cited CPU run's compiled curve in small: PyTorch's policies and memory budgets without a peak (its CPU
+    tracker cannot see inside Inductor's kernels), JAX's policies with XLA's buffer-plan peak."""
+    return pd.DataFrame([
+        *(curve_point("torch", "compiled", "unrolled", p, (t, t * 0.95, t * 1.05), ONE, saved, NAN, TRACKER, 1)
+          for p, t, saved in (("plain", 0.015, 13), ("remat_full", 0.020, 0.4), ("budget 0.5", 0.016, 9),
+                              ("budget 0", 0.019, 0))),
+        *(curve_point("jax", "compiled", "unrolled", p, (t, t * 0.95, t * 1.05), ONE, saved, peak,
+                      "jax compiled.memory_analysis", 1)
+          for p, t, saved, peak in (("plain", 0.026, 13, 21), ("remat_dots", 0.026, 8, 21.5),
+                                    ("remat_full", 0.025, 0.4, 20))),
+    ])
+
+
+def draw_figure(table: pd.DataFrame, tmp_path: Path, monkeypatch) -> Figure:
+    seen: list[Figure] = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, *args, **kwargs: seen.append(self))
+    curve.figure(table, "S", SHORT, tmp_path / "x.png")
+    [figure] = seen
+    return figure
+
+
+def test_the_title_names_the_modes_it_draws(fig: Figure, tmp_path: Path, monkeypatch) -> None:
+    assert fig.get_suptitle() == "remat trade-off, S, eager and compiled: step time against memory"
+    eager = draw_figure(table()[lambda t: t["mode"] == "eager"], tmp_path, monkeypatch)
+    assert eager.get_suptitle() == "remat trade-off, S, eager only: step time against memory"
+    compiled = draw_figure(compiled_only(), tmp_path, monkeypatch)
+    assert compiled.get_suptitle() == "remat trade-off, S, compiled only: step time against memory"
+
+
+def test_a_compiled_curve_draws_both_frameworks_lines_and_its_peak_panel_names_the_line_without_a_peak(
+        tmp_path: Path, monkeypatch) -> None:
+    fig = draw_figure(compiled_only(), tmp_path, monkeypatch)
+    peak, saved = fig.axes
+    assert peak.get_title().startswith("compiled (torch.compile, jax.jit)")
+    assert sorted(data_lines(saved)) == ["JAX compiled unrolled", "PyTorch compiled unrolled"]
+    assert list(data_lines(peak)) == ["JAX compiled unrolled"]  # PyTorch's compiled points have no CPU peak
+    assert sorted(t.get_text() for t in saved.texts) == sorted(["plain", "full", "b=0.5", "b=0", "plain", "dots",
+                                                               "full"])
+    [note] = [" ".join(t.get_text().split()) for t in fig.texts if t.get_text().startswith("bars: ")]
+    assert ("no peak on this device: PyTorch compiled unrolled (the live-storage tracker cannot see inside "
+            "Inductor's kernels)") in note
+    assert "JAX compiled unrolled (" not in note
+    assert not overlapping(fig) and not off_the_page(fig)
