@@ -4,7 +4,11 @@ a network or minutes, checked to exist as written."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
+import hashlib
+import io
 import os
 import re
 import shlex
@@ -12,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +47,9 @@ NOT_RUN = {
                                  "and refuses an uncommitted implementations/",
 }
 RUN_TIMEOUT_S = 120
+# Commands that only read a results folder run in this process, through the CLI's main with the page's arguments in
+# the block's sandbox: each would otherwise start an interpreter and parse the same result files again.
+IN_PROCESS = ("tape-vs-trace cite", "tape-vs-trace compare")
 TVT = ("tape-vs-trace", ".venv/bin/tape-vs-trace")
 PYTHONS = ("python", "python3", ".venv/bin/python")
 CODE_FILES = ["Makefile", "scripts/*", "tape_vs_trace/**/*.py", "implementations/**/*.py", "benchmarks/*.py"]
@@ -302,6 +310,50 @@ def _sandbox(where: Path) -> None:
             (where / entry.name).symlink_to(entry)
 
 
+_IN_PROCESS_LOCK = threading.Lock()  # one at a time: each changes this process's working folder and stdout
+_LOADED: dict[tuple, tuple[object, list[str]]] = {}
+
+
+def _folder_digest(folder: Path) -> str:
+    digest = hashlib.sha1()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _load_once(load):
+    """load_results, read once per folder content (the sandboxes hold copies of one results folder); its warnings
+    are replayed on every call and each caller gets its own copy."""
+    def loaded(results, warn, verbose=False, *args, **kwargs):
+        key = (_folder_digest(Path(results)), verbose)
+        if key not in _LOADED:
+            said: list[str] = []
+            _LOADED[key] = (load(results, said.append, verbose, *args, **kwargs), said)
+        value, said = _LOADED[key]
+        for line in said:
+            warn(line)
+        return copy.deepcopy(value)
+    return loaded
+
+
+def _run_in_process(command: Command, where: Path) -> None:
+    """The command through tape_vs_trace.cli.main in `where`, as `python -m tape_vs_trace.cli` would run it."""
+    from tape_vs_trace import cite, cli, compare
+
+    err = io.StringIO()
+    with _IN_PROCESS_LOCK, contextlib.chdir(where), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        for module in (cite, compare):
+            patch.setattr(module, "load_results", _load_once(module.load_results))
+        try:
+            status = cli.main(list(command.argv[1:]))
+        except SystemExit as exc:  # argparse's refusal of an option
+            status = exc.code
+        except Exception as exc:  # what a subprocess would end with as a traceback
+            raise CommandError(f"{command}: {exc.__class__.__name__}: {exc}") from exc
+    _require(status == 0, f"{command}: exit {status}\n{err.getvalue()[-3000:]}")
+
+
 def _run_block(commands: list[Command]) -> dict[Command, str | None]:
     """Each command of one block in order, in one sandbox: None where it passed, else what went wrong."""
     outcome: dict[Command, str | None] = {}
@@ -312,6 +364,8 @@ def _run_block(commands: list[Command]) -> dict[Command, str | None]:
             try:
                 if command.name in NOT_RUN:
                     _check(command)
+                elif command.name in IN_PROCESS and not command.env:
+                    _run_in_process(command, where)
                 else:
                     argv = _argv(command)
                     done = subprocess.run(argv, cwd=where, env=_env(command.env), capture_output=True, text=True,
