@@ -208,12 +208,19 @@ def forward_callable(framework: str, inputs: Inputs, variant: str) -> Any:
 
 
 @functools.cache
+def inputs_of(workload: str, size: str, dtype: str) -> Inputs:
+    """make_inputs(workload, size, dtype), generated once per process: the tests and references only read the arrays
+    (the frameworks take copies), and the larger benchmark sizes take seconds to generate."""
+    return make_inputs(workload, size, dtype)
+
+
+@functools.cache
 def reference_result(workload: str, size: str, dtype: str) -> tuple[np.ndarray, StepResult]:
     """(forward output, loss and gradients) of tests/reference.py in float64 on the spec's inputs cast to `dtype`
     (the values the frameworks receive), gradients by central finite differences."""
     from tests import reference
 
-    inputs = make_inputs(workload, size, dtype)
+    inputs = inputs_of(workload, size, dtype)
     out, loss, gp, gd = reference.loss_and_grads(workload, inputs.params, inputs.data, inputs.static,
                                                  inputs.cotangent)
     return out, StepResult(np.asarray(loss), gp, gd, {})
@@ -225,5 +232,5 @@ def reference_output(workload: str, size: str, dtype: str) -> np.ndarray:
     sizes where finite differences would take too long)."""
     from tests import reference
 
-    inputs = make_inputs(workload, size, dtype)
+    inputs = inputs_of(workload, size, dtype)
     return reference.FORWARD[workload](inputs.params, inputs.data, inputs.static)

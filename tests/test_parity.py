@@ -16,6 +16,7 @@ from tests.helpers import (
     forward_result,
     grad_fn_result,
     grad_step_result,
+    inputs_of,
     reference_output,
     reference_result,
     tolerance,
@@ -48,7 +49,7 @@ def _formulation(framework: str, jax_formulation: str | None) -> str | None:
 
 def check(workload: str, size: str, variant: str, dtype: str, with_reference_grads: bool,
           jax_formulation: str | None = None) -> None:
-    inputs = workloads.make_inputs(workload, size, dtype)
+    inputs = inputs_of(workload, size, dtype)
     tol = tolerance(inputs)
     grads = {fw: grad_fn_result(fw, inputs, variant, _formulation(fw, jax_formulation)) for fw in frameworks.NAMES}
     for fw, result in grads.items():
@@ -129,7 +130,7 @@ def _compiled_cases() -> list:
 @pytest.mark.parametrize(("workload", "variant", "jax_formulation"), _compiled_cases())
 def test_parity_compiled_steps(workload: str, variant: str, jax_formulation: str | None) -> None:
     spec = workloads.spec(workload)
-    inputs = workloads.make_inputs(workload, spec.test_size, "float32")
+    inputs = inputs_of(workload, spec.test_size, "float32")
     tol = tolerance(inputs)
     out, ref = reference_result(workload, spec.test_size, "float32")
     for fw in frameworks.NAMES:
