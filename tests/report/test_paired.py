@@ -40,7 +40,9 @@ def built(tmp_path_factory) -> tuple[Path, list[str]]:
     shutil.copytree(FIXTURE, results)
     write_csv(results / "paired", curve_rows() + paired_rows())
     warnings: list[str] = []
-    report.write_report(results, results.parent / "report", warnings.append)
+    readme = results.parent / "README.md"  # the README block is written by the same build
+    readme.write_text("# x\n\n<!-- report:start -->\n<!-- report:end -->\n")
+    report.write_report(results, results.parent / "report", warnings.append, readme)
     return results.parent / "report", warnings
 
 
@@ -185,18 +187,14 @@ def test_the_file_of_the_shown_commit_is_chosen(tmp_path: Path) -> None:
     assert paired_results.load(results, table, warnings.append) == {}
 
 
-def test_paired_findings_stay_in_summary_md_and_out_of_the_readme_block(tmp_path: Path) -> None:
+def test_paired_findings_stay_in_summary_md_and_out_of_the_readme_block(built) -> None:
     # The README's block is the headline; a within-framework comparison is a finding of summary.md, stated once.
-    results = tmp_path / "results"
-    shutil.copytree(FIXTURE, results)
-    write_csv(results / "paired", curve_rows() + paired_rows())
-    readme = tmp_path / "README.md"
-    readme.write_text("# x\n\n<!-- report:start -->\n<!-- report:end -->\n")
-    assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
-                     str(readme)]) == 0
+    out, _ = built
+    readme = out.parent / "README.md"
     line = ("- PyTorch mlp 64x256x1024 eager: hooks costs 20.0 % more time than no hooks (95 % interval "
             "10.0–30.0 %) (1.2 ms against 1 ms).")
-    summary = report_text(tmp_path / "out")
+    summary = report_text(out)
+    assert readme.read_text() != "# x\n\n<!-- report:start -->\n<!-- report:end -->\n"  # the block was written
     assert summary.count(line) == 1 and line not in readme.read_text()
 
 
