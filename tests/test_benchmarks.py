@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import common, counts, custom_backward, recording, remat
+from benchmarks import common, count_processes, counts, custom_backward, recording, remat
 from implementations import frameworks, workloads
 from implementations.frameworks import NAMES as FRAMEWORKS
 from implementations.pillars import PILLARS
@@ -433,7 +433,7 @@ def test_a_failed_count_fails_its_benchmark_with_the_error(monkeypatch) -> None:
 def test_a_dead_count_process_fails_every_benchmark_it_had_to_count(monkeypatch) -> None:
     """A count subprocess that dies (a crash, an out-of-memory kill) leaves no value behind: each of its
     combinations fails with the process's last line of stderr, and no framework is imported to find that out."""
-    monkeypatch.setattr(counts, "_BOOT", "raise SystemExit('count process crashed')")
+    monkeypatch.setattr(count_processes, "_BOOT", "raise SystemExit('count process crashed')")
     cache = counts.collect([remat.RematCost_mlp])
     assert len(cache) == len(list(itertools.product(*remat.RematCost_mlp.params)))
     for params in itertools.product(*remat.RematCost_mlp.params):
