@@ -11,7 +11,7 @@ from implementations import frameworks
 
 
 def _transforms(case):
-    return import_module(f"implementations.{case.framework}.transforms")
+    return import_module(f"implementations.{case.framework}.transform_steps")
 
 
 class _TransformStep(Benchmark):

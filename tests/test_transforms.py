@@ -26,8 +26,10 @@ from benchmarks import counts
 from benchmarks import transforms as transform_benchmarks
 from implementations import frameworks, workloads
 from implementations.jax import objectives as jax_objectives
+from implementations.jax import transform_steps as jax_steps
 from implementations.jax import transforms as jax_transforms
 from implementations.torch import objectives as torch_objectives
+from implementations.torch import transform_steps as torch_steps
 from implementations.torch import transforms as torch_transforms
 from implementations.torch.common import to_numpy
 from tests.helpers import FD_TOLERANCE, TOLERANCES, assert_close
@@ -221,7 +223,7 @@ def _assert_tree_close(name: str, actual, expected, tol: float) -> None:
 
 
 def _run(framework: str, inputs: workloads.Inputs, transform: str, mode: str):
-    side = torch_transforms if framework == "torch" else jax_transforms
+    side = torch_steps if framework == "torch" else jax_steps
     fn, args = side.transform_fn(inputs, transform, mode)
     return _numpy(fn(*args))
 
@@ -333,7 +335,7 @@ def test_refused_exactly_where_the_registry_says(framework: str, transform: str,
     benchmark skips read, says the framework has no such form; building compiles nothing (compiling is lazy)."""
     fw = frameworks.get(framework)
     refused = transform not in fw.transforms or (mode == "compiled" and transform in fw.uncompiled_transforms)
-    side = torch_transforms if framework == "torch" else jax_transforms
+    side = torch_steps if framework == "torch" else jax_steps
     if refused:
         with pytest.raises(NotImplementedError, match=r"\w+.*: .{20,}"):
             side.transform_fn(_mlp_inputs("float32"), transform, mode)
@@ -477,7 +479,7 @@ def _one_more_array(module, name: str, monkeypatch, nbytes: int) -> None:
 
 @pytest.mark.parametrize("framework", frameworks.NAMES)
 def test_one_more_array_kept_changes_saved_and_peak_bytes_by_its_size(framework: str, monkeypatch) -> None:
-    side = torch_transforms if framework == "torch" else jax_transforms
+    side = torch_steps if framework == "torch" else jax_steps
     saved_cls, peak_cls = transform_benchmarks.TransformSaved_mlp, transform_benchmarks.TransformMemory_mlp
     before = (_count(saved_cls, framework, "grad")["values"]["track_saved_bytes"],
               _count(peak_cls, framework, "grad")["values"]["track_peak_bytes"])
