@@ -125,8 +125,8 @@ def describe(series: list[Point], skipped: int, budget: float) -> list[str]:
                      "them)")
     total = estimate_s(series)
     lines.append(f"[compile-series] {len(series)} points, {sum(p.rounds for p in series)} processes, estimated "
-                 f"{total:.0f} s "
-                 f"({total / 60:.1f} min; assumed costs, scripts/compile_series.py) of a {budget:.0f} s budget")
+                 f"{total:.0f} s ({total / 60:.1f} min; assumed costs of a quiet host, scripts/compile_series.py) "
+                 f"of a {budget:.0f} s budget")
     return lines
 
 
