@@ -4,9 +4,10 @@ share.
 
 - `cited`, the default on CPU machines: what the headline and each pillar's first finding cite (every gradient
   step of the recording pillar in both modes, the custom and plain eager steps, the eager remat curve, the
-  no-grad forwards, the engine's features, the harness's overhead), with every count (one shared count process
-  takes them all); 12 processes per combination, each round after the third started only while the runner's
-  budget has room for it. More processes for fewer rows: its intervals are the narrow ones.
+  no-grad forwards, the engine's features, the harness's overhead, one cold compile's phases per framework), with
+  every count (one shared count process takes them all); 12 processes per combination, each round after the third
+  started only while the runner's budget has room for it. More processes for fewer rows: its intervals are the
+  narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
 A selection is a list of `Rows`: benchmark names (shell patterns over asv's `module.Class.method`) and, per named
@@ -179,14 +180,16 @@ CITED = Profile(
      rows("inference.Forward_*.time_forward"),
      rows("engine.EngineStep_*.time_step"),
      rows("harness.*"),
-     # compile time (CompilePhases) is in the full profile only: its cold compiles left a 2-core host 3 rounds
+     # compile time: one cold point a framework (the chain's shallowest depth unrolled, every phase, one process),
+     # so each commit's compile cost is tracked; the depth series is make compile-series' (docs/compile-time.md)
+     rows("recording.CompilePhases_chain.time_compile_phase", size="d8-4x64", formulation="unrolled", cache="cold"),
      rows("*.track_*")),
     rounds=12,
     # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired
     # division, report, dashboard), with room for a host slower at those than the ones measured (docs/history.md).
     budget_s=480.0,
     summary="the cited rows (gradient steps, eager custom and remat steps, no-grad forwards, engine, harness, "
-            "every count)",
+            "a cold compile's phases, every count)",
 )
 FULL = Profile("full", (), rounds=5, budget_s=None, summary="every benchmark")
 PROFILES = {p.name: p for p in (CITED, FULL)}
