@@ -4,6 +4,7 @@ framework's obvious code keeps, and fused attention is counted, kept by remat an
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -35,12 +36,17 @@ def _flat(result) -> list[np.ndarray]:
     return [np.asarray(out)] + [np.asarray(tree[k]) for tree in (grad_params, grad_data) for k in sorted(tree)]
 
 
+@functools.cache  # both tests below compare each program's float64 values: computed once per process
+def _values(framework: str, workload: str, style: str, attention: str | None) -> tuple[np.ndarray, ...]:
+    result = _fw(framework, True).common.value_and_grad(_inputs(workload, style, attention), "plain", "cpu",
+                                                        LOOP.get(workload))
+    return tuple(a.copy() for a in _flat(result))
+
+
 @pytest.mark.parametrize(("workload", "style", "attention"),
                          [(w, s, a) for w, programs in PROGRAMS.items() for s, a in programs])
 def test_each_program_has_the_same_outputs_and_gradients_in_both_frameworks(workload, style, attention) -> None:
-    inputs = _inputs(workload, style, attention)
-    torch_side, jax_side = (_flat(_fw(n, True).common.value_and_grad(inputs, "plain", "cpu", LOOP.get(workload)))
-                            for n in ("torch", "jax"))
+    torch_side, jax_side = (_values(n, workload, style, attention) for n in ("torch", "jax"))
     tol = FUSED_JAX_TOLERANCE if attention == "fused" else 1e-12
     for a, b in zip(torch_side, jax_side, strict=True):
         assert_close(f"{workload} {style} {attention}", b, a, tol)
@@ -50,9 +56,7 @@ def test_each_program_has_the_same_outputs_and_gradients_in_both_frameworks(work
 @pytest.mark.parametrize("workload", sorted(PROGRAMS))
 def test_every_program_of_a_framework_is_the_same_math(framework: str, workload: str) -> None:
     # A style or attention that changed the function (a wrong mask, a layer norm without its epsilon) turns red.
-    fw = _fw(framework, True)
-    results = {p: _flat(fw.common.value_and_grad(_inputs(workload, *p), "plain", "cpu", LOOP.get(workload)))
-               for p in PROGRAMS[workload]}
+    results = {p: _values(framework, workload, *p) for p in PROGRAMS[workload]}
     first = results[PROGRAMS[workload][0]]
     for program, values in results.items():
         tol = FUSED_JAX_TOLERANCE if framework == "jax" and program[1] == "fused" else 1e-12
@@ -81,10 +85,18 @@ TRANSFORMER_SAVED = {
 
 def _saved(framework: str, style: str, attention: str | None, workload: str = "transformer",
            variant: str = "plain") -> tuple[int, Counter]:
+    nbytes, ops = _saved_once(framework, style, attention, workload, variant)
+    return nbytes, Counter(dict(ops))
+
+
+@functools.cache  # several tests read one program's count: a count is exact, the same on every call
+def _saved_once(framework: str, style: str, attention: str | None, workload: str,
+                variant: str) -> tuple[int, tuple[tuple[str, int], ...]]:
     fw = _fw(framework)
     fn, args = fw.steps.loss_fn(_inputs(workload, style, attention, "float32"), variant, "cpu", LOOP.get(workload))
     records = fw.probe.saved_breakdown(fn, *args)
-    return fw.probe.saved_bytes(fn, *args).extra_bytes, Counter(r.op for r in records if not r.is_argument)
+    ops = Counter(r.op for r in records if not r.is_argument)
+    return fw.probe.saved_bytes(fn, *args).extra_bytes, tuple(ops.items())
 
 
 @pytest.mark.parametrize(("framework", "style", "attention"), list(TRANSFORMER_SAVED))
