@@ -21,8 +21,10 @@
 # the remat curve (TVT_CURVE=0 leaves it out). The pre-flight (python -m tape_vs_trace.preflight, at most
 # TVT_PREFLIGHT_S, default 60 s) times each framework's phases; scripts/gpu_chunks.py plans from it and prints the
 # plan; TVT_COSTS=FILE plans from an earlier cost file (a first contact's preflight.json), TVT_PREFLIGHT=0 from the
-# defaults. Each chunk is one `tape-vs-trace run -b REGEX --rounds 3` under its own `timeout`; it saves after every
-# round. TVT_RUNNER=asv runs each as `asv run -b REGEX` instead (saved only when a run ends).
+# defaults. A first contact at a commit (no results for it, no TVT_COSTS) runs the chunks the defaults fit first
+# and its pre-flight after them, where its budget is left: its phases would repeat their first round. Each chunk
+# is one `tape-vs-trace run -b REGEX --rounds 3` under its own `timeout`; it saves after every round.
+# TVT_RUNNER=asv runs each as `asv run -b REGEX` instead (saved only when a run ends).
 # It refuses a tree whose measured code (implementations/, benchmarks/, tape_vs_trace/, scripts/, asv.conf.json)
 # differs from HEAD: results are recorded under HEAD. Set-up: scripts/setup_offline.sh (TVT_OFFLINE=1, or where
 # python3 already has a CUDA torch and a jax CUDA plugin; wheels from scripts/download_wheels.sh in TVT_WHEELS), else
@@ -125,10 +127,9 @@ copy_out() {  # scrub (merging into the saved file), then this commit's results 
 }
 
 costs=()
-if [ -n "${TVT_COSTS:-}" ]; then
-    costs=(--costs "$TVT_COSTS")
-elif [ "${TVT_PREFLIGHT:-1}" = 1 ]; then
-    preflight_s=${TVT_PREFLIGHT_S:-60}
+[ -z "${TVT_COSTS:-}" ] || costs=(--costs "$TVT_COSTS")
+preflight_s=${TVT_PREFLIGHT_S:-60}
+preflight() {  # the pre-flight's costs into $out/preflight.json and the plan's --costs; never fatal
     if timeout $(( preflight_s + 15 )) "$py" -m tape_vs_trace.preflight --out "$out/preflight.json" \
         --budget-s "$preflight_s"; then
         costs=(--costs "$out/preflight.json")
@@ -136,7 +137,49 @@ elif [ "${TVT_PREFLIGHT:-1}" = 1 ]; then
     else
         echo "warning: the pre-flight failed: the plan uses the stated defaults"
     fi
-fi
+}
+plan() {  # the plan (with what is skipped and why) goes to the log on stderr, the chunks to run to stdout
+    "$py" scripts/gpu_chunks.py plan "$profile" "${costs[@]}" --runner "$runner" --budget "$budget" \
+        --spent $(( $(date +%s) - start )) --results "$result_file" --commit "$commit" \
+        ${TVT_CHUNKS:+--only $TVT_CHUNKS} "$@"
+}
+status=0
+not_run=()
+run_chunks() {  # each chunk of $1 (plan's lines) while its estimate fits in what is left of the budget
+    local name timeout_s estimate_s rounds regex left attr cmd lost rc
+    while IFS=$'\t' read -r -u 3 name timeout_s estimate_s rounds regex; do
+        [ -n "$name" ] || continue  # no chunk at all: the here-string is one empty line
+        if [ "$budget" -gt 0 ]; then
+            left=$(( start + budget - $(date +%s) ))
+            # A chunk is started only if its estimate fits: one cut short loses a round (under asv, all its results).
+            if [ "$left" -lt 20 ] || [ "$left" -lt "$estimate_s" ]; then not_run+=("$name"); continue; fi
+            [ "$timeout_s" -le "$left" ] || timeout_s=$left
+        fi
+        attr=()
+        if [ "$runner" = asv ]; then
+            [ "$rounds" -eq 0 ] || attr=(-a "rounds=$rounds")
+            cmd=("$asv" run --set-commit-hash "$commit" -b "$regex" -E "existing:$python_abs"
+                 --machine "$machine" --launch-method spawn --record-samples --show-stderr "${attr[@]}")
+            lost="its results are lost (asv saves when a run ends)"
+        else
+            [ "$rounds" -eq 0 ] || attr=(--rounds "$rounds")
+            cmd=("${tvt[@]}" run -b "$regex" "${attr[@]}" --machine "$machine" --results results
+                 --worker-timeout "$timeout_s")
+            lost="the round in progress is lost (tape-vs-trace run saves after every round)"
+        fi
+        echo "== chunk $name (timeout ${timeout_s}s, estimate ${estimate_s}s${attr[*]:+, ${attr[*]}}): -b '$regex'"
+        rc=0
+        timeout "$timeout_s" "${cmd[@]}" || rc=$?
+        if [ "$rc" -eq 124 ]; then
+            echo "chunk $name timed out after ${timeout_s}s: $lost"
+        elif [ "$rc" -ne 0 ]; then
+            echo "chunk $name: $runner runner exit status $rc (failed benchmarks are recorded as failed)"
+        fi
+        [ "$rc" -eq 0 ] || status=$rc
+        copy_out
+        echo "== chunk $name done at $(( $(date +%s) - start ))s; results copied to $out"
+    done 3<<< "$1"
+}
 
 if [ -f "$result_file" ]; then
     echo "resuming: $result_file holds this commit's earlier results on $machine"
@@ -144,48 +187,28 @@ elif compgen -G "results/$machine/*-existing-venv.json" >/dev/null; then
     echo "note: results/$machine/ holds other commits' results, none of ${commit:0:8}: every chunk is to run"
 fi
 if [ -n "${TVT_GPU_BENCHMARKS:-}" ]; then
-    chunks=$(for regex in $TVT_GPU_BENCHMARKS; do
-        printf '%s\t%s\t%s\t%s\t%s\n' "$regex" "${TVT_CHUNK_TIMEOUT_S:-600}" 0 0 "$regex"; done)
-else
-    # the plan (with what is skipped and why) goes to the log on stderr, the chunks to run to stdout
-    chunks=$("$py" scripts/gpu_chunks.py plan "$profile" "${costs[@]}" --runner "$runner" --budget "$budget" \
-        --spent $(( $(date +%s) - start )) --results "$result_file" --commit "$commit" \
-        ${TVT_CHUNKS:+--only $TVT_CHUNKS} ${TVT_PLANNED_ONLY:+--planned-only}) || exit 1
-fi
-status=0
-not_run=()
-while IFS=$'\t' read -r -u 3 name timeout_s estimate_s rounds regex; do
-    [ -n "$name" ] || continue  # no chunk at all: the here-string is one empty line
-    if [ "$budget" -gt 0 ]; then
-        left=$(( start + budget - $(date +%s) ))
-        # A chunk is started only if its estimate fits: one cut short loses a round (under asv, all its results).
-        if [ "$left" -lt 20 ] || [ "$left" -lt "$estimate_s" ]; then not_run+=("$name"); continue; fi
-        [ "$timeout_s" -le "$left" ] || timeout_s=$left
-    fi
-    attr=()
-    if [ "$runner" = asv ]; then
-        [ "$rounds" -eq 0 ] || attr=(-a "rounds=$rounds")
-        cmd=("$asv" run --set-commit-hash "$commit" -b "$regex" -E "existing:$python_abs"
-             --machine "$machine" --launch-method spawn --record-samples --show-stderr "${attr[@]}")
-        lost="its results are lost (asv saves when a run ends)"
+    [ ${#costs[@]} -gt 0 ] || [ "${TVT_PREFLIGHT:-1}" != 1 ] || preflight
+    run_chunks "$(for regex in $TVT_GPU_BENCHMARKS; do
+        printf '%s\t%s\t%s\t%s\t%s\n' "$regex" "${TVT_CHUNK_TIMEOUT_S:-600}" 0 0 "$regex"; done)"
+elif [ ${#costs[@]} -eq 0 ] && [ "${TVT_PREFLIGHT:-1}" = 1 ] && [ "$budget" -gt 0 ] && [ ! -f "$result_file" ]; then
+    # A first contact: what the stated defaults fit (the profile's first chunk fits by design) runs before the
+    # pre-flight, whose phases would repeat that chunk's first round; the pre-flight then plans the rest, or, with
+    # too little left for it, the next contact's start.
+    echo "first contact at this commit: the chunks the stated defaults fit run first, then the pre-flight"
+    chunks=$(plan --planned-only) || exit 1
+    run_chunks "$chunks"
+    if [ $(( start + budget - $(date +%s) )) -ge $(( preflight_s + 15 + 20 )) ]; then
+        preflight
+        chunks=$(plan ${TVT_PLANNED_ONLY:+--planned-only}) || exit 1
+        run_chunks "$chunks"
     else
-        [ "$rounds" -eq 0 ] || attr=(--rounds "$rounds")
-        cmd=("${tvt[@]}" run -b "$regex" "${attr[@]}" --machine "$machine" --results results
-             --worker-timeout "$timeout_s")
-        lost="the round in progress is lost (tape-vs-trace run saves after every round)"
+        echo "pre-flight skipped: $(( start + budget - $(date +%s) ))s left of the budget; the next contact runs it"
     fi
-    echo "== chunk $name (timeout ${timeout_s}s, estimate ${estimate_s}s${attr[*]:+, ${attr[*]}}): -b '$regex'"
-    rc=0
-    timeout "$timeout_s" "${cmd[@]}" || rc=$?
-    if [ "$rc" -eq 124 ]; then
-        echo "chunk $name timed out after ${timeout_s}s: $lost"
-    elif [ "$rc" -ne 0 ]; then
-        echo "chunk $name: $runner runner exit status $rc (failed benchmarks are recorded as failed)"
-    fi
-    [ "$rc" -eq 0 ] || status=$rc
-    copy_out
-    echo "== chunk $name done at $(( $(date +%s) - start ))s; results copied to $out"
-done 3<<< "$chunks"
+else
+    [ ${#costs[@]} -gt 0 ] || [ "${TVT_PREFLIGHT:-1}" != 1 ] || preflight
+    chunks=$(plan ${TVT_PLANNED_ONLY:+--planned-only}) || exit 1
+    run_chunks "$chunks"
+fi
 
 # The paired comparisons and the remat curve: tape-vs-trace paired divides the samples the chunks saved, under its
 # own timeout; an experiment whose points did not all run here is left out and named. asv run's samples are not

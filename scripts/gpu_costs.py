@@ -19,13 +19,16 @@ SAVE_S = 2.0  # the worker runner saves and scrubs the results after every round
 
 # The defaults, used where the pre-flight timed nothing: per phase, by (framework, workload), "*" for any other and
 # "" for a benchmark without a workload (the harness's 1 ms spin), in seconds. Chosen so that one eager mlp process
-# adds up to at least what an asv process of it took on the H200 (docs/history.md); the inputs as generated (the
-# input cache makes them cheaper), the compiles and JAX's op-by-op first calls (each primitive compiled on its first
-# call) are assumed.
+# adds up to at least what an asv process of it took on the H200 (docs/history.md); the inputs as generated, the
+# compiles and JAX's op-by-op first calls (each primitive compiled on its first call) are assumed. `inputs_cached`:
+# the same inputs read back from TVT_INPUT_CACHE's file by a later process (gpu_bench.sh and make bench set it), the
+# median read on a loaded 2-core CPU host (docs/gpu.md), assumed to hold on a GPU machine's host (the larger for any
+# other workload); the pre-flight's `inputs` is such a read (its second call): where it timed one, both are that.
 DEFAULTS: dict[str, dict[tuple[str, str], float]] = {
     "discovery": {("*", "*"): 8.0},
     "startup": {("torch", "*"): 12.0, ("jax", "*"): 10.0},
     "inputs": {("*", "mlp"): 4.0, ("*", "transformer"): 8.0, ("*", "*"): 2.0},
+    "inputs_cached": {("*", "mlp"): 1.0, ("*", "transformer"): 1.4, ("*", "*"): 1.4},
     "eager_build": {("torch", "*"): 3.0, ("jax", "*"): 5.0, ("jax", "transformer"): 12.0, ("jax", "lstm"): 12.0,
                     ("*", ""): 0.5},
     "eager_step": {("*", "mlp"): 0.05, ("*", "transformer"): 0.5, ("*", "swiglu"): 0.02, ("*", ""): 1e-3,
@@ -39,6 +42,12 @@ DEFAULTS: dict[str, dict[tuple[str, str], float]] = {
 # pre-flight's compile_warm over its compile where it timed both; else these, the warm/cold ratios of
 # recording.CompileSeconds_mlp in the committed CPU results, rounded up (docs/gpu.md), assumed to hold on a GPU.
 WARM_COMPILE_SHARE = {"torch": 0.1, "jax": 0.4}
+# The same for an eager step's build in a later round: JAX compiles each primitive on its first call and, with the
+# caches on, persists it (implementations/jax: every executable, however small), so a later process reads them.
+# JAX's: its transformer's op-by-op build with warm-up in a fresh process reading the caches over one with empty
+# caches, 0.38-0.50 on a loaded 2-core CPU host (docs/gpu.md), rounded up, assumed to hold on a GPU; PyTorch's eager
+# build compiles nothing.
+EAGER_WARM_SHARE = {"torch": 1.0, "jax": 0.5}
 # The step a count's probe builds: PyTorch's probes run the eager tape; JAX's jit the step (peak bytes, flops).
 PROBE_BUILD = {"torch": "eager_build", "jax": "compile"}
 
@@ -93,6 +102,8 @@ class Costs:
     def _record(self, phase: str, framework: str, workload: str) -> dict[str, Any] | None:
         if self.measured is None:
             return None
+        if phase == "inputs_cached":
+            phase = "inputs"  # the pre-flight times the read of the file its first, untimed call wrote
         if phase == "discovery":
             return self.measured.get("discovery")
         entry = self.measured["frameworks"].get(framework, {}).get(phase)
@@ -145,7 +156,8 @@ def calls_per_sample(step_s: float) -> int:
 
 def combo_seconds(c: Combo, costs: Costs, assumed: set[str], warm: bool = False) -> float:
     """One combination's share of its process: build, then samples (a count: its probe's build). `warm`: a round
-    after the chunk's first, whose compiles read the persistent caches (a compile-time benchmark's never do)."""
+    after the chunk's first, whose compiles (and JAX's op-by-op first calls) read the persistent caches (a
+    compile-time benchmark's never do)."""
     if c.skipped:
         return 0.0
     fw, w = c.framework, c.workload
@@ -155,21 +167,29 @@ def combo_seconds(c: Combo, costs: Costs, assumed: set[str], warm: bool = False)
         return costs.get(PROBE_BUILD.get(fw, "eager_build"), fw, w, assumed)
     compiled = c.mode == "compiled"
     build = costs.get("compile" if compiled else "eager_build", fw, w, assumed)
-    if compiled and warm:
+    if warm and compiled:
         build *= costs.warm_share(fw, w, assumed)
+    elif warm and EAGER_WARM_SHARE.get(fw, 1.0) < 1:
+        build *= EAGER_WARM_SHARE[fw]
+        assumed.add(f"{fw} eager warm share (EAGER_WARM_SHARE)")
     step = costs.get("compiled_step" if compiled else "eager_step", fw, w, assumed)
     return build + step + c.repeat * calls_per_sample(step) * step
 
 
-def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: set[str], warm: bool = False) -> float:
+def process_seconds(framework: str, group: list[Combo], costs: Costs, assumed: set[str], warm: bool = False,
+                    cached: set[tuple] | None = None) -> float:
     """One process running `group`: start-up, each distinct input once (the suite memoises them), the combinations.
-    A process whose combinations all skip imports the suite and no framework."""
+    An input in `cached` is read from the input cache's file, which the first process to need it wrote (added to
+    `cached` here). A process whose combinations all skip imports the suite and no framework."""
     live = [c for c in group if not c.skipped]
     if not live:
         return costs.get("discovery", assumed=assumed)
-    inputs = {(c.workload, c.size, c.dtype) for c in live if c.workload}
-    return (costs.get("startup", framework, assumed=assumed)
-            + sum(costs.get("inputs", framework, w, assumed) for w, _, _ in sorted(inputs))
+    cached = set() if cached is None else cached
+    inputs = sorted({(c.workload, c.size, c.dtype) for c in live if c.workload})
+    seconds = sum(costs.get("inputs_cached" if key in cached else "inputs", framework, key[0], assumed)
+                  for key in inputs)
+    cached.update(inputs)
+    return (costs.get("startup", framework, assumed=assumed) + seconds
             + sum(combo_seconds(c, costs, assumed, warm) for c in live))
 
 
@@ -197,12 +217,13 @@ def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str =
     """The wall time of one run of `picked` in `chunk_rounds` under `runner`: per round and framework, the worker
     runner's process of the compiled combinations and its process of the others, each split by process-wide
     settings (suite_runner.round_plans), and one per fresh combination (asv run: one per combination); compiles after
-    the first round warm."""
+    the first round warm; each input generated by the first process that needs it, read from its file after."""
     result = Estimate(combinations=sum(not c.skipped for c in picked))
     if not picked:
         return result
     result.seconds = costs.get("discovery", assumed=result.assumed)
     result.rounds = max(rounds_of(c, chunk_rounds, runner) for c in picked)
+    cached: set[tuple] = set()  # the chunk's inputs written to the input cache so far (none at its start)
     for r in range(result.rounds):
         for fw in dict.fromkeys(c.framework for c in picked):
             due = [c for c in picked if c.framework == fw and rounds_of(c, chunk_rounds, runner) > r]
@@ -214,7 +235,7 @@ def estimate(picked: list[Combo], chunk_rounds: int, costs: Costs, runner: str =
                 groups = [*([c for c in shared if (apart(c), settings(c)) == k] for k in kinds),
                           *([c] for c in due if c.fresh)]
             for group in (g for g in groups if g):
-                result.seconds += process_seconds(fw, group, costs, result.assumed, warm=r > 0)
+                result.seconds += process_seconds(fw, group, costs, result.assumed, r > 0, cached)
                 result.processes += 1
         if runner == "worker":
             result.seconds += SAVE_S

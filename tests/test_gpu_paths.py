@@ -242,14 +242,17 @@ def test_the_plan_arithmetic_from_a_fake_cost_file(tmp_path: Path) -> None:
     # less than the 31 s it ran).
     torch_peak, jax_peak = 6 + 1 + 2, 5 + 2 + 31.0
     worker = chunks.estimate(chunk, combos, costs, "worker")
+    # counts once, in round 1; JAX's op-by-op build in round 2 reads the caches round 1 filled
+    jax_warm = jax_steps - 3 * (1 - sys.modules["gpu_costs"].EAGER_WARM_SHARE["jax"])
     expected = 2 + (torch_steps + torch_peak + jax_steps + jax_peak + chunks.SAVE_S) + (
-        torch_steps + jax_steps + chunks.SAVE_S)  # counts once, in round 1
+        torch_steps + jax_warm + chunks.SAVE_S)
     assert worker.seconds == pytest.approx(expected)
     assert (worker.processes, worker.rounds, worker.combinations) == (6, 2, 4)
-    assert worker.assumed == {"jax compile mlp (not timed: timed out after 30 s)"}
+    assert worker.assumed == {"jax compile mlp (not timed: timed out after 30 s)",
+                              "jax eager warm share (EAGER_WARM_SHARE)"}
     # asv run: a process per combination and round, counts included, nothing saved between rounds
     asv = chunks.estimate(chunk, combos, costs, "asv")
-    assert asv.seconds == pytest.approx(2 + 2 * (torch_steps + torch_peak + jax_steps + jax_peak))
+    assert asv.seconds == pytest.approx(2 + 2 * (torch_steps + torch_peak + jax_peak) + jax_steps + jax_warm)
     assert asv.processes == 8
     # without the chunk's rounds, each benchmark's own
     assert chunks.estimate(chunks.Chunk("own", (rows("bench.*"),)), combos, costs, "worker").rounds == 5
@@ -301,18 +304,38 @@ def test_a_round_runs_a_process_per_precision() -> None:
     assert both.processes == 3
 
 
-def test_the_first_contact_commits_the_mlp_gradient_steps_in_both_modes(cuda_combos: list) -> None:
-    """From the stated defaults, the quick profile's first contact runs the float32 gradient steps of the mlp,
-    eager and compiled, both frameworks, in 3 rounds, within CONTACT_S of device time with the machine's start."""
-    spent = chunks.SETUP_S + chunks.PREFLIGHT_S
-    planned = chunks.plan(list(chunks.QUICK), cuda_combos, chunks.Costs(), "worker", chunks.QUICK_BUDGET_S, spent)
-    done, _ = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
-    first = [c for p in done[0] for c in p.todo]
-    assert {(c.workload, c.mode, c.framework) for c in first if c.workload == "mlp"} == {
-        ("mlp", m, f) for m in ("eager", "compiled") for f in ("torch", "jax")}
+def test_the_first_contact_commits_the_gradient_steps_of_the_mlp_and_the_transformer(cuda_combos: list) -> None:
+    """From the stated defaults, the quick profile's first contact (its pre-flight after its first chunks) runs the
+    float32 gradient steps of the mlp and the transformer, eager and compiled, both frameworks, in 3 rounds, within
+    its budget and CONTACT_S of device time with the machine's start."""
+    found = chunks.quick_contacts(list(chunks.QUICK), cuda_combos, chunks.Costs())
+    first = [c for p in found.first + found.after for c in p.todo]
+    assert {(c.workload, c.mode, c.framework) for c in first if c.benchmark.startswith("recording.GradStep_")} == {
+        (w, m, f) for w in ("mlp", "transformer") for m in ("eager", "compiled") for f in ("torch", "jax")}
     assert all(c.dtype == "float32" and dict(c.params)["precision"] == "highest" for c in first)
-    assert all(p.estimate.rounds >= 3 for p in done[0])
-    assert chunks.MACHINE_START_S + spent + sum(p.estimate.seconds for p in done[0]) <= chunks.CONTACT_S
+    assert found.first[0].chunk.name == "gradstep" and found.first[0].estimate.rounds >= 3
+    assert found.first_end_s <= chunks.QUICK_BUDGET_S
+    assert chunks.MACHINE_START_S + found.first_end_s <= chunks.CONTACT_S
+
+
+def test_a_chunk_generates_each_input_once_and_reads_it_back_after(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input cache (TVT_INPUT_CACHE, which gpu_bench.sh sets): a chunk's first process that sets up an input
+    generates it, every later one reads its file; the pre-flight's `inputs` is such a read and serves both."""
+    combos = [_combo(f, "time", fresh=False) for f in ("torch", "jax")]
+    chunk = chunks.Chunk("c", (rows("bench.*"),), rounds=3)
+    d = chunks.Costs()
+    read = chunks.estimate(chunk, combos, d)
+    assert read.processes == 6 and "torch inputs_cached mlp" in read.assumed
+    monkeypatch.setitem(chunks.DEFAULTS, "inputs_cached", chunks.DEFAULTS["inputs"])
+    generated = chunks.estimate(chunk, combos, d).seconds  # as if every process generated its inputs
+    monkeypatch.undo()
+    assert generated - read.seconds == pytest.approx(5 * (d.get("inputs", "jax", "mlp") - d.get("inputs_cached", "jax",
+                                                                                                 "mlp")))
+    assert d.get("inputs_cached", "jax", "mlp") < d.get("inputs", "jax", "mlp")
+    measured = chunks.Costs.load(_cost_file(tmp_path, {"torch": {"inputs": {"mlp": {"seconds": 0.3}}}}))
+    assumed: set[str] = set()
+    assert measured.get("inputs_cached", "torch", "mlp", assumed) == 0.3 and not assumed
 
 
 def test_a_cost_missing_from_the_file_is_its_default_marked_assumed(tmp_path: Path) -> None:
@@ -352,18 +375,17 @@ def test_the_plan_runs_the_cited_set_first_and_names_what_does_not_fit(tmp_path:
 
 
 def test_every_part_of_the_quick_profile_fits_one_contact_by_design(cuda_combos: list) -> None:
-    """Planned from the stated defaults, every part of the quick profile fits in what a contact has after its
-    set-up and pre-flight, in 3 rounds at least: consecutive contacts complete it."""
-    costs = chunks.Costs()
-    spent = chunks.SETUP_S + chunks.PREFLIGHT_S
-    planned = chunks.plan(list(chunks.QUICK), cuda_combos, costs, "worker", chunks.QUICK_BUDGET_S, spent)
-    room = chunks.QUICK_BUDGET_S - spent
-    assert all(p.estimate.seconds <= room for p in planned if p.todo)
-    assert all(p.estimate.rounds >= 3 for p in planned if p.todo and any(c.kind == "time" for c in p.todo))
-    done, never = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
-    assert not never and sorted(p.chunk.name for taken in done for p in taken) == sorted(
-        p.chunk.name for p in planned if p.todo)
-    assert done[0][0].chunk.name.split(".")[0] == "gradstep"
+    """Planned from the stated defaults, every part of the quick profile that the first contact leaves fits in what a
+    later contact has after its set-up and pre-flight, in 3 rounds at least: consecutive contacts complete it."""
+    found = chunks.quick_contacts(list(chunks.QUICK), cuda_combos, chunks.Costs())
+    room = chunks.QUICK_BUDGET_S - chunks.SETUP_S - chunks.PREFLIGHT_S
+    assert all(p.estimate.seconds <= room for p in found.rest if p.todo)
+    assert all(p.estimate.rounds >= 3 for p in found.first + found.after + found.rest
+               if p.todo and any(c.kind == "time" for c in p.todo))
+    assert not found.never and sorted(p.chunk.name for taken in found.later for p in taken) == sorted(
+        p.chunk.name for p in found.rest if p.todo)
+    run = {c.name for p in found.first + found.after + found.rest for c in p.todo}
+    assert run == {c.name for chunk in chunks.QUICK for c in chunks.select(chunk, cuda_combos) if not c.skipped}
 
 
 def test_the_estimate_says_estimated_without_a_cost_file() -> None:
@@ -613,6 +635,23 @@ def test_gpu_script_plans_from_its_pre_flight(tmp_path: Path) -> None:
     assert costs["device"] == "cuda" and costs["wall_s"] < 20
     assert (repo / ".asv" / "preflight.json").read_text() == (tmp_path / "out" / "preflight.json").read_text()
     assert f"costs measured by the pre-flight ({tmp_path / 'out' / 'preflight.json'}" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_first_contact_runs_what_the_defaults_fit_before_its_pre_flight(tmp_path: Path) -> None:
+    """No results at this commit and no cost file: the chunks the stated defaults fit (the gradient steps) run first,
+    the pre-flight after them (its phases would repeat their first round), then the plan from it."""
+    repo, env = _gpu_script_copy(tmp_path)
+    env.update(TVT_PREFLIGHT="1", TVT_PREFLIGHT_S="5")
+    run = _run_gpu_script(repo, env, "quick")
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "first contact at this commit: the chunks the stated defaults fit run first, then the pre-flight" \
+        in run.stdout
+    calls = _calls(tmp_path, chunks_only=True)
+    assert "GradStep_transformer" in calls[0]["regex"] and "'compiled'" in calls[0]["regex"]
+    assert "preflight.json" not in calls[0]["outdir"] and "preflight.json" in calls[-1]["outdir"]
+    assert run.stdout.index("assumed: every cost") < run.stdout.index("== chunk gradstep ") < run.stdout.index(
+        f"costs measured by the pre-flight ({tmp_path / 'out' / 'preflight.json'}")
 
 
 @pytest.mark.slow
@@ -1032,19 +1071,17 @@ def test_the_gpu_fixture_has_the_fields_a_real_gpu_record_has(monkeypatch: pytes
 
 def test_the_docs_h200_arithmetic_is_the_plans(cuda_combos: list) -> None:
     """The README's and docs/gpu.md's contact count for the quick profile, estimated from the stated defaults, is
-    what gpu_chunks.py computes; so are the first contacts they name and the first's device time."""
-    spent = chunks.SETUP_S + chunks.PREFLIGHT_S
-    planned = chunks.plan(list(chunks.QUICK), cuda_combos, chunks.Costs(), "worker", chunks.QUICK_BUDGET_S, spent)
-    done, never = chunks.contacts(planned, chunks.QUICK_BUDGET_S, spent)
-    assert not never
-    assert [p.chunk.name for p in done[0]] == ["gradstep.1"]
-    assert {i for i, taken in enumerate(done) for p in taken if p.chunk.name.startswith("gradstep.")} == {0, 1, 2}
-    end = math.ceil(spent + sum(p.estimate.seconds for p in done[0]))
+    what gpu_chunks.py computes; so are the first contact they name and its device time."""
+    found = chunks.quick_contacts(list(chunks.QUICK), cuda_combos, chunks.Costs())
+    assert not found.never and [p.chunk.name for p in found.first + found.after] == ["gradstep"]
+    count = 1 + len(found.later)
+    end = math.ceil(found.first_end_s)
     device_s = f"{end + chunks.MACHINE_START_S} s of device time with a machine start of {chunks.MACHINE_START_S} s"
     for page in (ROOT / "README.md", ROOT / "docs" / "gpu.md"):
         text = " ".join(page.read_text().split())
-        assert f"{len(done)} contacts complete the quick profile" in text or f"{len(done)} contacts complete it" in text
-        assert "the first committing the float32 gradient steps of the mlp, eager and compiled" in text
+        assert f"{count} contacts complete the quick profile" in text or f"{count} contacts complete it" in text
+        assert "the first committing the float32 gradient steps of the mlp and the transformer, eager and compiled" \
+            in text
         assert device_s in text.replace(f"of the {chunks.CONTACT_S} s of device time", "of device time")
     gpu = " ".join((ROOT / "docs" / "gpu.md").read_text().split())
     assert f"ending at about {end} s" in gpu
