@@ -3,6 +3,8 @@ runner, samples per benchmark and the measurement methods."""
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 
 from implementations import metrics
@@ -122,7 +124,8 @@ RUNNER_KEYS = ("runner_of", "worker_runs", "chosen")  # per-benchmark lists, not
 
 def _runner_lines(details: dict) -> list[str]:
     """Which runner took the file's benchmarks, in a line: counts by runner and, for tape-vs-trace run, its rounds,
-    worker processes and wall time (the per-process record stays in the result file)."""
+    worker processes and wall time (the per-process record stays in the result file); then a line per earlier run
+    whose values the file still holds (a later run of other rows merged into it)."""
     runner_of = details.get("runner_of") or {}
     if not runner_of:
         return []
@@ -131,11 +134,22 @@ def _runner_lines(details: dict) -> list[str]:
                      for r, n in counts.items())
     runs = details.get("worker_runs") or {}
     if runs:
-        profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
-        planned = runs.get("rounds_planned")
-        rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
-        text += (f"; tape-vs-trace run: {profile}{rounds} rounds, {runs.get('processes', '?')} worker "
-                 f"processes, {runs.get('wall_s', '?')} s")
-        if runs.get("stopped"):
-            text += f" ({runs['stopped']})"
-    return [f"| runner | {text} |"]
+        text += f"; tape-vs-trace run: {_run_words(runs)}"
+    earlier = [e.get("worker_runs") for e in details.get("earlier_runs") or [] if isinstance(e, dict)]
+    return [f"| runner | {text} |"] + [f"| earlier run in this file | {_run_words(r)} |" for r in earlier if r]
+
+
+def _run_words(runs: dict) -> str:
+    """One tape-vs-trace run: profile, rounds, processes, wall time, why it stopped, and what the host's hypervisor
+    took while its workers ran (a run it disturbed has wider intervals that no setting of the frameworks explains)."""
+    profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
+    planned = runs.get("rounds_planned")
+    rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
+    text = f"{profile}{rounds} rounds, {runs.get('processes', '?')} worker processes, {runs.get('wall_s', '?')} s"
+    if runs.get("stopped"):
+        text += f" ({runs['stopped']})"
+    steal = [p["host"]["steal"] for p in runs.get("per_process") or [] if isinstance(p.get("host"), dict)]
+    if steal:
+        text += (f"; the hypervisor's steal while each worker ran: median {statistics.median(steal):.1%}, "
+                 f"most {max(steal):.1%}")
+    return text

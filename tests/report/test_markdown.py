@@ -250,6 +250,22 @@ def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds()
         "processes, 470.0 s (round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left) |"]
 
 
+def test_the_runner_lines_name_each_run_the_file_holds_and_the_steal_its_workers_saw() -> None:
+    """A later run of other rows (make compile-series) merged into the file keeps the earlier run's record: both
+    get a line, and a run's per-process steal (tape_vs_trace.host_load) is summed up as its median and most."""
+
+    def run(profile: str | None, rounds: int, steal: list[float]) -> dict:
+        return {"profile": profile, "rounds": rounds, "processes": 4 * rounds, "wall_s": 10.0 * rounds,
+                "per_process": [{"round": 1, "host": {"steal": s, "busy": 0.5}} for s in steal] + [{"round": 2}]}
+
+    details = {"runner_of": {"a.B.time_step": "worker"}, "worker_runs": run(None, 1, []),
+               "earlier_runs": [{"worker_runs": run("cited", 4, [0.0, 0.002, 0.082, 0.033])}, {"chosen": {}}]}
+    assert provenance._runner_lines(details) == [
+        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 1 rounds, 4 worker processes, 10.0 s |",
+        "| earlier run in this file | profile cited, 4 rounds, 16 worker processes, 40.0 s; the hypervisor's steal "
+        "while each worker ran: median 1.8%, most 8.2% |"]
+
+
 def test_a_scan_row_both_frameworks_ran_names_each_operator() -> None:
     """The compiled LSTM's scan is PyTorch's prototype operator against lax.scan: the table's case says so; a row
     only JAX ran (its scan is what the suite means by scan) says nothing more."""
