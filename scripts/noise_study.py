@@ -29,8 +29,7 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace.compare import _half_width  # noqa: E402
-from tape_vs_trace.intervals import median_interval  # noqa: E402
+from tape_vs_trace.intervals import half_width, median_interval  # noqa: E402
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
@@ -99,7 +98,7 @@ def spread(processes: dict[str, list[list[float]]]) -> dict[str, float]:
         between.append(float(np.std(np.log(medians), ddof=1)))
         within.append(float(np.median([np.std(np.log(c), ddof=1) for c in chunks])))
         low, high = median_interval(list(medians))
-        widths.append(_half_width(float(np.median(medians)), low, high))
+        widths.append(half_width(float(np.median(medians)), low, high))
     widths = [w for w in widths if np.isfinite(w)]
     return {"combinations": len(processes), "between_cv": float(np.median(between)),
             "within_cv": float(np.median(within)), "half_width": float(np.median(widths)) if widths else float("nan"),

@@ -25,6 +25,7 @@ import numpy as np
 from implementations import frameworks
 from tape_vs_trace import host_check
 from tape_vs_trace.agreement import Hosts, Interval, RowCheck, hosts, interval, judge, normalised
+from tape_vs_trace.intervals import half_width
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report import hosts as hosts_section
 from tape_vs_trace.report.load import ReportError, Results, load_results
@@ -171,7 +172,7 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
     timing_agree = sum(c.verdict == "agree" for c in timing)
     undecided = sum(c.verdict == "cannot tell" for c in compared)
     flagged = len(checks) - len(compared) - len(single)
-    widths = [[_half_width(r["value"], r["ci_low"], r["ci_high"]) for r in rows] for rows in
+    widths = [[half_width(r["value"], r["ci_low"], r["ci_high"]) for r in rows] for rows in
               zip(*((c.a, c.b) for c in timing if c.a["unit"] == "seconds"))]
     lines.append("median 95 % interval half-width, times of 1 ms or more: " + _widths(*(widths or [[], []])))
     if undecided:
@@ -226,7 +227,7 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
             total += 1
             agree += ok
             for width, r, i in zip(widths, (ra, rb), (ia, ib)):
-                width.append(_half_width(r["time_s"], i.low, i.high))
+                width.append(half_width(r["time_s"], i.low, i.high))
             lines.append(f"{'agree' if ok else 'differ':<15} {where}: A {ra['time_s'] * 1e3:.4g} ms "
                          f"[{ia.low * 1e3:.4g}–{ia.high * 1e3:.4g}] | B {rb['time_s'] * 1e3:.4g} ms "
                          f"[{ib.low * 1e3:.4g}–{ib.high * 1e3:.4g}]; 95 % intervals "
@@ -246,13 +247,6 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
     lines.append("paired: " + directions(same_way, decided - same_way - flipped, decided))
     lines.append(f"paired: {agree} of {total} timing rows agree")
     return lines
-
-
-def _half_width(value: float, low: float, high: float) -> float:
-    """Half the 95 % interval as a share of the value, for a time of 1 ms or more (NaN otherwise): the width the
-    suite aims to keep near 10 % on a 2-core machine."""
-    finite = all(math.isfinite(v) for v in (value, low, high))
-    return (high - low) / 2 / value if finite and value >= 1e-3 else math.nan
 
 
 def _widths(a: list[float], b: list[float]) -> str:

@@ -275,10 +275,7 @@ def test_directions_leave_out_the_derived_roofline_and_ratios_within_the_resolut
     assert c.low > 1 and c.differs is False
 
 
-def test_half_widths_of_times_of_a_millisecond_or_more() -> None:
+def test_the_median_half_width_line_counts_the_finite_widths_of_each_run() -> None:
     from tape_vs_trace import compare
 
-    assert compare._half_width(2e-3, 1.8e-3, 2.4e-3) == pytest.approx(0.15)
-    assert math.isnan(compare._half_width(9e-4, 8e-4, 1e-3))  # under 1 ms: left out
-    assert math.isnan(compare._half_width(2e-3, math.nan, 2.4e-3))
     assert compare._widths([0.1, 0.3, math.nan], []) == "A 20.0 % (2 rows), B none (0 rows)"
