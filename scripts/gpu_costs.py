@@ -45,7 +45,7 @@ WARM_COMPILE_SHARE = {"torch": 0.1, "jax": 0.4}
 # The same for an eager step's build in a later round: JAX compiles each primitive on its first call and, with the
 # caches on, persists it (implementations/jax: every executable, however small), so a later process reads them.
 # JAX's: its transformer's op-by-op build with warm-up in a fresh process reading the caches over one with empty
-# caches, 0.38-0.50 on a loaded 2-core CPU host (docs/gpu.md), rounded up, assumed to hold on a GPU; PyTorch's eager
+# caches on a loaded 2-core CPU host (docs/gpu.md), its largest rounded up, assumed to hold on a GPU; PyTorch's eager
 # build compiles nothing.
 EAGER_WARM_SHARE = {"torch": 1.0, "jax": 0.5}
 # The step a count's probe builds: PyTorch's probes run the eager tape; JAX's jit the step (peak bytes, flops).
