@@ -164,9 +164,32 @@ def _merge_into(target: Path, data: dict) -> dict:
     same_run = earlier.get("calibration") == ours.get("calibration") and host_check.same_host(earlier, ours)[0]
     if kept and not same_run:
         runs.append({**earlier, "benchmarks_kept": sorted(kept), "combinations_kept": kept})
+    before, now = earlier.get("worker_runs") or {}, ours.get("worker_runs") or {}
+    # another invocation of the runner in one run (its own start) adds to the parts before it; a later round's save
+    # of the same invocation rewrites its own part, added to the same earlier parts again
+    if same_run and before.get("started") and now.get("started"):
+        if before["started"] != now["started"]:
+            ours["worker_runs"] = _joined_runs(before, now)
+        elif before.get("earlier_parts"):
+            ours["worker_runs"] = _joined_runs(before["earlier_parts"], now)
     data["tape_vs_trace"]["earlier_runs"] = runs
     data["tape_vs_trace"]["runner_of"] = {**earlier.get("runner_of", {}), **ours.get("runner_of", {})}
     return data
+
+
+def _joined_runs(first: dict, then: dict) -> dict:
+    """The runner's records of two parts of one run (chunks, or make compile-series' parts) as one: their worker
+    processes, walls and per-process records added up, the most rounds either ran, the later part's stop and
+    layout; `parts` counts them, so a reader is told of every process, not the last part's alone. `earlier_parts`
+    keeps what came before the later part, to which its next round's save is added again."""
+    first = {k: v for k, v in first.items() if k != "earlier_parts"}
+    return {**then, "earlier_parts": first, "parts": int(first.get("parts", 1)) + int(then.get("parts", 1)),
+            "selection": [*(first.get("selection") or []), *(then.get("selection") or [])],
+            "processes": int(first.get("processes") or 0) + int(then.get("processes") or 0),
+            "wall_s": round(float(first.get("wall_s") or 0.0) + float(then.get("wall_s") or 0.0), 1),
+            "rounds": max(int(first.get("rounds") or 0), int(then.get("rounds") or 0)),
+            "per_process": [*(first.get("per_process") or []), *(then.get("per_process") or [])],
+            "graphs": {**(first.get("graphs") or {}), **(then.get("graphs") or {})}}
 
 
 def scrub_results(results: Path) -> list[Path]:

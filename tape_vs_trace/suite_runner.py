@@ -305,7 +305,8 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     outcomes: dict[str, Outcome] = {}
     durations: dict[str, float] = {}
     total_rounds = max(t.rounds for t in chosen)
-    runs: dict[str, Any] = {"profile": profile, "selection": list(regexes or []), "budget_s": budget,
+    runs: dict[str, Any] = {"started": started.isoformat(), "profile": profile, "selection": list(regexes or []),
+                            "budget_s": budget,
                             "rounds_planned": total_rounds, "rounds": 0, "stopped": None, "processes": 0,
                             "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [],
                             "layout": {"id": LAYOUT, "settings": sorted(list(s) for s in {t.settings for t in chosen}),

@@ -67,6 +67,39 @@ def test_scrub_results_twice_merges_and_loses_nothing(tmp_path: Path, monkeypatc
     assert json.loads(second.read_text())["results"]["p.B.time_y"][0] == [None, 6.0]
 
 
+def test_parts_of_one_run_merge_into_one_runner_record_of_every_process(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two parts of one run (gpu_bench.sh's chunks, make compile-series' parts: one calibration, one host) scrubbed
+    one after the other: the file's runner record counts both parts' processes and walls, not the last part's."""
+    folder = tmp_path / "results" / "m"
+    folder.mkdir(parents=True)
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps(CALIBRATION))
+    monkeypatch.setenv("TVT_CALIBRATION", str(calibration))
+    monkeypatch.setattr(asv_results, "_python_version", lambda value: "3.12")
+    commit = "b" * 40
+
+    def part(name: str, started: str, processes: int, wall: float, rounds: int) -> None:
+        """One save of the runner: its record so far (a later round's save holds the earlier rounds too)."""
+        path = _result_file(folder, commit, "existing-py_x_.venv_bin_python", {name: _entry([1.0, 2.0])})
+        data = json.loads(path.read_text())
+        data["tape_vs_trace"] = {"runner": "worker", "worker_runs": {
+            "started": started, "selection": [name], "processes": processes, "wall_s": wall, "rounds": rounds,
+            "per_process": [{"round": r + 1} for r in range(processes)], "graphs": {}, "stopped": None}}
+        path.write_text(json.dumps(data))
+        asv_results.scrub_results(tmp_path / "results")
+
+    part("p.A.time_x", "t1", 5, 124.0, 1)
+    part("p.B.time_y", "t2", 3, 11.0, 1)  # the second part's first round, then its second: one part, saved twice
+    part("p.B.time_y", "t2", 6, 23.8, 2)
+    [merged] = [p for p in folder.glob("*.json")]
+    record = json.loads(merged.read_text())["tape_vs_trace"]
+    runs = record["worker_runs"]
+    assert (runs["parts"], runs["processes"], runs["wall_s"], runs["rounds"]) == (2, 11, 147.8, 2)
+    assert len(runs["per_process"]) == 11 and runs["selection"] == ["p.A.time_x", "p.B.time_y"]
+    assert record["earlier_runs"] == []  # one run: no earlier one
+
+
 NAN = float("nan")
 GRID = [["'torch'", "'jax'"], ["'eager'", "'compiled'"]]  # four combinations
 

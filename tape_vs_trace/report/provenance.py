@@ -145,7 +145,9 @@ def _run_words(runs: dict) -> str:
     profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
     planned = runs.get("rounds_planned")
     rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
-    text = f"{profile}{rounds} rounds, {runs.get('processes', '?')} worker processes, {runs.get('wall_s', '?')} s"
+    parts = f"{runs['parts']} parts, " if int(runs.get("parts", 1)) > 1 else ""
+    text = (f"{profile}{parts}{rounds} rounds, {runs.get('processes', '?')} worker processes, "
+            f"{runs.get('wall_s', '?')} s")
     if runs.get("stopped"):
         text += f" ({runs['stopped']})"
     steal = [p["host"]["steal"] for p in runs.get("per_process") or [] if isinstance(p.get("host"), dict)]

@@ -258,10 +258,11 @@ def test_the_runner_lines_name_each_run_the_file_holds_and_the_steal_its_workers
         return {"profile": profile, "rounds": rounds, "processes": 4 * rounds, "wall_s": 10.0 * rounds,
                 "per_process": [{"round": 1, "host": {"steal": s, "busy": 0.5}} for s in steal] + [{"round": 2}]}
 
-    details = {"runner_of": {"a.B.time_step": "worker"}, "worker_runs": run(None, 1, []),
+    details = {"runner_of": {"a.B.time_step": "worker"}, "worker_runs": {**run(None, 1, []), "parts": 4},
                "earlier_runs": [{"worker_runs": run("cited", 4, [0.0, 0.002, 0.082, 0.033])}, {"chosen": {}}]}
     assert provenance._runner_lines(details) == [
-        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 1 rounds, 4 worker processes, 10.0 s |",
+        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 4 parts, 1 rounds, 4 worker processes, "
+        "10.0 s |",
         "| earlier run in this file | profile cited, 4 rounds, 16 worker processes, 40.0 s; the hypervisor's steal "
         "while each worker ran: median 1.8%, most 8.2% |"]
 
