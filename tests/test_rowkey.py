@@ -1,0 +1,99 @@
+"""A result row's key and the one rule for which two rows may be divided (tape_vs_trace.rowkey)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from implementations import frameworks
+from tape_vs_trace import rowkey
+from tape_vs_trace.rowkey import RowKey
+
+PARAMS = {"workload": "transformer", "size": "2x4x64x128", "mode": "compiled", "formulation": "scan",
+          "style": "default", "attention": "written", "dtype": "float32", "precision": "highest", "device": "cpu"}
+
+
+def row(framework: str = "torch", **change) -> dict:
+    """A row of the report's table (report.rows) as a dict, its parameters naming its framework."""
+    params = {"framework": framework, **PARAMS, **change.pop("params", {})}
+    return {"machine": "m", "commit": "c", "benchmark": "recording.GradStep_transformer.time_step",
+            "benchmark_version": "5", "metric": "time_step", "framework": framework, "comparable": True,
+            "memory_method": "", "params": json.dumps(params, separators=(",", ":"))} | change
+
+
+def test_the_key_of_a_row_names_each_registry_field() -> None:
+    key = RowKey.of(row("jax"))
+    assert (key.pillar, key.family, key.metric, key.framework) == ("recording", "GradStep_transformer", "time_step",
+                                                                   "jax")
+    assert (key.workload, key.size, key.dtype, key.precision, key.device) == ("transformer", "2x4x64x128", "float32",
+                                                                               "highest", "cpu")
+    assert key.axes == (("attention", "written"), ("formulation", "scan"), ("mode", "compiled"),
+                        ("style", "default"))
+    assert key.params() == dict(sorted(PARAMS.items()))  # every parameter but the framework
+    # a benchmark without a parameter has none in its key (harness.Overhead has no workload, size or dtype)
+    bare = RowKey.of({"benchmark": "harness.Overhead.time_call", "metric": "time_call", "framework": "jax",
+                      "params": '{"framework":"jax","path":"jit","device":"cpu"}'})
+    assert (bare.workload, bare.size, bare.device, bare.axes) == (None, None, "cpu", (("path", "jit"),))
+
+
+def test_a_key_is_a_value() -> None:
+    assert RowKey.of(row()) == RowKey.of(row()) and hash(RowKey.of(row())) == hash(RowKey.of(row()))
+    # the order in which a results file wrote the parameters does not make another row
+    reordered = dict(reversed(list(json.loads(row()["params"]).items())))
+    assert RowKey.of(row() | {"params": json.dumps(reordered)}) == RowKey.of(row())
+    assert RowKey.of(row()).without("framework") == RowKey.of(row("jax")).without("framework")
+    assert RowKey.of(row()).without("mode").axis("mode") == ""
+
+
+def test_like_divides_rows_that_differ_in_the_framework_alone() -> None:
+    assert rowkey.like(row("torch"), row("jax")) is None
+    # rows whose parameters do not name the framework: the row's column does
+    t, j = row("torch"), row("jax")
+    for r in (t, j):
+        r["params"] = json.dumps({k: v for k, v in json.loads(r["params"]).items() if k != "framework"})
+    assert rowkey.like(t, j) is None
+
+
+@pytest.mark.parametrize("change", [
+    {"benchmark": "recording.GradStep_mlp.time_step"},  # another family
+    {"benchmark": "inference.GradStep_transformer.time_step"},  # another pillar
+    {"metric": "time_compile"},
+    {"params": {"workload": "mlp"}},
+    {"params": {"size": "4x4x64x128"}},
+    {"params": {"mode": "eager"}},  # an axis
+    {"params": {"style": "matched"}},  # the program's axes
+    {"params": {"attention": "fused"}},
+    {"params": {"remat": "every2"}},  # an axis one row has and the other has not
+    {"params": {"dtype": "bfloat16"}},
+    {"params": {"precision": "high"}},
+    {"params": {"device": "cuda"}},
+    {"machine": "other"},
+    {"commit": "other"},
+], ids=lambda c: next(iter(c.get("params", c))))
+def test_like_refuses_rows_that_differ_in(change: dict) -> None:
+    assert rowkey.like(row("torch"), row("jax", **change)) == "not like rows"
+
+
+def test_like_refuses_rows_of_one_framework() -> None:
+    assert rowkey.like(row("torch"), row("torch")) == "not like rows"
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"benchmark_version": "6"}, "not like rows"),  # the benchmark's source changed: it measured another program
+    ({"comparable": False}, "counts different things"),
+    ({"memory_method": "jax compiled.memory_analysis"}, "different memory methods"),
+])
+def test_like_refuses_runs_whose_properties_differ(change: dict, reason: str) -> None:
+    assert rowkey.unlike_runs(row("torch"), row("jax")) is None
+    assert rowkey.like(row("torch"), row("jax", **change)) == reason
+    assert rowkey.unlike_runs(row("torch"), row("jax", **change)) == reason
+
+
+def test_like_refuses_peaks_of_unlike_modes_and_formulations() -> None:
+    cuda = {fw: frameworks.memory_method(fw, "cuda") for fw in frameworks.NAMES}
+    peak = {"benchmark": "recording.GradStep_transformer.track_peak_bytes", "metric": "track_peak_bytes"}
+    t, j = row("torch", **peak, memory_method=cuda["torch"]), row("jax", **peak, memory_method=cuda["jax"])
+    assert rowkey.like(t, j) == "unlike modes: PyTorch eager, JAX compiled"
+    lstm = {"benchmark": "remat.RematCost_lstm.track_peak_bytes"}
+    assert rowkey.like(row("torch", **lstm), row("jax", **lstm)) == "scan against unrolled"
