@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from implementations import frameworks, metrics
+from implementations import metrics
+from tape_vs_trace import rowkey
 from tape_vs_trace.intervals import median_interval, ratio_interval
+from tape_vs_trace.rowkey import RowKey
 
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
 # every change up to this, not only 1 (in the spirit of `asv compare`, which reports a change when it is significant
@@ -144,36 +146,13 @@ def refusal(a: dict | None, b: dict | None) -> str:
     return ""
 
 
-def _peak_mode(row: dict) -> str:
-    """The mode in which the framework's probe measured a peak row (frameworks.peak_mode); '' if unknown."""
-    return frameworks.peak_mode(row["framework"]) if row["framework"] in frameworks.FRAMEWORKS else ""
-
-
 def compare(a: dict | None, b: dict | None) -> Comparison:
-    """THE ratio rule: b / a across frameworks, formed only between like rows. Like rows differ in `framework`
-    alone (same machine, commit, benchmark and benchmark version, every other parameter equal), both ran, the
-    metric counts the same thing in both frameworks, and peaks were measured by the same method in the same mode (on
-    CUDA both allocators' high-water marks are one method, but PyTorch's probe runs the tape op by op and JAX's a
-    jitted program)."""
-    reason = refusal(a, b)
+    """THE ratio rule: b / a across frameworks, formed only between like rows (`rowkey.like`: their keys differ in
+    the framework alone, on the same machine and commit, and their runs agree on the benchmark version, what the
+    metric counts, the memory method and the mode a peak was measured in)."""
+    reason = refusal(a, b) or rowkey.like(a, b)
     if reason:
         return Comparison(reason=reason)
-    pa, pb = json.loads(a["params"]), json.loads(b["params"])
-    pa.pop("framework", None)
-    pb.pop("framework", None)
-    same = ("machine", "commit", "benchmark", "benchmark_version", "metric")
-    if pa != pb or any(a[k] != b[k] for k in same) or a["framework"] == b["framework"]:
-        return Comparison(reason="not like rows")
-    if not (a["comparable"] and b["comparable"]):
-        return Comparison(reason="counts different things")
-    if not frameworks.same_memory_method(a["memory_method"], b["memory_method"]):
-        return Comparison(reason="different memory methods")
-    if a["memory_method"] and _peak_mode(a) != _peak_mode(b):
-        return Comparison(reason="unlike modes: " + ", ".join(f"{frameworks.label(r['framework'])} {_peak_mode(r)}"
-                                                             for r in (a, b)))
-    unlike = metrics.unlike_formulations(a["benchmark"])
-    if unlike:
-        return Comparison(reason=unlike)
     if not a["value"]:
         return Comparison(reason="divisor is zero")
     return _interval(a, b, b["value"] / a["value"])
@@ -185,9 +164,10 @@ def change(a: dict | None, b: dict | None) -> Comparison:
     reason = refusal(a, b)
     if reason:
         return Comparison(reason=reason)
-    same = ("machine", "commit", "framework", "metric", "memory_method")
-    if any(a[k] != b[k] for k in same):
-        return Comparison(reason="not like rows")
+    ka, kb = RowKey.of(a), RowKey.of(b)
+    if not rowkey.same_place(a, b) or (ka.framework, ka.metric) != (kb.framework, kb.metric) or \
+            a["memory_method"] != b["memory_method"]:
+        return Comparison(reason=rowkey.NOT_LIKE)
     if not a["value"]:
         return Comparison(reason="divisor is zero")
     return _interval(a, b, b["value"] / a["value"])
@@ -204,9 +184,8 @@ def fastest(a: dict | None, b: dict | None) -> Comparison:
     reason = refusal(a, b)
     if reason:
         return Comparison(reason=reason)
-    pa, pb = ({k: v for k, v in json.loads(r["params"]).items() if k not in MODE_KEYS + ("framework",)}
-              for r in (a, b))
-    if pa != pb or any(a[k] != b[k] for k in ("machine", "commit", "metric")) or a["framework"] == b["framework"]:
+    ka, kb = (RowKey.of(r).without(*MODE_KEYS) for r in (a, b))
+    if ka.differing(kb) != {"framework"} or not rowkey.same_place(a, b):
         return Comparison(reason="not the same step")
     if not a["value"]:
         return Comparison(reason="divisor is zero")
