@@ -29,9 +29,10 @@ from tape_vs_trace.intervals import half_width
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report import hosts as hosts_section
 from tape_vs_trace.report.load import ReportError, Results, load_results
+from tape_vs_trace.rowkey import RowKey
 
 AGREEMENT = 0.95  # --strict: the share of timing rows that must agree
-KEY = ("machine", "env", "commit", "benchmark", "params")
+RUN = ("machine", "env", "commit")  # the run a row is of; rowkey.RowKey names the row within it
 BASE, OTHER = frameworks.NAMES[0], frameworks.NAMES[1]  # the report's ratio: OTHER / BASE (JAX / PyTorch)
 
 
@@ -46,23 +47,23 @@ def _fatal(message: str) -> None:
 
 
 def _rows(results: Results) -> dict[tuple, dict]:
-    return {tuple(r[k] for k in KEY): r for r in results.table.to_dict("records")}
+    """Each row of a run by (machine, env, commit, its RowKey)."""
+    return {(*(r[k] for k in RUN), RowKey.of(r)): r for r in results.table.to_dict("records")}
 
 
 def _directions(rows: dict[tuple, dict]) -> dict[tuple, stats.Comparison]:
-    """Every JAX/PyTorch ratio of a run, by (machine, env, commit, benchmark, parameters but the framework)."""
+    """Every JAX/PyTorch ratio of a run, by (machine, env, commit, RowKey without the framework)."""
     cases: dict[tuple, dict[str, dict]] = {}
     for r in rows.values():
         if r["metric"] == roofline.METRIC:  # the step-time ratio again (times a flops ratio of 1): not a second finding
             continue
-        params = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
-        key = (r["machine"], r["env"], r["commit"], r["benchmark"], json.dumps(params, sort_keys=True))
+        key = (*(r[k] for k in RUN), RowKey.of(r).without("framework"))
         cases.setdefault(key, {})[r["framework"]] = r
     return {k: stats.compare(c.get(BASE), c.get(OTHER)) for k, c in cases.items() if BASE in c and OTHER in c}
 
 
-def _params(params: str) -> str:
-    return " ".join(f"{k}={v}" for k, v in json.loads(params).items())
+def _params(params: str | dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in (json.loads(params) if isinstance(params, str) else params).items())
 
 
 def _value(row: dict, divisor: float, label: str) -> str:
@@ -147,8 +148,8 @@ def _direction_lines(rows_a: dict[tuple, dict], rows_b: dict[tuple, dict]) -> tu
         same_way += ok
         one_run += single_run
         label = "same direction" if ok else ("in one run only" if single_run else "direction flipped")
-        lines.append(f"  {label:<17} {k[3]} "
-                     f"{_params(k[4])} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
+        lines.append(f"  {label:<17} {k[3].benchmark} "
+                     f"{_params(k[3].params())} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
     return lines, directions(same_way, one_run, len(decided))
 
 
