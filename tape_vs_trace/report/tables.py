@@ -12,6 +12,7 @@ from implementations import frameworks
 from tape_vs_trace.report import fmt, headline, skips, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import display
+from tape_vs_trace.rowkey import RowKey
 
 # the library workspace inside a CUDA peak is its own row (track_workspace_bytes), a table of its own
 WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN) its step used, a set-up of the "
@@ -20,12 +21,16 @@ WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN)
 
 
 def _pairs(rows: pd.DataFrame) -> list[dict[str, dict]]:
-    """Rows grouped by (benchmark, every parameter but the framework): the candidates for a ratio."""
-    cases: dict[tuple, dict[str, dict]] = {}
+    """Rows grouped by their key without the framework (rowkey.RowKey): the candidates for a ratio."""
+    return list(_by_case(rows).values())
+
+
+def _by_case(rows: pd.DataFrame) -> dict[RowKey, dict[str, dict]]:
+    cases: dict[RowKey, dict[str, dict]] = {}
     for r in rows.itertuples(index=False):
-        params = {k: v for k, v in json.loads(r.params).items() if k != "framework"}
-        cases.setdefault((r.benchmark, json.dumps(params, sort_keys=True)), {})[r.framework] = r._asdict()
-    return list(cases.values())
+        row = r._asdict()
+        cases.setdefault(RowKey.of(row).without("framework"), {})[r.framework] = row
+    return cases
 
 
 def _cell(row: dict | None, divisor: float, with_interval: bool) -> str:
@@ -102,7 +107,7 @@ def _scan(by_fw: dict) -> str:
     """' (PyTorch: prototype torch._higher_order_ops.scan; JAX: lax.scan)' for a scan row both frameworks ran:
     what each ran is not one operator."""
     row = next(iter(by_fw.values()))
-    if len(by_fw) < 2 or json.loads(row["params"]).get("formulation") != "scan":
+    if len(by_fw) < 2 or RowKey.of(row).axis("formulation") != "scan":
         return ""
     return f" ({headline.scan_words(tuple(by_fw))})"
 
@@ -117,12 +122,11 @@ def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:
     reason from the benchmark's skip rule (report.skips), with the version that skipped it, and whether the other
     framework ran the case. A CPU-budget skip and a framework limit read as what they are, never both as 'not
     implemented'."""
-    ran_by = {(case["benchmark"], json.dumps(p, sort_keys=True)): set(by_fw) for by_fw in _pairs(ran)
-              for case in [next(iter(by_fw.values()))] for p in [_unframed(case)]}
+    ran_by = {key: set(by_fw) for key, by_fw in _by_case(ran).items()}
     lines = []
-    for by_fw in _pairs(skipped):
+    for key, by_fw in _by_case(skipped).items():
         case = next(iter(by_fw.values()))
-        others = ran_by.get((case["benchmark"], json.dumps(_unframed(case), sort_keys=True)), set())
+        others = ran_by.get(key, set())
         why = "; ".join(_skipped_by(fw, row) for fw, row in sorted(by_fw.items(), key=lambda kv: _order(kv[0])))
         ran_it = f" ({', '.join(map(frameworks.label, sorted(others, key=_order)))} ran it)" if others else ""
         lines.append(f"- `{case['benchmark']}` {_case(case)}: {why}{ran_it}")
@@ -138,7 +142,3 @@ def _skipped_by(framework: str, row: dict) -> str:
     who = " ".join(v for v in (frameworks.label(framework), version) if isinstance(v, str) and v)
     reason = skips.reason(row["benchmark"], row["params"])
     return f"not run for {who}: {reason}" if reason else f"not run for {who} (no skip rule of this checkout names it)"
-
-
-def _unframed(row: dict) -> dict:
-    return {k: v for k, v in json.loads(row["params"]).items() if k != "framework"}
