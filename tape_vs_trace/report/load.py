@@ -17,9 +17,11 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import metrics
+from tape_vs_trace import result_files
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import roofline
-from tape_vs_trace.report.rows import Meanings, Stale, Warn, literal, program_label, program_name, result_rows
+from tape_vs_trace.report.rows import Meanings, Stale, Warn, program_label, program_name, result_rows
+from tape_vs_trace.result_files import literal
 
 # read through this module by the report, cite and the side readers (the rows themselves are report.rows')
 __all__ = ["COLUMNS", "Meanings", "ReportError", "Results", "Warn", "literal", "load_results", "machine_folders",
@@ -43,7 +45,7 @@ class Results:
     machines: dict[str, dict] = field(default_factory=dict)  # machine name -> machine.json
     details: dict[tuple[str, str], dict] = field(default_factory=dict)  # (machine, commit) -> "tape_vs_trace" key
     python: dict[tuple[str, str], str] = field(default_factory=dict)  # (machine, commit) -> interpreter
-    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)  # asv's NaN: combinations the benchmark skipped
+    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)  # combinations skipped or not run (no value)
     benchmarks: dict = field(default_factory=dict)  # benchmarks.json
     saved: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> saved-bytes breakdown (results/saved)
     paired: dict[str, pd.DataFrame] = field(default_factory=dict)  # machine -> paired results (results/paired)
@@ -96,14 +98,14 @@ def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = 
         except ReportError as exc:
             warn(f"skipped machine folder {folder.name}: {exc}")
             continue
-        paths = [p for p in sorted(folder.glob("*.json")) if p.name != "machine.json"]
+        paths = list(result_files.result_files(folder))
         step(f"reading the {len(paths)} result file(s) of {folder.name}")
         for path in paths:
             seen += 1
             try:
-                data = _read_json(path)
-                new, skips = result_rows(data, benchmarks, machine, folder.name, meanings, warn, path, stale)
-            except ReportError as exc:
+                file = result_files.read(path)
+                new, skips = result_rows(file, benchmarks, machine, folder.name, meanings, stale)
+            except result_files.ResultFileError as exc:
                 warn(f"skipped {exc}")
                 continue
             except (KeyError, TypeError, IndexError, ValueError) as exc:
@@ -112,13 +114,13 @@ def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = 
             out.files += 1
             rows.extend(new)
             skipped.extend(skips)
-            key = (folder.name, data["commit_hash"])
+            key = (folder.name, file.commit)
             out.machines[folder.name] = machine
             # asv's `existing` environment records the interpreter's path as its python: keep no machine path.
-            python = str(data.get("python", ""))
+            python = file.python
             out.python[key] = "/".join(Path(python).parts[-3:]) if "/" in python else python
-            if isinstance(data.get("tape_vs_trace"), dict):
-                out.details[key] = data["tape_vs_trace"]
+            if file.details is not None:
+                out.details[key] = file.details
     if not rows:
         found = f"{seen} result file(s), none readable" if seen else "no result files"
         raise ReportError(f"no benchmark results in {results} ({found})")

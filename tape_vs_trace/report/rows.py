@@ -4,16 +4,14 @@ skipped apart, and what an older file holds that the suite no longer has (Stale)
 
 from __future__ import annotations
 
-import ast
-import itertools
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from implementations import frameworks, metrics, pillars, workloads
+from tape_vs_trace import result_files
 from tape_vs_trace.report import roofline, stats
 
 Warn = Callable[[str], None]
@@ -41,14 +39,6 @@ def program_label(program: str) -> str:
     return ", ".join(f"{v} {w}" for v, w in zip(program.split("/"), words) if v) if program else ""
 
 
-def literal(text: str):
-    """asv stores parameter values as their repr ("'torch'"); the report wants the value."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def _utc(ms: float | None) -> str:
     return "" if ms is None else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -71,16 +61,15 @@ class Meanings:
         return kind == "time", False
 
 
-def _file_columns(data: dict, machine: dict, machine_name: str, path: Path) -> dict:
+def _file_columns(file: result_files.ResultFile, machine: dict, machine_name: str) -> dict:
     """The columns every row of one result file shares: its commit, run, environment, machine and versions."""
-    run = data.get("params") or {}
+    run = file.run
     # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
     # machine record has those of .venv.
-    requirements = data.get("requirements") or {}
-    versions = {fw: str(requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
-    return {"commit": str(data["commit_hash"]), "date": _utc(data["date"]), "env": str(data.get("env_name", "")),
+    versions = {fw: str(file.requirements.get(fw) or machine.get(fw) or run.get(fw) or "") for fw in frameworks.NAMES}
+    return {"commit": file.commit, "date": _utc(file.date), "env": file.env,
             "machine": machine_name, "device": str(machine.get("device") or run.get("device") or ""),
-            "torch_version": versions["torch"], "jax_version": versions["jax"], "file": path.name}
+            "torch_version": versions["torch"], "jax_version": versions["jax"], "file": file.path.name}
 
 
 @dataclass
@@ -120,53 +109,38 @@ def _skipped(file: str, gone: list[str], reshaped: list[str]) -> str:
     return f"{file}: skipped " + "; ".join(parts)
 
 
-def result_rows(data: dict, benchmarks: dict, machine: dict, machine_name: str, meanings: Meanings, warn: Warn,
-                 path: Path, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
-    """The rows of one asv result file (format version 2: positional columns named by result_columns), and the
-    combinations asv skipped (NaN)."""
-    columns = {name: i for i, name in enumerate(data["result_columns"])}
-    shared = _file_columns(data, machine, machine_name, path)
+def result_rows(file: result_files.ResultFile, benchmarks: dict, machine: dict, machine_name: str,
+                meanings: Meanings, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
+    """The rows of one asv result file (result_files), and the combinations not run or skipped (asv's NaN)."""
+    shared = _file_columns(file, machine, machine_name)
     rows, skips = [], []
     stale = stale if stale is not None else Stale()
-    stale.gone[f"{machine_name}/{path.name}"] = [name for name in data["results"] if name not in benchmarks]
-    for name, entry in data["results"].items():
+    where = f"{machine_name}/{file.path.name}"
+    stale.gone[where] = [name for name in file.benchmarks if name not in benchmarks]
+    for name in file.benchmarks:
         if name.split(".")[1].split("_")[0] in pillars.PAIRED_FAMILIES:
             continue  # the paired section reports these, divided pass by pass (results/paired)
-        if name in benchmarks:
-            def column(key: str, entry=entry):
-                i = columns.get(key)
-                return entry[i] if i is not None and i < len(entry) else None
-
-            found, skipped = _benchmark_rows(name, benchmarks[name], column, shared, meanings, warn, stale)
-            rows += found
-            skips += skipped
+        if name not in benchmarks:
+            continue
+        if len(benchmarks[name].get("param_names", [])) != len(file.grid(name)):
+            stale.reshaped.setdefault(where, []).append(name)
+            continue
+        found, skipped = _benchmark_rows(file, name, benchmarks[name], shared, meanings)
+        rows += found
+        skips += skipped
     return rows, skips
 
 
-def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shared: dict, meanings: Meanings,
-                    warn: Warn, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
-    """The rows of one benchmark of a result file, one per parameter combination, and the combinations skipped."""
-    names = meta.get("param_names", [])
-    params = column("params") or []
-    if len(names) != len(params):
-        if stale is None:
-            warn(f"{shared['file']}: {name} has {len(params)} parameters, benchmarks.json names {len(names)}; skipped")
-        else:
-            stale.reshaped.setdefault(f"{shared['machine']}/{shared['file']}", []).append(name)
-        return [], []
-    combos = list(itertools.product(*params)) if params else [()]
-    n = len(combos)
-    values = column("result")
-    values = values if isinstance(values, list) else [values] * n
-    q25s, q75s = column("stats_q_25") or [None] * n, column("stats_q_75") or [None] * n
-    all_samples = column("samples") or [None] * n
+def _benchmark_rows(file: result_files.ResultFile, name: str, meta: dict, shared: dict,
+                    meanings: Meanings) -> tuple[list[dict], list[dict]]:
+    """The rows of one benchmark of a result file, one per parameter combination, and the combinations not run."""
     pillar, cls, metric = name.split(".")[0], name.split(".")[1], name.split(".")[-1]
     kind = meta.get("type", "")
     sampled, comparable = meanings(metric, kind)
-    split = stats.Split(meta.get("rounds") or 1, meta.get("repeat"))
+    version, run_date = str(file.version(name) or meta.get("version") or ""), _utc(file.started_at(name))
     rows, skips = [], []
-    for combo, value, q25, q75, samples in zip(combos, values, q25s, q75s, all_samples):
-        p = {k: literal(v) for k, v in zip(names, combo)}
+    for combination in file.combinations(name, meta):
+        p = combination.params
         framework = str(p.get("framework", ""))
         device_kind = str(p.get("device") or ("cpu" if shared["device"] == "cpu" else "cuda"))
         row = shared | {
@@ -178,16 +152,16 @@ def _benchmark_rows(name: str, meta: dict, column: Callable[[str], object], shar
             "framework": framework, "metric": metric, "unit": meta.get("unit", ""),
             "sampled": sampled, "comparable": comparable, "type": kind,
             "params": json.dumps(p, separators=(",", ":")), "benchmark": name,
-            "benchmark_version": str(column("version") or meta.get("version") or ""),
-            "run_date": _utc(column("started_at")),
+            "benchmark_version": version, "run_date": run_date,
             "dtype": str(p.get("dtype", "")), "precision": str(p.get("precision", "")),
             "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
             "memory_method": _memory_method(framework, device_kind, metric),
         }
-        if isinstance(value, float) and math.isnan(value):
-            skips.append(row | {"status": "not run"})  # asv: the benchmark raised NotImplementedError
+        if combination.outcome in (result_files.SKIPPED, result_files.NOT_RUN):
+            skips.append(row | {"status": "not run"})  # no value: the run skipped it or did not choose it
             continue
-        row.update(stats.summarise(value, q25, q75, samples, sampled, split))
+        row.update(stats.summarise(combination.value, combination.q25, combination.q75, combination.samples, sampled,
+                                   combination.split))
         if sampled and kind != "time" and row["status"] == "ok":
             # a track_ benchmark returns one number per process and asv runs it once: no spread to show
             row.update(basis="one process", processes=1, samples=1)

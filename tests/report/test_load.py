@@ -5,6 +5,7 @@ read as, and benchmarks gone from the suite."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from implementations import frameworks
+from tape_vs_trace import result_files
 from tape_vs_trace.report import load, roofline, rows
 from tests.report.helpers import ASV_COLUMNS, write_results
 
@@ -50,11 +52,15 @@ def meta(name: str, kind: str, names: list[str], **extra) -> dict:
 
 
 def result_rows(name: str, meta: dict, item: list, machine: dict | None = None, run: dict | None = None) -> list[dict]:
-    data = {"commit_hash": "c1", "date": 1700000000000, "params": run or {}, "requirements": {},
-            "result_columns": ASV_COLUMNS, "results": {name: item}, "env_name": "env"}
+    data = {"commit_hash": "c1", "date": 1700000000000, "params": {"machine": "box", **(run or {})}, "requirements": {},
+            "python": "3.11",
+            "result_columns": ASV_COLUMNS, "results": {name: item}, "env_name": "env", "version": 2}
     warnings: list[str] = []
-    out, _ = rows.result_rows(data, {name: meta}, machine or {}, "box", load.Meanings(warnings.append),
-                               warnings.append, Path("r.json"))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "r.json"
+        path.write_text(json.dumps(data))
+        out, _ = rows.result_rows(result_files.read(path), {name: meta}, machine or {}, "box",
+                                   load.Meanings(warnings.append))
     return out
 
 
@@ -65,40 +71,40 @@ TORCH = [["'torch'"]]
 
 def test_device_and_versions_fall_back_to_the_run_record() -> None:
     # machine.json without a device or versions (an older record): the run's params supply them
-    (row,) = result_rows(STEP, meta(STEP, "time", ["framework"]), result_entry(TORCH, result=1.0),
+    (row,) = result_rows(STEP, meta(STEP, "time", ["framework"]), result_entry(TORCH, result=[1.0]),
                   run={"device": "cuda", "torch": "2.9", "jax": "0.10"})
     assert (row["device"], row["torch_version"], row["jax_version"]) == ("cuda", "2.9", "0.10")
 
 
 def test_workload_is_read_from_the_class_name() -> None:
-    (row,) = result_rows(STEP, meta(STEP, "time", ["framework"]), result_entry(TORCH, result=1.0))
+    (row,) = result_rows(STEP, meta(STEP, "time", ["framework"]), result_entry(TORCH, result=[1.0]))
     assert row["workload"] == "mlp"
 
 
 def test_without_samples_the_spread_is_asvs_quartiles() -> None:
     (row,) = result_rows(STEP, meta(STEP, "time", ["framework"]),
-                  result_entry(TORCH, result=2.0, stats_q_25=[1.0], stats_q_75=[3.0]))
+                  result_entry(TORCH, result=[2.0], stats_q_25=[1.0], stats_q_75=[3.0]))
     assert (row["q25"], row["q75"], row["spread"]) == (1.0, 3.0, 2.0)
 
 
 def test_rounds_without_a_fixed_repeat_cannot_split_samples() -> None:
     # 3 processes with a variable sample count: samples cannot be assigned to processes
     (row,) = result_rows(STEP, meta(STEP, "time", ["framework"], rounds=3, repeat=0),
-                  result_entry(TORCH, result=2.0, samples=[[1.0, 2.0, 3.0]]))
+                  result_entry(TORCH, result=[2.0], samples=[[1.0, 2.0, 3.0]]))
     assert row["processes"] is None
     assert row["basis"] == "asv: repeat is not a fixed count, so samples cannot be assigned to processes"
 
 
 def test_cpu_machine_peak_bytes_use_the_cpu_memory_method() -> None:
     name = "remat.RematCost_mlp.track_peak_bytes"
-    (row,) = result_rows(name, meta(name, "track", ["framework"]), result_entry(TORCH, result=1024.0),
+    (row,) = result_rows(name, meta(name, "track", ["framework"]), result_entry(TORCH, result=[1024.0]),
                          machine={"device": "cpu"})
     assert row["memory_method"] == frameworks.memory_method("torch", "cpu")
 
 
 def test_a_sampled_track_is_one_process() -> None:
     name = "compile.Compile_mlp.track_compile_seconds"
-    (row,) = result_rows(name, meta(name, "track", ["framework"]), result_entry(TORCH, result=2.0))
+    (row,) = result_rows(name, meta(name, "track", ["framework"]), result_entry(TORCH, result=[2.0]))
     assert (row["basis"], row["processes"], row["samples"]) == ("one process", 1, 1)
 
 
@@ -106,8 +112,9 @@ def test_nothing_skipped_still_has_the_columns(tmp_path: Path) -> None:
     (tmp_path / "box").mkdir()
     (tmp_path / "benchmarks.json").write_text(json.dumps({STEP: meta(STEP, "time", ["framework"]), "version": 2}))
     (tmp_path / "box" / "machine.json").write_text(json.dumps({"machine": "box", "device": "cpu"}))
-    data = {"commit_hash": "c1", "date": 1700000000000, "params": {}, "result_columns": ASV_COLUMNS,
-            "results": {STEP: result_entry(TORCH, result=1.0)}, "env_name": "env", "version": 2}
+    data = {"commit_hash": "c1", "date": 1700000000000, "params": {"machine": "box"}, "requirements": {},
+            "python": "3.11", "result_columns": ASV_COLUMNS, "results": {STEP: result_entry(TORCH, result=[1.0])},
+            "env_name": "env", "version": 2}
     (tmp_path / "box" / "c1-env.json").write_text(json.dumps(data))
     out = load.load_results(tmp_path, lambda _: None)
     assert out.skipped.empty
