@@ -9,7 +9,6 @@ benchmark versions take part: a ratio of an older version measured another progr
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from tape_vs_trace.report import fmt, headline_chart, scale, stats
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.scale import size_words
 from tape_vs_trace.report.select import base_numerics, latest
+from tape_vs_trace.rowkey import RowKey
 
 NAME = "headline.png"
 # (what the row measures, benchmark prefix, metric): the step people cite first, and what the tape and the trace keep
@@ -107,9 +107,8 @@ def _measured(rows: pd.DataFrame) -> pd.Series:
 
 
 def _case(row: dict) -> tuple[str, ...]:
-    params = json.loads(row["params"])
-    return (row["workload"], row["size"], params.get("mode", ""), params.get("formulation", ""),
-            params.get("style", ""), params.get("attention", ""))
+    key = RowKey.of(row)
+    return (row["workload"], row["size"], *(key.axis(k) for k in ("mode", "formulation", "style", "attention")))
 
 
 def rows_of(groups: dict[str, pd.DataFrame]) -> list[Row]:
@@ -118,10 +117,9 @@ def rows_of(groups: dict[str, pd.DataFrame]) -> list[Row]:
     for group, table in groups.items():
         for measure, prefix, metric in MEASURES:
             sel = table[table.benchmark.str.startswith(prefix) & (table.metric == metric)]
-            pairs: dict[tuple, dict[str, dict]] = {}
+            pairs: dict[RowKey, dict[str, dict]] = {}
             for r in sel.to_dict("records"):
-                unframed = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
-                pairs.setdefault((r["benchmark"], json.dumps(unframed, sort_keys=True)), {})[r["framework"]] = r
+                pairs.setdefault(RowKey.of(r).without("framework"), {})[r["framework"]] = r
             for by_fw in pairs.values():
                 c = stats.compare(by_fw.get("torch"), by_fw.get("jax"))
                 if not c.formed or not math.isfinite(c.ratio):
