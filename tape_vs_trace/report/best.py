@@ -6,7 +6,6 @@ ones), said in the finding line."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ import pandas as pd
 
 from tape_vs_trace.report import fmt, headline, hosts, stats
 from tape_vs_trace.report.headline import Headline
+from tape_vs_trace.rowkey import RowKey
 
 QUESTION = "What does each framework give at its fastest mode on this machine?"
 STEP = ("recording.GradStep_", "time_step")
@@ -31,8 +31,8 @@ class Best:
 
 
 def _program(row: dict) -> tuple[str, ...]:
-    p = json.loads(row["params"])
-    return (row["workload"], row["size"], *(p.get(k, "") for k in stats.MODE_KEYS))
+    key = RowKey.of(row)
+    return (row["workload"], row["size"], *(key.axis(k) for k in stats.MODE_KEYS))
 
 
 def rows_of(table: pd.DataFrame) -> list[Best]:
@@ -40,10 +40,9 @@ def rows_of(table: pd.DataFrame) -> list[Best]:
     keys), each framework's fastest timed step and their `stats.fastest` ratio."""
     prefix, metric = STEP
     sel = table[table.benchmark.str.startswith(prefix) & (table.metric == metric) & (table.status == "ok")]
-    groups: dict[str, dict[str, dict]] = {}
+    groups: dict[RowKey, dict[str, dict]] = {}
     for r in sel.to_dict("records"):
-        rest = {k: v for k, v in json.loads(r["params"]).items() if k not in stats.MODE_KEYS + ("framework",)}
-        best = groups.setdefault(json.dumps(rest, sort_keys=True), {})
+        best = groups.setdefault(RowKey.of(r).without(*stats.MODE_KEYS, "framework"), {})
         if r["framework"] not in best or r["value"] < best[r["framework"]]["value"]:
             best[r["framework"]] = r
     out = []
@@ -95,7 +94,7 @@ def section(table: pd.DataFrame, details: dict) -> list[str]:
              "calibration of each side's mode |",
              "|---|---|---|---:|---|---|"]
     for b in found:
-        modes = dict.fromkeys(json.loads(r["params"]).get("mode", "") for r in (b.torch, b.jax))
+        modes = dict.fromkeys(RowKey.of(r).axis("mode") for r in (b.torch, b.jax))
         said = "; ".join(w for w in (calibration_words(m, calibration) for m in modes) if w) or "n/a"
         verdict = headline.verdict(b.comparison, "step time") if b.comparison.formed and \
             math.isfinite(b.comparison.ratio) else "no ratio"
