@@ -22,7 +22,6 @@ Output: OUT/<machine>-<commit8>.csv, one row per point (FIELDS), read by the rep
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import os
 import subprocess
@@ -34,6 +33,7 @@ from typing import Any
 
 from implementations import frameworks
 from implementations.experiments import Experiment, asv_combination, experiments
+from tape_vs_trace import result_files
 from tape_vs_trace.schema import PAIRED_FIELDS as FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,39 +65,34 @@ def _run_costs(framework: str, names: list[str], scratch: Path) -> dict[str, Any
     return json.loads(out.read_text())
 
 
-def result_file(results: Path, machine_name: str, commit: str) -> tuple[dict, dict]:
+def result_file(results: Path, machine_name: str, commit: str) -> tuple[result_files.ResultFile, dict]:
     """The asv result file of `commit` on `machine_name` (scrubbed) and benchmarks.json, or a one-line error."""
     path = results / machine_name / f"{commit[:8]}-existing-venv.json"
+    if not path.is_file():
+        raise PairedError(f"no results to pair: {path} is missing (run `tape-vs-trace run` first)")
     try:
-        return json.loads(path.read_text()), json.loads((results / "benchmarks.json").read_text())
+        return result_files.read(path), json.loads((results / "benchmarks.json").read_text())
     except FileNotFoundError as exc:
         raise PairedError(f"no results to pair: {exc.filename} is missing (run `tape-vs-trace run` first)") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, result_files.ResultFileError) as exc:
         raise PairedError(f"cannot read the results in {results} ({type(exc).__name__}: {exc})") from None
 
 
-def _samples(data: dict, meta: dict, name: str, params: dict[str, str]) -> list | None:
-    """The recorded samples of one combination of benchmark `name`, or None where it has none."""
-    combos = list(itertools.product(*meta["params"]))
+def _combination(file: result_files.ResultFile, meta: dict, name: str,
+                 params: dict[str, str]) -> result_files.Combination | None:
+    """The combination `params` of benchmark `name` in the result file, None where its grid has no such one."""
     wanted = tuple(repr(str(params[n])) for n in meta["param_names"])
-    if wanted not in combos:
-        return None
-    entry = data.get("results", {}).get(name)
-    column = data.get("result_columns", []).index("samples") if "samples" in data.get("result_columns", []) else None
-    if not entry or column is None or column >= len(entry) or not isinstance(entry[column], list):
-        return None
-    found = entry[column][combos.index(wanted)]
-    return found if isinstance(found, list) and found else None
+    return next((c for c in file.combinations(name, meta) if c.values == wanted), None)
 
 
-def available(chosen: list[Experiment], data: dict, benchmarks: dict, device: str,
+def available(chosen: list[Experiment], file: result_files.ResultFile, benchmarks: dict, device: str,
               log: Callable[[str], None] = print) -> list[Experiment]:
     """The experiments whose every point has samples in the results; each one left out is named with the first
     reason (a failed combination, or a run that selected part of the suite)."""
     kept = []
     for e in chosen:
         try:
-            processes([e], data, benchmarks, device)
+            processes([e], file, benchmarks, device)
         except PairedError as exc:
             log(f"[paired] left out: {exc}")
             continue
@@ -107,13 +102,14 @@ def available(chosen: list[Experiment], data: dict, benchmarks: dict, device: st
     return kept
 
 
-def processes(chosen: list[Experiment], data: dict, benchmarks: dict, device: str) -> dict[str, list[dict]]:
+def processes(chosen: list[Experiment], file: result_files.ResultFile, benchmarks: dict,
+              device: str) -> dict[str, list[dict]]:
     """Per framework, per worker process, per experiment, the per-pass seconds of every point ({"times": [...]}):
     each point's samples (asv_combination) split into its processes by the benchmark's `repeat`. Pass j of two
     points of one benchmark was taken in one sweep of tape-vs-trace run's worker, which is what makes a ratio of
     them paired; results of another runner (asv run: a process per combination) are refused."""
     runs: dict[str, list[dict]] = {}
-    runner_of = data.get("tape_vs_trace", {}).get("runner_of", {})
+    runner_of = (file.details or {}).get("runner_of", {})
     for e in chosen:
         per_point = []
         for point in e.points:
@@ -121,21 +117,22 @@ def processes(chosen: list[Experiment], data: dict, benchmarks: dict, device: st
             meta = benchmarks.get(name)
             if meta is None:
                 raise PairedError(f"{e.name}: benchmarks.json has no {name}")
-            if name not in data.get("results", {}):
+            if name not in file.benchmarks:
                 raise PairedError(f"{e.name}: {name} was not run for this commit (not in the run's profile or "
                                   "selection)")
             if runner_of.get(name) != "worker":
                 raise PairedError(f"{e.name}: {name} was measured by {runner_of.get(name, 'another runner')}, not "
                                   "tape-vs-trace run, so its points were not timed in turn in one process")
-            samples = _samples(data, meta, name, params)
-            if samples is None:
-                raise PairedError(f"{e.name}: point {point.label!r} has no samples in the results (failed or not "
-                                  f"run: {name} {params})")
-            repeat = meta.get("repeat")
-            if not isinstance(repeat, int) or repeat < 1 or len(samples) % repeat:
-                raise PairedError(f"{e.name}: {len(samples)} samples of {name} do not split into processes of "
-                                  f"{repeat}")
-            per_point.append([samples[i:i + repeat] for i in range(0, len(samples), repeat)])
+            found = _combination(file, meta, name, params)
+            if found is None or not (isinstance(found.samples, list) and found.samples):
+                outcome = "not in the run's grid" if found is None else found.outcome
+                raise PairedError(f"{e.name}: point {point.label!r} has no samples in the results ({outcome}: "
+                                  f"{name} {params})")
+            repeat, (chunks, _) = meta.get("repeat"), found.processes()
+            if not isinstance(repeat, int) or repeat < 1 or chunks is None:
+                raise PairedError(f"{e.name}: {len(found.samples)} samples of {name} do not split into processes "
+                                  f"of {repeat}")
+            per_point.append(chunks)
         counts = {len(p) for p in per_point}
         if len(counts) != 1:
             raise PairedError(f"{e.name}: its points ran in different numbers of processes ({sorted(counts)})")
@@ -230,9 +227,9 @@ def run(out: Path, results: Path = Path("results"), only: str | None = None) -> 
     if not commit:
         raise PairedError(f"cannot name the commit: git rev-parse HEAD failed in {ROOT}")
     machine_name = machine.record()["machine"]
-    data, benchmarks = result_file(results, machine_name, commit)
-    chosen = available(chosen, data, benchmarks, device)
-    runs = processes(chosen, data, benchmarks, device)
+    file, benchmarks = result_file(results, machine_name, commit)
+    chosen = available(chosen, file, benchmarks, device)
+    runs = processes(chosen, file, benchmarks, device)
     with tempfile.TemporaryDirectory() as tmp:
         add_costs(chosen, runs, Path(tmp))
     return write(rows(chosen, runs, device, commit, machine_name), out, machine_name, commit)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import math
 import statistics
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import scipy.stats
 
 from implementations import experiments, frameworks, workloads
 from implementations.experiments import BUDGETS, POLICIES, Experiment, Point
-from tape_vs_trace import cli, paired, paired_worker
+from tape_vs_trace import cli, paired, paired_worker, result_files
 from tape_vs_trace.paired import PairedError
 
 SMALL = {"cpu": "L4-B4-S64-D128", "cuda": "L12-B8-S1024-D1024"}
@@ -220,9 +222,11 @@ def test_which_steps_have_a_peak() -> None:
 # --- from tape-vs-trace run's samples to processes ---------------------------------------------------------------
 
 
-def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", drop: tuple = ()) -> tuple[dict, dict]:
-    """An asv result file and benchmarks.json holding, for each point of `chosen`, the samples per_point(e, j)
-    returns (a list of per-process lists), as tape-vs-trace run writes them."""
+def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", drop: tuple = (),
+                 omit: tuple = ()) -> tuple[result_files.ResultFile, dict]:
+    """An asv result file (read) and benchmarks.json holding, for each point of `chosen`, the samples
+    per_point(e, j) returns (a list of per-process lists), as tape-vs-trace run writes them; without the points
+    `drop` names ((experiment, point index)) and the benchmarks `omit` names."""
     benchmarks: dict = {}
     results: dict = {}
     columns = ["result", "params", "version", "started_at", "duration", "samples"]
@@ -243,10 +247,16 @@ def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", dr
                 if n == name and (e.name, j) not in drop:
                     samples[combos.index(tuple(repr(v) for v in params.values()))] = \
                         [x for proc in per_point(e, j) for x in proc]
-        results[name] = [[1.0] * len(combos), meta["params"], "1", 0, 0, samples]
-    data = {"results": results, "result_columns": columns,
+        if name not in omit:
+            # a point without samples was not chosen: asv's NaN
+            results[name] = [[math.nan if s is None else 1.0 for s in samples], meta["params"], "1", 0, 0, samples]
+    data = {"commit_hash": "abcdef1234", "date": 0, "params": {"machine": "m"}, "python": "3.11", "requirements": {},
+            "env_name": "existing-venv", "version": 2, "results": results, "result_columns": columns,
             "tape_vs_trace": {"runner_of": {n: runner for n in results}}}
-    return data, benchmarks
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "abcdef12-existing-venv.json"
+        path.write_text(json.dumps(data))
+        return result_files.read(path), benchmarks
 
 
 def test_each_points_samples_split_into_its_processes_pass_by_pass() -> None:
@@ -287,8 +297,8 @@ def test_samples_of_another_runner_are_not_paired() -> None:
 
 def test_an_experiment_of_a_benchmark_the_run_left_out_says_it_was_not_run() -> None:
     e = _remat("cpu", "torch", "eager", "unrolled")
-    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3)
-    data["results"].pop("remat.RematCurve_transformer.time_step")  # a profile without the remat curve
+    curve = "remat.RematCurve_transformer.time_step"  # a profile without the remat curve
+    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, omit=(curve,))
     with pytest.raises(PairedError, match="was not run for this commit"):
         paired.processes([e], data, benchmarks, "cpu")
 
@@ -298,7 +308,8 @@ def test_a_point_without_samples_is_one_line_naming_it() -> None:
     data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, drop=((e.name, 2),))
     with pytest.raises(PairedError) as error:
         paired.processes([e], data, benchmarks, "cpu")
-    assert f"point {e.points[2].label!r} has no samples" in str(error.value) and "\n" not in str(error.value)
+    assert f"point {e.points[2].label!r} has no samples in the results (not run: " in str(error.value)
+    assert "\n" not in str(error.value)
 
 
 def test_every_point_of_every_experiment_is_a_combination_of_the_suite() -> None:
