@@ -10,9 +10,10 @@ layout measured it: recorded by the runner since it records one, derived for old
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from tape_vs_trace import result_files
 
 
 def versions(results: Path) -> dict[str, list[tuple[str, str, str, str]]]:
@@ -22,15 +23,13 @@ def versions(results: Path) -> dict[str, list[tuple[str, str, str, str]]]:
         if path.name == "machine.json":
             continue
         try:
-            data = json.loads(path.read_text())
-            columns = data["result_columns"]
-            at = columns.index("version")
-            for name, entry in data["results"].items():
-                version = entry[at] if at < len(entry) else None
-                out.setdefault(name, []).append((f"{data['date']:015d}", path.parent.name,
-                                                 str(data["commit_hash"])[:8], str(version)))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            file = result_files.read(path)
+            runs = [(name, (f"{file.date:015d}", path.parent.name, file.commit[:8], str(file.version(name))))
+                    for name in file.benchmarks]
+        except (result_files.ResultFileError, ValueError, TypeError):
             continue  # a file asv itself cannot read: asv publish reports it
+        for name, run in runs:
+            out.setdefault(name, []).append(run)
     return {name: sorted(runs) for name, runs in sorted(out.items())}
 
 
