@@ -53,6 +53,14 @@ class RowKey:
         return cls(str(row.get("benchmark", "")), str(row.get("metric", "")), str(row.get("framework", "")),
                    **named, axes=tuple(sorted(params.items())))
 
+    @classmethod
+    def of_columns(cls, row: Mapping, columns: tuple[str, ...], benchmark: str, metric: str = "") -> RowKey:
+        """The key of a side measurement's row (schema: a CSV row whose `columns` name its combination, the
+        framework apart), as `benchmark` names the measurement."""
+        named = {k: None if row.get(k) is None else str(row[k]) for k in NAMED if k in columns}
+        axes = tuple(sorted((k, row[k]) for k in columns if k not in NAMED and k != "framework"))
+        return cls(benchmark, metric, str(row.get("framework", "")), **named, axes=axes)
+
     @property
     def pillar(self) -> str:
         return self.benchmark.split(".")[0]

@@ -97,3 +97,15 @@ def test_like_refuses_peaks_of_unlike_modes_and_formulations() -> None:
     assert rowkey.like(t, j) == "unlike modes: PyTorch eager, JAX compiled"
     lstm = {"benchmark": "remat.RematCost_lstm.track_peak_bytes"}
     assert rowkey.like(row("torch", **lstm), row("jax", **lstm)) == "scan against unrolled"
+
+
+def test_the_key_of_a_side_measurement_names_its_columns() -> None:
+    columns = ("framework", "workload", "size", "dtype", "form", "ranks", "device")
+    t = {"framework": "torch", "workload": "mlp", "size": "64x256x1024", "dtype": "float32", "form": "ddp",
+         "ranks": 2, "device": "cpu", "time_s": 1.0}
+    key = RowKey.of_columns(t, columns, "distributed")
+    assert (key.benchmark, key.framework, key.workload, key.dtype, key.device) == ("distributed", "torch", "mlp",
+                                                                                     "float32", "cpu")
+    assert key.axes == (("form", "ddp"), ("ranks", 2))  # a value the row does not name (time_s) is no part of it
+    assert key.differing(RowKey.of_columns(t | {"framework": "jax", "ranks": 4}, columns, "distributed")) == {
+        "framework", "ranks"}

@@ -16,12 +16,16 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
+from tape_vs_trace import rowkey
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.distributed_results import FOLDER, launch_medians
 from tape_vs_trace.report.findings import describe
+from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.schema import DISTRIBUTED_KEY
 
-# What two rows must share to be divided across frameworks; a change within a framework shares all but the ranks.
-LIKE = ("workload", "size", "dtype", "variant", "form", "mode", "ranks", "device", "machine", "commit")
+# What names a row (schema.DISTRIBUTED_KEY and the device): like rows differ in the framework alone, on one machine
+# and commit (rowkey.same_place); a change within a framework differs in the ranks alone.
+KEY = (*DISTRIBUTED_KEY, "device")
 FIGURES = "distributed_"  # distributed_figure's distributed_<workload>.png
 CPU = ("On a CPU the ranks share the host's cores (PyTorch: a process per rank, the cores divided between them; JAX: "
        "one process whose N XLA:CPU devices share its thread pool), so the times describe each form's overhead, "
@@ -42,13 +46,13 @@ def _timed(a: dict, b: dict) -> stats.Comparison:
 
 
 def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comparison:
-    """JAX/PyTorch of two rows on `metric` (time_s or peak_bytes), formed only between like rows (LIKE) of the two
-    frameworks, both measured; peak bytes only when measured by the same method."""
+    """JAX/PyTorch of two rows on `metric` (time_s or peak_bytes), formed only between like rows (`_differing` the
+    framework alone) of the two frameworks, both measured; peak bytes only when measured by the same method."""
     reason = stats.refusal(t, j)
     if reason:
         return stats.Comparison(reason=reason)
-    if any(t[k] != j[k] for k in LIKE) or t["framework"] == j["framework"]:
-        return stats.Comparison(reason="not like rows")
+    if _differing(t, j) != {"framework"}:
+        return stats.Comparison(reason=rowkey.NOT_LIKE)
     if metric == "peak_bytes":
         if not _finite(t[metric], j[metric]):
             return stats.Comparison(reason="not measured")
@@ -61,13 +65,19 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
 
 
 def change(a: dict | None, b: dict | None) -> stats.Comparison:
-    """b's time over a's within one framework: the same row at another rank count (every LIKE column but ranks)."""
+    """b's time over a's within one framework: the same row at another rank count (`_differing` the ranks alone)."""
     reason = stats.refusal(a, b)
     if reason:
         return stats.Comparison(reason=reason.replace("only one framework ran", "not run"))
-    if any(a[k] != b[k] for k in (*LIKE, "framework") if k != "ranks") or a["ranks"] == b["ranks"]:
-        return stats.Comparison(reason="not like rows")
+    if _differing(a, b) != {"ranks"}:
+        return stats.Comparison(reason=rowkey.NOT_LIKE)
     return _timed(a, b)
+
+
+def _differing(a: dict, b: dict) -> set[str]:
+    """The fields of KEY in which two rows differ, and "place" where they ran on other machines or commits."""
+    keys = (RowKey.of_columns(r, KEY, "distributed") for r in (a, b))
+    return next(keys).differing(next(keys)) | (set() if rowkey.same_place(a, b) else {"place"})
 
 
 def communicated(row: dict) -> str:
