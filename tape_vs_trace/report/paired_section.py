@@ -14,12 +14,22 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
+from tape_vs_trace import rowkey
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.paired_results import FOLDER, curves, finite, medians
+from tape_vs_trace.rowkey import RowKey
 
 NEAR_BEST = 1.10  # "as fast as the fastest": a ratio to plain within 10 % of the curve's best
 AFFORDABLE = 1.25  # "affordable": the upper 95 % bound of the ratio to plain at most 1.25 (25 % more time)
 GRANULARITY = ("plain", "remat_every4", "remat_every2", "remat_full")  # layers per checkpoint: none, 4, 2, 1
+# The columns (schema.PAIRED_FIELDS) that name a curve point for a ratio across frameworks (the formulation is
+# checked first, for its own reason), and those that find a JAX point's PyTorch counterpart in the table.
+LIKE = ("framework", "workload", "size", "mode", "point", "device")
+COUNTERPART = ("size", "mode", "attention", "point")
+
+
+def _key(row: dict, columns: tuple[str, ...]) -> RowKey:
+    return RowKey.of_columns(row, columns, "paired")
 
 
 def paired_ratio(row: dict) -> stats.Comparison:
@@ -56,8 +66,8 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
     if t["formulation"] != j["formulation"]:
         scan = {t["formulation"], j["formulation"]} == {"scan", "unrolled"}
         return stats.Comparison(reason="scan against unrolled" if scan else "different formulations")
-    if any(t[k] != j[k] for k in ("size", "mode", "point", "device", "workload")) or t["framework"] == j["framework"]:
-        return stats.Comparison(reason="not like rows")
+    if _key(t, LIKE).differing(_key(j, LIKE)) != {"framework"}:
+        return stats.Comparison(reason=rowkey.NOT_LIKE)
     method = {"saved_bytes": "cost_method", "flops": "cost_method", "peak_bytes": "peak_method"}.get(metric)
     if method and not (frameworks.same_memory_method(t[method], j[method]) if metric == "peak_bytes"
                        else t[method] == j[method]):
@@ -181,11 +191,10 @@ def curve_table(table: pd.DataFrame) -> list[str]:
 def across_table(table: pd.DataFrame) -> list[str]:
     """JAX against PyTorch per curve point with a PyTorch counterpart (same size, mode, attention and point)."""
     remat = table[table.group == "remat"].to_dict("records")
-    like = ("size", "mode", "attention", "point")
-    torch = {tuple(r[k] for k in like): r for r in remat if r["framework"] == "torch"}
+    torch = {_key(r, COUNTERPART).without("framework"): r for r in remat if r["framework"] == "torch"}
     lines = []
     for j in remat:
-        t = torch.get(tuple(j[k] for k in like))
+        t = torch.get(_key(j, COUNTERPART).without("framework"))
         if j["framework"] != "jax" or t is None:
             continue
         lines.append(f"| {j['size']} | {j['mode']} | {t['formulation']} / {j['formulation']} | "
