@@ -15,7 +15,6 @@ SETTING: one of SETTINGS below (default: all). Writes <out>/<setting>/ and <out>
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import subprocess
@@ -29,6 +28,7 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tape_vs_trace import result_files  # noqa: E402
 from tape_vs_trace.intervals import half_width, median_interval  # noqa: E402
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -46,24 +46,22 @@ DEFAULT_BENCH = [r"^recording\.GradStep_mlp\.time_step", r"^recording\.GradStep_
 
 
 def per_process(result_file: Path, rounds: int) -> dict[str, list[list[float]]]:
-    """Each sampled combination's samples, split into its `rounds` processes (in order, as the report splits them)."""
-    data = json.loads(result_file.read_text())
-    cols = data["result_columns"]
+    """Each measured combination's samples, split into its `rounds` processes (in order, as the report splits them),
+    by "<benchmark>-<index>"; one with fewer than two samples per process is left out."""
+    file = result_files.read(result_file)
     found = {}
-    for name, row in data["results"].items():
-        rec = dict(zip(cols, row))
-        for i, s in enumerate(rec.get("samples") or []):
-            if isinstance(s, list) and len(s) >= 2 * rounds and len(s) % rounds == 0:
-                k = len(s) // rounds
-                found[f"{name}-{i}"] = [s[j:j + k] for j in range(0, len(s), k)]
+    for name in file.benchmarks:
+        for c in file.combinations(name):
+            s = c.samples
+            if c.measured and isinstance(s, list) and len(s) >= 2 * rounds and len(s) % rounds == 0:
+                found[f"{name}-{c.index}"] = result_files.Split(rounds, len(s) // rounds).chunks(s)[0]
     return found
 
 
-def _process_of(data: dict, key: str) -> tuple[str, bool]:
+def _process_of(file: result_files.ResultFile, key: str) -> tuple[str, bool]:
     """(framework, compiled) of combination `key` ("<name>-<index>"), from its benchmark's parameters."""
     name, index = key.rsplit("-", 1)
-    rec = dict(zip(data["result_columns"], data["results"][name]))
-    values = [v.strip("'") for v in list(itertools.product(*rec["params"]))[int(index)]]
+    values = [v.strip("'") for v in file.combinations(name)[int(index)].values]
     return values[0], "compiled" in values
 
 
@@ -71,12 +69,12 @@ def steal_effect(result_file: Path, processes: dict[str, list[list[float]]]) -> 
     """Per worker process: the host's steal share while it ran (the runner's record) and its slowdown (the geometric
     mean over its combinations of its median over the combination's median across processes); their Spearman
     correlation, and the median slowdown of the processes above and below the median steal."""
-    data = json.loads(result_file.read_text())
+    file = result_files.read(result_file)
     records = {(p["round"], p["framework"], p.get("compiled")): p.get("host") for p in
-               data["tape_vs_trace"]["worker_runs"]["per_process"]}
+               (file.details or {})["worker_runs"]["per_process"]}
     logs: dict[tuple, list[float]] = {}
     for key, chunks in processes.items():
-        framework, compiled = _process_of(data, key)
+        framework, compiled = _process_of(file, key)
         medians = np.log([np.median(c) for c in chunks])
         for r, m in enumerate(medians, start=1):
             logs.setdefault((r, framework, compiled), []).append(float(m - np.median(medians)))

@@ -26,7 +26,8 @@ def _result_file(tmp_path: Path, steal: list[float]) -> Path:
     samples = [sum(TORCH_EAGER, []), sum(TORCH_COMPILED, []), None]
     processes = [{"round": r, "framework": "torch", "compiled": compiled, "host": {"steal": s, "busy": 0.5}}
                  for r, s in zip((1, 2, 3), steal) for compiled in (False, True)]
-    data = {"result_columns": ["result", "params", "samples"],
+    data = {"commit_hash": "c" * 40, "date": 0, "params": {"machine": "m"}, "python": "3.11", "requirements": {},
+            "env_name": "existing-venv", "version": 2, "result_columns": ["result", "params", "samples"],
             "results": {"recording.GradStep_mlp.time_step": [
                 [2.1e-3, 4e-3, None], [["'torch'"], ["'eager'", "'compiled'", "'none'"]], samples]},
             "tape_vs_trace": {"worker_runs": {"per_process": processes}}}
