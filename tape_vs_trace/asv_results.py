@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tape_vs_trace import host_check, machine
+from tape_vs_trace import host_check, machine, result_files
 
 ENV_NAME = "existing-venv"
 
@@ -42,15 +42,6 @@ def run_details() -> dict:
     return info
 
 
-def _nan(value: object) -> bool:
-    """asv's n/a: a skipped combination, or one the run did not select."""
-    return isinstance(value, float) and value != value
-
-
-def _measured(value: object) -> bool:
-    return value is not None and not _nan(value)
-
-
 def _per_combination(column: str) -> bool:
     """Columns holding one item per parameter combination (the others hold one item per benchmark)."""
     return column in ("result", "samples") or column.startswith("stats_")
@@ -79,9 +70,10 @@ def _take_old(new: object, old: object, chosen: bool | None) -> bool:
     never replaces a value or a failure."""
     if chosen is False:
         return True
-    if new is None:
-        return _measured(old)
-    return chosen is None and _nan(new) and not _nan(old)
+    now = result_files.outcome(new, chosen)
+    if now == result_files.FAILED:
+        return result_files.outcome(old, None) == result_files.MEASURED
+    return now == result_files.NOT_RUN and result_files.attempted(old)
 
 
 def _merge_entry(previous: list, entry: list, columns: list[str], chosen: set[int] | None) -> tuple[list, list[int]]:
@@ -94,7 +86,7 @@ def _merge_entry(previous: list, entry: list, columns: list[str], chosen: set[in
     for i, column in enumerate(columns):
         if _per_combination(column) and len(new[i]) == len(old[i]) == count:
             new[i] = [o if t else n for n, o, t in zip(new[i], old[i], take)]
-    return _compressed(new, columns), [j for j, t in enumerate(take) if t and not _nan(old[0][j])]
+    return _compressed(new, columns), [j for j, t in enumerate(take) if t and result_files.attempted(old[0][j])]
 
 
 def _values(entry: list) -> list:
@@ -102,23 +94,18 @@ def _values(entry: list) -> list:
     return entry[0] if entry[0] is not None else [None] * (math.prod(len(p) for p in entry[1]) if entry[1] else 1)
 
 
-def _chosen(data: dict) -> dict[str, list[int]] | None:
-    """The combinations a run chose per benchmark (tape-vs-trace run records them), None where the file does not
-    say (asv run's)."""
-    return data.get("tape_vs_trace", {}).get("chosen")
-
-
 def _chosen_or_attempted(data: dict) -> dict[str, list[int]]:
     """A file's choice; for one that does not say, the combinations it has a value or a failure for (its skips
     cannot be told from what it left out)."""
-    chosen = _chosen(data)
+    chosen = result_files.choice(data.get("tape_vs_trace"))
     if chosen is not None:
         return chosen
-    return {name: _not_nan(entry) for name, entry in data.get("results", {}).items()}
+    return {name: _attempted(entry) for name, entry in data.get("results", {}).items()}
 
 
-def _not_nan(entry: list) -> list[int]:
-    return [j for j, v in enumerate(_values(entry)) if not _nan(v)]
+def _attempted(entry: list) -> list[int]:
+    """The combinations of an entry the run measured or failed (result_files.attempted)."""
+    return [j for j, v in enumerate(_values(entry)) if result_files.attempted(v)]
 
 
 def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
@@ -132,10 +119,11 @@ def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
     merged = dict(new)
     merged["results"] = dict(old.get("results", {}))
     merged["durations"] = {**old.get("durations", {}), **new.get("durations", {})}
-    kept = {name: _not_nan(entry) for name, entry in merged["results"].items() if name not in new.get("results", {})}
+    kept = {name: _attempted(entry) for name, entry in merged["results"].items() if name not in new.get("results", {})}
     columns = new.get("result_columns", [])
     same_columns = columns == old.get("result_columns") and columns[:3] == ["result", "params", "version"]
-    choice, before, now = _chosen(new), _chosen_or_attempted(old), _chosen_or_attempted(new)
+    choice, before, now = (result_files.choice(new.get("tape_vs_trace")), _chosen_or_attempted(old),
+                           _chosen_or_attempted(new))
     for name, entry in new.get("results", {}).items():
         previous = merged["results"].get(name)
         merged["results"][name] = entry

@@ -111,6 +111,18 @@ def outcome(value: object, chosen: bool | None) -> str:
     return MEASURED
 
 
+def choice(details: dict | None) -> dict[str, list[int]] | None:
+    """The combinations a run chose, per benchmark, from its file's "tape_vs_trace" record `details`; None where the
+    file does not say (asv run's)."""
+    chosen = (details or {}).get("chosen")
+    return chosen if isinstance(chosen, dict) else None
+
+
+def attempted(value: object) -> bool:
+    """Whether a run tried the combination whose value it wrote as `value`: measured or failed (not asv's NaN)."""
+    return outcome(value, None) in (MEASURED, FAILED)
+
+
 @dataclass
 class ResultFile:
     """One asv result file: its run's fields and its benchmarks' combinations."""
@@ -160,8 +172,8 @@ class ResultFile:
 
     def chosen(self, name: str) -> set[int] | None:
         """The combinations of `name` the run chose; None where the file does not say (asv run's)."""
-        choice = (self.details or {}).get("chosen")
-        return None if not isinstance(choice, dict) else set(choice.get(name) or [])
+        chosen = choice(self.details)
+        return None if chosen is None else set(chosen.get(name) or [])
 
     def combinations(self, name: str, meta: dict | None = None) -> list[Combination]:
         """Every combination of benchmark `name`, named by benchmarks.json's entry `meta` (its param_names, rounds and
