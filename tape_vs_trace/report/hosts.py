@@ -15,6 +15,7 @@ from tape_vs_trace import history, host_check
 from tape_vs_trace.report import fmt, headline, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
+from tape_vs_trace.rowkey import RowKey
 
 KIND = "matmul_float32"  # times in float32 matmul flops of each host's calibrated rate
 SHOWN = "time_step"  # the step times: the numbers most cited
@@ -40,19 +41,19 @@ def _normalised(table: pd.DataFrame, machine: str, commit: str, other: str, cal_
     if not (isinstance(cal_a, dict) and isinstance(cal_b, dict)):
         return ["(no calibration in both runs: no calibrated comparison)", ""]
     rows = table[(table.machine == machine) & (table.metric == SHOWN) & (table.status == "ok")]
-    a, b = (rows[rows.commit == c].set_index(["benchmark", "params"]).value for c in (commit, other))
-    both = a.index.intersection(b.index)
+    a, b = ({RowKey.of(r): r for r in rows[rows.commit == c].to_dict("records")} for c in (commit, other))
+    both = [key for key in a if key in b]
     out = [f"Step times of both runs in calibrated units ({KIND}: how many float32 matmul flops each host does in "
            "that time, from its own calibration; not seconds):", "",
            f"| benchmark | parameters | this run | commit `{other[:8]}` |", "|---|---|---:|---:|"]
     for key in both:
         try:
-            na, nb = host_check.normalised(a[key], cal_a, KIND), host_check.normalised(b[key], cal_b, KIND)
+            na, nb = (host_check.normalised(r[key]["value"], cal, KIND) for r, cal in ((a, cal_a), (b, cal_b)))
         except ValueError as exc:
             return [f"(no calibrated comparison: {exc})", ""]
-        params = ", ".join(f"{k}={v}" for k, v in json.loads(key[1]).items() if k not in ("dtype", "precision",
-                                                                                               "device"))
-        out.append(f"| `{key[0]}` | {params} | {na.value:.4g} | {nb.value:.4g} |")
+        params = ", ".join(f"{k}={v}" for k, v in json.loads(a[key]["params"]).items()
+                           if k not in ("dtype", "precision", "device"))
+        out.append(f"| `{key.benchmark}` | {params} | {na.value:.4g} | {nb.value:.4g} |")
     return out + [""] if len(both) else []
 
 
