@@ -220,7 +220,7 @@ def _steps(workloads: tuple[str, ...], mode: str, *programs: dict[str, str]) -> 
     return tuple(rows("recording.GradStep_*.time_step", workload=workloads, mode=mode, **p) for p in programs)
 
 
-QUICK_ROUNDS = 3  # the fewest processes whose t interval the report prints (suite_runner.MIN_ROUNDS)
+QUICK_ROUNDS = 3  # the fewest processes whose t interval the report prints (suite_plan.MIN_ROUNDS)
 CITED_WORKLOADS = ("mlp", "transformer")
 # The matched program (written attention, the loop unrolled) in float32 at full precision; the GPU's fast formats;
 # the transformer's other programs (its out-of-the-box style, fused attention, the scan).

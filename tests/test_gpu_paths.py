@@ -297,7 +297,7 @@ def test_a_round_runs_a_process_per_precision() -> None:
     assert est.processes == 6
     one = chunks.estimate(chunks.Chunk("p", (rows("bench.*"),), rounds=3), combos[:1], chunks.Costs())
     assert one.processes == 3
-    # a paired experiment dividing an eager point by a compiled one keeps both in one process (suite_runner.tasks)
+    # a paired experiment dividing an eager point by a compiled one keeps both in one process (suite_plan.tasks)
     paired = [dataclasses.replace(c, name=f"transforms.TransformStep_mlp.time_step('torch', '{m}')", mode=m)
               for c, m in zip(combos[:1] * 2, ("eager", "compiled"), strict=True)]
     both = chunks.estimate(chunks.Chunk("t", (rows("transforms.*"),), rounds=3), paired, chunks.Costs())
@@ -1012,7 +1012,9 @@ def test_offline_setup_installs_the_pinned_wheels_from_local_wheels_only(tmp_pat
 def _result_file(path: Path, commit: str, results: dict) -> Path:
     """An asv result file (the columns the runners write) holding `results`: name -> (params, values, samples)."""
     columns = ["result", "params", "version", "samples"]
-    path.write_text(json.dumps({"commit_hash": commit, "result_columns": columns, "results": {
+    path.write_text(json.dumps({"commit_hash": commit, "date": 0, "params": {"machine": "m"}, "python": "3.11",
+                                "requirements": {}, "env_name": "existing-venv", "version": 2,
+                                "result_columns": columns, "results": {
         name: [values, params, "1", samples] for name, (params, values, samples) in results.items()}}))
     return path
 

@@ -57,15 +57,15 @@ def test_the_committed_runs_of_the_issue() -> None:
 
 def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> None:
     """tape-vs-trace run writes its layout into the result file, and it is the newest one history knows."""
-    from tape_vs_trace import suite_runner
+    from tape_vs_trace import suite_plan, suite_runner
     from tests.test_suite_runner import _fake_clock
 
-    assert suite_runner.LAYOUT == history.LAYOUTS[-1].id
+    assert suite_plan.LAYOUT == history.LAYOUTS[-1].id
     _fake_clock(monkeypatch, seconds_per_process=1.0)
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=1, log=lambda _: None)
     record = json.loads(done.path.read_text())
     layout = record["tape_vs_trace"]["worker_runs"]["layout"]
-    assert layout == {"id": suite_runner.LAYOUT, "settings": [["highest", False]],
+    assert layout == {"id": suite_plan.LAYOUT, "settings": [["highest", False]],
                       "compiled_with_eager": ["transforms.TransformStep_mlp.time_step"], "fresh_shared_by_point": []}
     assert history.placement(record["tape_vs_trace"], 0, GRAD) == (APART.words, "recorded by the runner")
     # combinations of two process-wide settings took processes apart: said where the run had them

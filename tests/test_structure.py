@@ -83,7 +83,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         ".progress", ".result_files", ".rowkey", ".schema")),
     "runners": tuple(f"tape_vs_trace.{m}" for m in (
         "calibrate", "distributed_plan", "distributed_run", "gpucheck", "paired", "paired_worker", "preflight",
-        "preflight_child", "preflight_watch", "profiles", "saved", "suite_results", "suite_runner", "suite_worker")),
+        "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes", "suite_results",
+        "suite_runner", "suite_worker")),
     "report": tuple(f"tape_vs_trace.{m}" for m in (
         "report.*", "agreement", "cite", "cite_distributed", "compare", "comparison_figure", "comparison_page",
         "distributed_page", "host_split")),
@@ -274,11 +275,9 @@ def run():
 # Issue 37's size rule for the code: no file over MAX_LINES lines, no function over MAX_FUNCTION_LINES. Each
 # exemption is a split not done yet; one that no longer applies fails, so the list only shrinks.
 MAX_LINES, MAX_FUNCTION_LINES = 300, 60
-OVERSIZED_FILES = {"implementations/workloads.py", "implementations/torch/probe.py", "implementations/jax/probe.py",
-                   "tape_vs_trace/suite_runner.py"}
+OVERSIZED_FILES = {"implementations/workloads.py", "implementations/torch/probe.py", "implementations/jax/probe.py"}
 OVERSIZED_FUNCTIONS = {"implementations/torch/distributed.py::_rank_step",
-                       "implementations/jax/distributed.py::_rank_step", "tape_vs_trace/report/build.py::_write_report",
-                       "tape_vs_trace/suite_runner.py::run"}
+                       "implementations/jax/distributed.py::_rank_step", "tape_vs_trace/report/build.py::_write_report"}
 
 
 def _sizes() -> tuple[dict[str, int], dict[str, int]]:

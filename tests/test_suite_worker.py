@@ -222,11 +222,11 @@ def test_every_compiled_torch_combination_of_the_suite_runs_its_own_graph(tmp_pa
     code object each, compiled again per combination): each one's setup compiled at least one graph."""
     import subprocess
 
-    from tape_vs_trace import suite_runner
+    from tape_vs_trace import suite_plan
 
-    benchmarks = suite_runner.discover(log=lambda _: None)
-    selection = suite_runner.select(benchmarks, [r"(CustomStep_\w+|GradStep_mlp)\.time_step\('torch'.*'compiled'"])
-    chosen = suite_runner.tasks(benchmarks, selection, rounds=1)
+    benchmarks = suite_plan.discover(log=lambda _: None)
+    selection = suite_plan.select(benchmarks, [r"(CustomStep_\w+|GradStep_mlp)\.time_step\('torch'.*'compiled'"])
+    chosen = suite_plan.tasks(benchmarks, selection, rounds=1)
     assert len(chosen) >= 3
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}))
@@ -245,12 +245,12 @@ def test_each_combination_is_timed_per_call_of_its_own_loop_after_another(tmp_pa
     """The suite's real classes in one worker: the chain's eager step (sub-millisecond, so timed as a loop of many
     calls) and then the harness's 1 ms step (one call per sample). A loop count left over from the combination before
     would divide the harness's samples by it."""
-    from tape_vs_trace import suite_runner
+    from tape_vs_trace import suite_plan
 
-    benchmarks = suite_runner.discover(log=lambda _: None)
-    selection = suite_runner.select(benchmarks, [r"GradStep_chain\.time_step\('torch'.*'eager'",
+    benchmarks = suite_plan.discover(log=lambda _: None)
+    selection = suite_plan.select(benchmarks, [r"GradStep_chain\.time_step\('torch'.*'eager'",
                                                  r"harness\.Overhead\.time_step\('torch', 'raw'"])
-    chosen = suite_runner.tasks(benchmarks, selection, rounds=1)
+    chosen = suite_plan.tasks(benchmarks, selection, rounds=1)
     chosen.sort(key=lambda t: not t.name.startswith("recording"))  # the chain first
     out = tmp_path / "out.json"
     Worker({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}, out).run()

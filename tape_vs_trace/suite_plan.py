@@ -1,0 +1,166 @@
+"""The worker runner's plan (`tape-vs-trace run`): which benchmarks asv discovers and a selection chooses, the task
+of each chosen combination (its rounds, samples, process-wide settings, and whether it needs a process of its own),
+and the processes of each round (round_plans); the rule that lets a later round start within a budget."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from implementations import frameworks
+from tape_vs_trace.suite_results import Task
+from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT
+
+MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
+# round_plans' process layout, recorded in the result file: tape_vs_trace.history.LAYOUTS lists each one it had
+LAYOUT = "worker-compiled-apart"
+METHOD = "method"  # fresh_process_shared_across: the class's fresh methods of one combination share a process
+
+
+class RunError(Exception):
+    """Bad input or a step that cannot go on: printed as one line by the CLI."""
+
+
+def discover(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """The suite's benchmarks as asv discovers them (asv_runner's list_benchmarks, in a process of its own so that
+    this one imports no framework), for this process's device (TVT_DEVICE decides)."""
+    code = ("import sys; from asv_runner.discovery import list_benchmarks; "
+            f"list_benchmarks({str(BENCHMARK_DIR)!r}, sys.stdout)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunError(f"benchmark discovery failed: {last}")
+    found = json.loads(done.stdout)
+    log(f"[run] discovered {len(found)} benchmarks")
+    return found
+
+
+def _class_attr(name: str, attr: str, default: Any) -> Any:
+    """An attribute of the benchmark's method, else of its class (asv's lookup order)."""
+    module_name, class_name, method = name.rsplit(".", 2) if name.count(".") >= 2 else (*name.split("."), None)
+    module = importlib.import_module(f"benchmarks.{module_name}")
+    cls = getattr(module, class_name)
+    for source in (getattr(cls, method, None) if method else None, cls):
+        if source is not None and hasattr(source, attr):
+            return getattr(source, attr)
+    return default
+
+
+def select(benchmarks: list[dict[str, Any]], regexes: list[str] | None) -> dict[str, list[int]]:
+    """asv's selection (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`): benchmark -> indices."""
+    from asv.benchmarks import Benchmarks
+
+    chosen = Benchmarks(_config(), benchmarks, regex=regexes or None)
+    selection = {}
+    for name in chosen:
+        indices = chosen.benchmark_selection[name]
+        selection[name] = [0] if indices is None else list(indices)
+    return selection
+
+
+def _config() -> Any:
+    from asv.config import Config
+
+    return Config.load(str(ROOT / "asv.conf.json"))
+
+
+def paired_across_modes(device: str) -> set[str]:
+    """The benchmarks of a paired experiment that divides an eager point by a compiled one (compiling the
+    gradient): a paired ratio divides two samples of one sweep of one process, so their compiled combinations stay
+    in the process of the others."""
+    from implementations import experiments
+
+    return {experiments.asv_combination(e, e.points[0], device)[0] for e in experiments.experiments(device)
+            if len({p.mode == "compiled" for p in e.points}) > 1}
+
+
+def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rounds: int | None) -> list[Task]:
+    """One task per selected combination. A time benchmark runs `rounds` processes (its own `rounds` without it, and
+    always where it needs a process of its own); a track benchmark's value is a count, taken once."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.common import process_settings
+
+    by_name = {b["name"]: b for b in benchmarks}
+    together = paired_across_modes(frameworks.detect_device())
+    found = []
+    for name, indices in selection.items():
+        bench = by_name[name]
+        combos = list(itertools.product(*bench["params"])) if bench["params"] else [()]
+        fresh = bool(_class_attr(name, "fresh_process", False))
+        across = _class_attr(name, "fresh_process_shared_across", None) if fresh else None
+        timed = bench["type"] == "time"
+        own = int(bench.get("rounds", 1))
+        for i in indices:
+            values = dict(zip(bench.get("param_names", []), (v.strip("'\"") for v in combos[i]), strict=True))
+            compiled = values.get("mode") == "compiled" and name not in together
+            # `rounds` buys processes where they are cheap (a round costs two start-ups per framework); a combination
+            # that needs a fresh process (a cold compile) keeps its own count.
+            found.append(Task(name, i, values.get("framework", "torch"), "time" if timed else "track",
+                              (own if fresh or not rounds else rounds) if timed else 1,
+                              int(bench.get("repeat") or 1) if timed else 1, fresh, compiled,
+                              process_settings(values), _point(name, values, across)))
+    return found
+
+
+def _point(name: str, values: dict[str, str], across: str | None) -> str:
+    """The fresh process a combination shares with the others of its point: its name and its values but `across`
+    ("" where it shares none); its class and all its values where `across` is METHOD."""
+    if across is None:
+        return ""
+    if across == METHOD:
+        return f"{name.rsplit('.', 1)[0]}({', '.join(f'{k}={v}' for k, v in values.items())})"
+    if across not in values:
+        raise RunError(f"{name}: fresh_process_shared_across names {across!r}, which is not one of its parameters")
+    return f"{name}({', '.join(f'{k}={v}' for k, v in values.items() if k != across)})"
+
+
+def rotated(items: list, r: int) -> list:
+    """`items` rotated left by `r` (the round): every round starts somewhere else."""
+    if not items:
+        return items
+    r %= len(items)
+    return items[r:] + items[:r]
+
+
+def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
+    """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
+    that share one and are not compiled, one for the compiled ones (their order alternating too), each of them split
+    by process-wide settings (Task.settings: a precision set for one combination holds for every other in the
+    process), each with its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
+    task, or per point where fresh tasks share one (Task.point: a point's phase rows read one compile). Compiled
+    programs resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md);
+    which combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others)."""
+    frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
+    if r % 2:
+        frameworks.reverse()
+    plans = []
+    for framework in frameworks:
+        due = [t for t in all_tasks if t.framework == framework and t.rounds > r]
+        for compiled in (True, False) if r % 2 else (False, True):
+            for settings in sorted({t.settings for t in due if not t.fresh and t.compiled == compiled}):
+                shared = [t for t in due if not t.fresh and t.compiled == compiled and t.settings == settings]
+                names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
+                plans.append((framework, [t for n in names for t in rotated([t for t in shared if t.name == n], r)]))
+        fresh: dict[str, list[Task]] = {}
+        for t in due:
+            if t.fresh:
+                fresh.setdefault(t.point or t.id, []).append(t)
+        plans += [(framework, batch) for batch in fresh.values()]
+    return plans
+
+
+def next_round_fits(r: int, elapsed: float, walls: list[float], budget: float | None) -> tuple[bool, float]:
+    """Whether round `r` (0-based) starts, `elapsed` seconds into a run whose rounds so far took `walls`, and the
+    seconds it is expected to take: the slowest round since the first (whose cold compiles and shared counts
+    later rounds do not repeat), the first where only it ran. Without a budget every round starts; with one the
+    first MIN_ROUNDS always do (an interval needs processes), the others only while they fit."""
+    expected = max(walls[1:] or walls or [0.0])
+    if budget is None or r < MIN_ROUNDS:
+        return True, expected
+    return elapsed + expected <= budget, expected

@@ -1,0 +1,235 @@
+"""tape-vs-trace run's plan: which process measures each combination in each round (rotation, alternation, fresh
+processes, process-wide settings), how many rounds each takes, asv's selection rule, the profiles' selections, and the
+budget rule for a later round. Uses the suite's discovery; no worker runs."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tape_vs_trace import suite_plan
+from tape_vs_trace.suite_results import Task
+
+
+def _task(name: str, index: int, framework: str = "torch", rounds: int = 3, repeat: int = 5, kind: str = "time",
+          fresh: bool = False) -> Task:
+    return Task(name, index, framework, kind, rounds, repeat, fresh)
+
+
+@pytest.fixture(scope="module")
+def suite() -> tuple[list[dict], list[Task]]:
+    benchmarks = suite_plan.discover(log=lambda _: None)
+    return benchmarks, suite_plan.tasks(benchmarks, suite_plan.select(benchmarks, None), None)
+
+
+# --- the plan ------------------------------------------------------------------------------------------------------
+
+
+def test_each_round_rotates_the_benchmarks_and_their_combinations() -> None:
+    chosen = [_task("m.A.time_step", i) for i in range(3)] + [_task("m.B.time_step", i) for i in range(2)]
+    orders = [[t.id for t in suite_plan.round_plans(chosen, r)[0][1]] for r in range(3)]
+    assert orders[0] == ["m.A.time_step-0", "m.A.time_step-1", "m.A.time_step-2", "m.B.time_step-0",
+                         "m.B.time_step-1"]
+    assert orders[1] == ["m.B.time_step-1", "m.B.time_step-0", "m.A.time_step-1", "m.A.time_step-2",
+                         "m.A.time_step-0"]
+    assert orders[2] == ["m.A.time_step-2", "m.A.time_step-0", "m.A.time_step-1", "m.B.time_step-0",
+                         "m.B.time_step-1"]
+    assert all(sorted(o) == sorted(orders[0]) for o in orders)  # every combination in every round, once
+
+
+def test_frameworks_alternate_and_fresh_combinations_get_a_process_each() -> None:
+    chosen = [_task("m.A.time_step", 0, "torch"), _task("m.A.time_step", 1, "jax"),
+              _task("m.C.time_compile_seconds", 0, "torch", fresh=True),
+              _task("m.C.time_compile_seconds", 1, "torch", fresh=True)]
+    first = suite_plan.round_plans(chosen, 0)
+    assert [(f, [t.id for t in b]) for f, b in first] == [
+        ("torch", ["m.A.time_step-0"]), ("torch", ["m.C.time_compile_seconds-0"]),
+        ("torch", ["m.C.time_compile_seconds-1"]), ("jax", ["m.A.time_step-1"])]
+    assert [f for f, _ in suite_plan.round_plans(chosen, 1)][0] == "jax"
+
+
+def test_the_phase_rows_of_one_compile_point_share_one_fresh_process_and_two_points_never_do(suite) -> None:
+    benchmarks, chosen = suite
+    by_name = {b["name"]: b for b in benchmarks}
+    name = "recording.CompilePhases_chain.time_compile_phase"
+    names = by_name[name]["param_names"]
+    combos = list(itertools.product(*by_name[name]["params"]))
+
+    def point(task: Task) -> tuple:
+        return tuple(v for n, v in zip(names, combos[task.index], strict=True) if n != "phase")
+
+    phase_rows = [t for t in chosen if t.name == name]
+    plans = [[t for t in batch if t.name == name] for _, batch in suite_plan.round_plans(chosen, 0)]
+    plans = [batch for batch in plans if batch]
+    assert all(len({point(t) for t in batch}) == 1 for batch in plans)  # two points never share a process
+    points = {point(t) for t in phase_rows}
+    assert len(plans) == len(points) > 1  # one process per point, all its phase rows in it
+    assert all(len(batch) == len(by_name[name]["params"][names.index("phase")]) for batch in plans)
+    others = [b for _, b in suite_plan.round_plans(chosen, 0) if any(t.name == name for t in b)]
+    assert all(len({t.name for t in b}) == 1 for b in others)  # nothing else in a point's process
+    seconds = [b for _, b in suite_plan.round_plans(chosen, 0)
+               if any(t.name.endswith("time_compile_seconds") for t in b)]
+    assert seconds and all(len(b) == 1 for b in seconds)  # a fresh benchmark that shares nothing keeps one each
+
+
+def test_a_cuda_peak_and_its_workspace_share_one_fresh_process_per_combination(monkeypatch) -> None:
+    """Where peaks are fresh (CUDA), a combination's peak and workspace rows, which read one probe call, run in one
+    fresh process, and two combinations never share one: no process is added for the workspace row."""
+    from benchmarks import counts, remat
+
+    for method in ("track_peak_bytes", "track_workspace_bytes"):
+        monkeypatch.setattr(getattr(counts._PeakBytes, method), "fresh_process", True)
+    cls = remat.RematCost_mlp
+    names = [f"remat.RematCost_mlp.{m}" for m in ("track_peak_bytes", "track_workspace_bytes")]
+    combos = len(list(itertools.product(*cls.params)))
+    benchmarks = [{"name": n, "type": "track", "params": [[repr(v) for v in p] for p in cls.params],
+                   "param_names": cls.param_names} for n in names]
+    chosen = suite_plan.tasks(benchmarks, {n: list(range(combos)) for n in names}, None)
+    batches = [b for _, b in suite_plan.round_plans(chosen, 0)]
+    assert len(batches) == combos
+    assert all(sorted(t.name for t in b) == names and len({t.index for t in b}) == 1 for b in batches)
+
+
+def test_compiled_combinations_share_a_process_of_their_own_in_every_round() -> None:
+    chosen = [_task("m.A.time_step", 0, "torch"), Task("m.A.time_step", 1, "torch", "time", 3, 5, False, True),
+              _task("m.A.time_step", 2, "jax"), Task("m.A.time_step", 3, "jax", "time", 3, 5, False, True)]
+    first = [(f, [t.id for t in b]) for f, b in suite_plan.round_plans(chosen, 0)]
+    assert first == [("torch", ["m.A.time_step-0"]), ("torch", ["m.A.time_step-1"]),
+                     ("jax", ["m.A.time_step-2"]), ("jax", ["m.A.time_step-3"])]
+    second = [(f, [t.id for t in b]) for f, b in suite_plan.round_plans(chosen, 1)]
+    assert second == [("jax", ["m.A.time_step-3"]), ("jax", ["m.A.time_step-2"]),
+                      ("torch", ["m.A.time_step-1"]), ("torch", ["m.A.time_step-0"])]
+
+
+def test_combinations_of_other_process_wide_settings_never_share_a_process() -> None:
+    chosen = [Task("m.A.time_step", i, "jax", "time", 3, 5, False, compiled, settings)
+              for i, (compiled, settings) in enumerate([(False, ("highest", False)), (False, ("tf32", False)),
+                                                        (True, ("highest", False)), (True, ("tf32", False)),
+                                                        (False, ("highest", True)), (False, ("highest", False))])]
+    for r in range(2):
+        plans = suite_plan.round_plans(chosen, r)
+        assert all(len({(t.compiled, t.settings) for t in batch}) == 1 for _, batch in plans)
+        assert sorted(t.id for _, batch in plans for t in batch) == sorted(t.id for t in chosen)
+        assert len(plans) == 5
+
+
+def test_a_combination_s_process_wide_settings_come_from_its_precision_and_dtype(suite) -> None:
+    benchmarks, _ = suite
+    [bench] = [dict(b) for b in benchmarks if b["name"] == "recording.GradStep_mlp.time_step"]
+    names = bench["param_names"]
+    bench["params"] = [["'highest'", "'tf32'"] if n == "precision" else ["'float32'", "'float64'"] if n == "dtype"
+                       else values for n, values in zip(names, bench["params"], strict=True)]
+    found = suite_plan.tasks([bench], {bench["name"]: list(range(len(list(itertools.product(*bench["params"])))))},
+                               None)
+    combos = list(itertools.product(*bench["params"]))
+    for task in found:
+        params = dict(zip(names, (v.strip("'") for v in combos[task.index]), strict=True))
+        assert task.settings == (params["precision"], params["dtype"] == "float64")
+    assert len({t.settings for t in found}) == 4
+
+
+def test_the_compiled_mode_combinations_go_apart_except_where_a_paired_ratio_spans_the_modes(suite) -> None:
+    import itertools
+
+    benchmarks, chosen = suite
+    together = suite_plan.paired_across_modes("cpu")
+    assert together == {"transforms.TransformStep_mlp.time_step"}  # compiling the gradient, the HVP: eager/compiled
+    by_name = {b["name"]: b for b in benchmarks}
+    for t in chosen:
+        names = by_name[t.name]["param_names"]
+        params = dict(zip(names, list(itertools.product(*by_name[t.name]["params"]))[t.index]))
+        assert t.compiled == (params.get("mode") == "'compiled'" and t.name not in together), t.id
+    assert any(t.compiled for t in chosen) and any(not t.compiled and t.kind == "time" for t in chosen)
+
+
+def test_a_combination_runs_in_as_many_rounds_as_it_asks_and_counts_once() -> None:
+    chosen = [_task("m.A.time_step", 0, rounds=5), _task("m.B.time_step", 0, rounds=3),
+              _task("m.C.track_bytes", 0, rounds=1, kind="track")]
+    per_round = [{t.id for _, b in suite_plan.round_plans(chosen, r) for t in b} for r in range(5)]
+    assert per_round[0] == {"m.A.time_step-0", "m.B.time_step-0", "m.C.track_bytes-0"}
+    assert per_round[2] == {"m.A.time_step-0", "m.B.time_step-0"}
+    assert per_round[3] == per_round[4] == {"m.A.time_step-0"}
+
+
+def test_the_suite_plan_covers_every_combination_with_its_own_framework(suite) -> None:
+    benchmarks, chosen = suite
+    import itertools
+
+    expected = {f"{b['name']}-{i}" for b in benchmarks
+                for i in range(len(list(itertools.product(*b["params"]))) if b["params"] else 1)}
+    assert {t.id for t in chosen} == expected
+    by_name = {b["name"]: b for b in benchmarks}
+    for t in chosen:
+        params = list(itertools.product(*by_name[t.name]["params"]))[t.index]
+        assert f"'{t.framework}'" in params, t.id
+    compile_tasks = [t for t in chosen if t.name.endswith("time_compile_seconds")]
+    assert compile_tasks and all(t.fresh for t in compile_tasks)  # a cold compile in a process of its own
+    assert all(t.rounds == 1 for t in chosen if t.kind == "track")
+    steps = [t for t in chosen if t.name == "recording.GradStep_transformer.time_step"]
+    assert steps and all(t.rounds == 3 and t.repeat == 5 and not t.fresh for t in steps)
+
+
+def test_rounds_overrides_the_timed_benchmarks_that_share_a_process(suite) -> None:
+    benchmarks, _ = suite
+    chosen = suite_plan.tasks(benchmarks, suite_plan.select(benchmarks, None), 7)
+    assert {t.rounds for t in chosen if t.kind == "time" and not t.fresh} == {7}
+    own = {b["name"]: int(b.get("rounds", 1)) for b in benchmarks}
+    fresh = [t for t in chosen if t.kind == "time" and t.fresh]
+    assert fresh and all(t.rounds == own[t.name] for t in fresh)  # a cold compile's own count
+    assert {t.rounds for t in chosen if t.kind == "track"} == {1}
+
+
+def test_selection_follows_asvs_regex_rule(suite) -> None:
+    benchmarks, _ = suite
+    selection = suite_plan.select(benchmarks, [r"GradStep_mlp\.time_step\('jax'.*'compiled', 'matched'"])
+    assert list(selection) == ["recording.GradStep_mlp.time_step"]
+    [chosen] = suite_plan.tasks(benchmarks, selection, None)
+    assert chosen.framework == "jax"
+
+
+# --- the budget and the profiles ----------------------------------------------------------------------------------
+
+
+def test_a_budget_never_cuts_the_first_rounds_and_expects_the_slowest_round_since_the_first() -> None:
+    fits = suite_plan.next_round_fits
+    assert fits(2, 1e6, [900.0, 10.0], 100.0) == (True, 10.0)  # the first MIN_ROUNDS always run
+    assert fits(3, 70.0, [200.0, 20.0, 30.0], 100.0) == (True, 30.0)  # 70 + 30 fits; the cold first round ignored
+    assert fits(3, 71.0, [200.0, 20.0, 30.0], 100.0) == (False, 30.0)
+    assert fits(5, 1e6, [1.0, 1.0, 1.0], None)[0]  # no budget: every round
+    assert fits(0, 0.0, [], 100.0) == (True, 0.0)
+
+
+def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_leaves_the_rest(suite) -> None:
+    from tape_vs_trace import profiles
+
+    benchmarks, _ = suite
+    cited = profiles.get("cited")
+    for regex in cited.bench:  # every regex of the profile selects something on this grid
+        assert suite_plan.select(benchmarks, [regex]), regex
+    chosen = suite_plan.tasks(benchmarks, suite_plan.select(benchmarks, list(cited.bench)), cited.rounds)
+    names = {t.name for t in chosen}
+    by_name = {b["name"]: b for b in benchmarks}
+    # the headline's two measures, whole: every gradient step and every saved-bytes count
+    assert {n for n in by_name if n.startswith("recording.GradStep_")} <= names
+    assert {n for n in by_name if n.startswith("recording.GraphCost_") and n.endswith("track_saved_bytes")} <= names
+    assert {n for n in by_name if ".track_" in n} <= names  # every count: one shared process counts them all anyway
+    assert not any(n.endswith("time_compile_seconds") or n.startswith("transforms.TransformStep") for n in names)
+    modes = {t.name: set() for t in chosen}
+    import itertools
+
+    for t in chosen:
+        params = dict(zip(by_name[t.name]["param_names"], list(itertools.product(*by_name[t.name]["params"]))[t.index]))
+        modes[t.name].add(params.get("mode"))
+    assert modes["recording.GradStep_mlp.time_step"] == {"'eager'", "'compiled'"}
+    assert modes["remat.RematCurve_transformer.time_step"] == {"'eager'"}
+    assert modes["custom_backward.CustomStep_swiglu.time_step"] == {"'eager'"}
+    assert {t.rounds for t in chosen if t.kind == "time" and not t.fresh} == {cited.rounds}
+    assert all(t.rounds == int(by_name[t.name].get("rounds", 1)) for t in chosen if t.fresh)  # a cold compile's own
+
+
+def test_an_unknown_profile_is_one_line_naming_the_valid_ones() -> None:
+    from tape_vs_trace import profiles
+
+    with pytest.raises(profiles.ProfileError, match=r"^unknown profile 'quick'; valid choices: cited, full$"):
+        profiles.get("quick")
