@@ -1,18 +1,20 @@
 """What a machine's result file for this commit already holds, combination by combination, so that a GPU contact
-runs only what is missing (scripts/gpu_chunks.py plan --results FILE). Plain Python: it reads asv's JSON.
+runs only what is missing (scripts/gpu_chunks.py plan --results FILE), read through tape_vs_trace.result_files.
 
 A combination counts as done when its file holds a value for it (a count) or samples of at least the rounds its
-chunk asks for (a time: `rounds x repeat` samples); one that failed at this commit (null) is done too, and named,
-as a rerun on the same code fails again. NaN is asv's "not run" (or n/a): such a combination is still to run.
+chunk asks for (a time: `rounds x repeat` samples); one that failed at this commit is done too, and named, as a
+rerun on the same code fails again. One skipped or not run (asv's NaN) is still to run.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tape_vs_trace import result_files  # noqa: E402
 
 
 class ResultsError(Exception):
@@ -32,27 +34,20 @@ def read(path: Path | None, commit: str | None = None) -> dict[str, State]:
     if path is None or not Path(path).exists():
         return {}
     try:
-        data = json.loads(Path(path).read_text())
-        columns = data["result_columns"]
+        file = result_files.read(Path(path))
         found: dict[str, State] = {}
-        for name, entry in data["results"].items():
-            row = dict(zip(columns, entry))
-            params = row.get("params") or []
-            combos = list(itertools.product(*params)) if params else [()]
-            values = row["result"] if isinstance(row["result"], list) else [row["result"]]
-            samples = row.get("samples") or [None] * len(combos)
-            for values_of, value, kept in zip(combos, values, samples):
-                full = f"{name}({', '.join(values_of)})" if values_of else name
-                if value is None:
-                    found[full] = State(failed=True)
-                elif not (isinstance(value, float) and math.isnan(value)):
-                    found[full] = State(samples=len(kept) if isinstance(kept, list) else 1, measured=True)
-    except OSError as exc:
-        raise ResultsError(f"cannot read result file {path}: {exc.strerror or exc}") from None
+        for name in file.benchmarks:
+            for c in file.combinations(name):
+                if c.outcome == result_files.FAILED:
+                    found[c.name] = State(failed=True)
+                elif c.measured:
+                    found[c.name] = State(samples=len(c.samples) if isinstance(c.samples, list) else 1, measured=True)
+    except result_files.ResultFileError as exc:
+        raise ResultsError(f"result file {exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise ResultsError(f"result file {path} is not an asv result file ({type(exc).__name__}: {exc})") from None
-    if commit and not str(data.get("commit_hash", "")).startswith(commit):
-        raise ResultsError(f"result file {path} is of commit {str(data.get('commit_hash'))[:8]}, not {commit[:8]}")
+    if commit and not file.commit.startswith(commit):
+        raise ResultsError(f"result file {path} is of commit {file.commit[:8]}, not {commit[:8]}")
     return found
 
 

@@ -78,7 +78,9 @@ def _result_file(path: Path, names: list[str]) -> None:
     combos = [f"{bench}({', '.join(c)})" for c in itertools.product(*params)]
     values = [1.0 if c in names else float("nan") for c in combos]
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"result_columns": ["result", "params", "version"],
+    path.write_text(json.dumps({"commit_hash": "c" * 40, "date": 0, "params": {"machine": "m"}, "python": "3.11",
+                                "requirements": {}, "env_name": "existing-venv", "version": 2,
+                                "result_columns": ["result", "params", "version"],
                                 "results": {bench: [values, params, "1"]}}, allow_nan=True))
 
 
