@@ -118,6 +118,22 @@ def unlike_runs(a: Mapping, b: Mapping) -> str | None:
     return metrics.unlike_formulations(a["benchmark"]) or None
 
 
+# What two machines' runs of one case must share for their ratios to meet in one verdict (report.hosts), in the
+# words the report names them: the runner layout is known from a run's record, not from its rows
+RUN_PROPERTIES = ("benchmark version", "runner layout", "measurement method")
+
+
+def run_properties(rows: tuple[Mapping, ...], layout: str | None = None) -> dict[str, str]:
+    """The RUN_PROPERTIES of one case's rows on one machine: their benchmark versions, the runner layout where the
+    caller gives it (a sampled time; a count does not depend on which processes ran it), and how each was measured."""
+    props = {"benchmark version": " / ".join(dict.fromkeys(str(r["benchmark_version"]) for r in rows))}
+    if layout is not None:
+        props["runner layout"] = layout
+    props["measurement method"] = " / ".join(dict.fromkeys(
+        "; ".join(str(r.get(k) or "") for k in ("basis", "method", "memory_method")).strip("; ") for r in rows))
+    return props
+
+
 def like(a: Mapping, b: Mapping) -> str | None:
     """THE rule for a ratio across frameworks: None when `b` may be divided by `a` (their keys differ in the framework
     alone, they ran on one machine at one commit, and their runs agree: `unlike_runs`), else why not."""

@@ -109,3 +109,15 @@ def test_the_key_of_a_side_measurement_names_its_columns() -> None:
     assert key.axes == (("form", "ddp"), ("ranks", 2))  # a value the row does not name (time_s) is no part of it
     assert key.differing(RowKey.of_columns(t | {"framework": "jax", "ranks": 4}, columns, "distributed")) == {
         "framework", "ranks"}
+
+
+def test_run_properties_name_what_two_machines_runs_must_share() -> None:
+    t, j = row("torch", basis="processes"), row("jax", basis="processes", memory_method="")
+    assert rowkey.run_properties((t, j)) == {"benchmark version": "5", "measurement method": "processes"}
+    assert rowkey.run_properties((t, j), "one process per round (record)")["runner layout"] == \
+        "one process per round (record)"
+    # another version or method on one side is a property of its own, so two such machines do not meet
+    assert rowkey.run_properties((t, j | {"benchmark_version": "6"}))["benchmark version"] == "5 / 6"
+    assert rowkey.run_properties((t, j | {"basis": "one process"}))["measurement method"] == \
+        "processes / one process"
+    assert set(rowkey.run_properties((t, j), "x")) == set(rowkey.RUN_PROPERTIES)

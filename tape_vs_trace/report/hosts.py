@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from tape_vs_trace import history, host_check
+from tape_vs_trace import history, host_check, rowkey
 from tape_vs_trace.report import fmt, headline, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
@@ -57,8 +57,7 @@ def _normalised(table: pd.DataFrame, machine: str, commit: str, other: str, cal_
     return out + [""] if len(both) else []
 
 
-# What must match for two machines' ratios of one case to meet in one verdict, in the words the report names
-ASPECTS = ("benchmark version", "runner layout", "measurement method")
+ASPECTS = rowkey.RUN_PROPERTIES  # what must match for two machines' ratios of one case to meet in one verdict
 
 
 def date_ms(row: dict) -> int:
@@ -70,15 +69,12 @@ def run_kind(r: Row, details: dict[tuple[str, str], dict]) -> dict[str, str]:
     """The aspects of one machine's ratio that another machine's must share to meet it in a verdict: both rows'
     benchmark versions, their runner layout where the value is a sampled time (a count does not depend on which
     processes ran it; `history.placement`, with how it is known), and how each value was measured."""
-    kind = {"benchmark version": " / ".join(dict.fromkeys(str(x["benchmark_version"]) for x in (r.torch, r.jax)))}
+    layout = None
     if r.torch.get("sampled"):
         record = details.get((r.torch["machine"], r.commit)) or {}
         where = history.placement(record, date_ms(r.torch), r.torch["benchmark"])
-        kind["runner layout"] = f"{where.words} ({where.source})"
-    kind["measurement method"] = " / ".join(dict.fromkeys(
-        "; ".join(str(x.get(k) or "") for k in ("basis", "method", "memory_method")).strip("; ") for x in
-        (r.torch, r.jax)))
-    return kind
+        layout = f"{where.words} ({where.source})"
+    return rowkey.run_properties((r.torch, r.jax), layout)
 
 
 def _bare(kind: dict[str, str]) -> tuple:
