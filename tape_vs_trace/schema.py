@@ -12,7 +12,8 @@ PAIRED_FIELDS = ("experiment", "group", "framework", "workload", "size", "mode",
                  "ratio_ci_high", "processes", "passes", "process_medians", "saved_bytes", "flops", "peak_bytes",
                  "cost_method", "peak_method", "device", "commit", "machine")
 
-# tape-vs-trace distributed: one row per combination, KEY naming it (results/distributed/<machine>-<commit8>.csv).
+# tape-vs-trace distributed: one row per combination, KEY naming it (results/distributed/<machine>-<commit8>.csv);
+# rowkey.RowKey.of_columns makes it a row's key, as the report's like rows need.
 DISTRIBUTED_KEY = ("framework", "workload", "size", "dtype", "variant", "form", "mode", "ranks")
 DISTRIBUTED_FIELDS = (*DISTRIBUTED_KEY, "status", "reason", "time_s", "time_ci_low", "time_ci_high", "launches",
                       "repeat", "warmup", "launch_medians", "compile_s", "compile_ci_low", "compile_ci_high",
