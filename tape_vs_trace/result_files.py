@@ -211,20 +211,27 @@ class ResultFile:
         return gone, reshaped
 
 
-def read(path: Path) -> ResultFile:
-    """The result file at `path`; ResultFileError (one line) where it is unreadable or no asv result file."""
-    from asv import util
-    from asv.results import Results
-
-    path = Path(path)
+def read_json(path: Path) -> dict:
+    """The JSON object in the file at `path` (a result file, benchmarks.json, machine.json); ResultFileError (one
+    line) where it is unreadable, no JSON or no object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultFileError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise ResultFileError(f"{path}: not a JSON object")
+    return data
+
+
+def read(path: Path) -> ResultFile:
+    """The result file at `path`; ResultFileError (one line) where it is unreadable or no asv result file."""
+    from asv import util
+    from asv.results import Results
+
+    path = Path(path)
+    data = read_json(path)
     try:
         results = Results.load(str(path))
     except util.UserError as exc:

@@ -8,7 +8,6 @@ from a unit string.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -55,14 +54,9 @@ class Results:
 
 def _read_json(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: not a JSON object")
-    return data
+        return result_files.read_json(path)
+    except result_files.ResultFileError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def machine_folders(results: Path) -> list[Path]:
