@@ -197,6 +197,11 @@ def _paired_files(folder: Path) -> dict[str, Path]:
     return {p.stem: p for p in sorted((folder / "paired").glob("*.csv"))} if (folder / "paired").is_dir() else {}
 
 
+def _point(row: dict) -> RowKey:
+    """A paired row's key: its framework, experiment and point (the experiment names the workload, size and mode)."""
+    return RowKey.of_columns(row, ("experiment", "point"), "paired")
+
+
 def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
     """The paired comparisons and remat curve (results/paired/<machine>-<commit8>.csv) of the two runs, for every
     file name both have: each point's time agrees when the two 95 % intervals overlap; each paired ratio whose
@@ -215,9 +220,9 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
             ta, tb = (paired_results.read(f[name]) for f in (files_a, files_b))
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise ReportError(f"paired results {name}: {exc}") from None
-        rows_b = {(r["experiment"], r["point"]): r for r in tb.to_dict("records")}
+        rows_b = {_point(r): r for r in tb.to_dict("records")}
         for ra in ta.to_dict("records"):
-            rb = rows_b.get((ra["experiment"], ra["point"]))
+            rb = rows_b.get(_point(ra))
             if rb is None:
                 continue
             where = f"paired {ra['experiment']}: {ra['point']} [{name}]"
