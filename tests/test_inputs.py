@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.special import multigammaln
 
-from implementations import workloads
+from implementations import input_generators, workloads
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
@@ -30,7 +30,7 @@ def test_input_cache_gives_the_generated_arrays(tmp_path, monkeypatch, dtype: st
     def no_generation(*args, **kwargs):
         raise AssertionError("generated again although the cache holds the arrays")
 
-    monkeypatch.setattr(workloads, "_normal", no_generation)
+    monkeypatch.setattr(input_generators, "normal", no_generation)
     second = workloads.make_inputs("transformer", "tiny", dtype, cache_dir=tmp_path)
     for inputs in (first, second):
         assert inputs.static == fresh.static and inputs.dtype == dtype and inputs.size == "tiny"
