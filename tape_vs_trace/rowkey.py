@@ -23,6 +23,10 @@ PLACE = ("machine", "commit")  # where a row ran: two rows are divided only with
 _ABSENT = object()  # an axis one key has and the other has not differs, whatever its value
 
 
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 def params_of(row: Mapping) -> dict:
     """A row's parameters: its "params" column, a JSON object as the report's table holds it (or a dict)."""
     params = row.get("params") or {}
@@ -49,7 +53,7 @@ class RowKey:
         """The key of a row of the report's table (report.rows: benchmark, metric, framework and params columns)."""
         params = params_of(row)
         params.pop("framework", None)  # the row's column says it, also for results whose parameters do not
-        named = {k: None if params.get(k) is None else str(params.pop(k)) for k in NAMED}
+        named = {k: _text(params.pop(k, None)) for k in NAMED}
         return cls(str(row.get("benchmark", "")), str(row.get("metric", "")), str(row.get("framework", "")),
                    **named, axes=tuple(sorted(params.items())))
 
@@ -57,7 +61,7 @@ class RowKey:
     def of_columns(cls, row: Mapping, columns: tuple[str, ...], benchmark: str, metric: str = "") -> RowKey:
         """The key of a side measurement's row (schema: a CSV row whose `columns` name its combination, the
         framework apart), as `benchmark` names the measurement."""
-        named = {k: None if row.get(k) is None else str(row[k]) for k in NAMED if k in columns}
+        named = {k: _text(row.get(k)) for k in NAMED if k in columns}
         axes = tuple(sorted((k, row[k]) for k in columns if k not in NAMED and k != "framework"))
         return cls(benchmark, metric, str(row.get("framework", "")), **named, axes=axes)
 
