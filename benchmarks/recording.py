@@ -182,7 +182,7 @@ class _CompileSeconds(Benchmark):
         Benchmark.setup(self, *params)
         self._compile = contextlib.ExitStack()
         self.first_call = self._compile.enter_context(
-            self.case.fw.probe.first_compiled_call(self.fn, *self.args, cache=self.case.cache))
+            self.case.fw.compile_probe.first_compiled_call(self.fn, *self.args, cache=self.case.cache))
 
     def teardown(self, *params):
         if hasattr(self, "_compile"):  # not there when setup skipped the combination

@@ -240,12 +240,15 @@ def compile_cache_dir(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Loaded:
-    """One framework's modules, imported and configured: `fw.steps`, `fw.probe`, `fw.common`."""
+    """One framework's modules, imported and configured: `fw.steps`, `fw.probe`, `fw.compile_probe`, `fw.rates`,
+    `fw.common`."""
 
     framework: Framework
     common: ModuleType
     steps: ModuleType
     probe: ModuleType
+    compile_probe: ModuleType
+    rates: ModuleType
 
     @property
     def name(self) -> str:
@@ -268,5 +271,6 @@ def load(name: str, precision: str = "highest", float64: bool = False) -> Loaded
     host_allocator()
     package = importlib.import_module(f"implementations.{name}")
     package.configure(fw.precisions[precision], threads(), float64=float64, compile_cache=compile_cache_dir(name))
-    modules = {m: importlib.import_module(f"implementations.{name}.{m}") for m in ("common", "steps", "probe")}
+    names = ("common", "steps", "probe", "compile_probe", "rates")
+    modules = {m: importlib.import_module(f"implementations.{name}.{m}") for m in names}
     return Loaded(fw, **modules)

@@ -4,13 +4,13 @@ Each framework's probe measures, in a fresh process per framework with the bench
 (`implementations.frameworks.load(name, "highest")`: same threads, same matmul precision):
 
 - matmul rate per dtype (float32; bfloat16 and float32 at TF32 too on CUDA): square products, flop/s
-  (`probe.matmul_rate`). The report's roofline (tape_vs_trace/report/roofline.py) uses ONE rate for both
+  (`rates.matmul_rate`). The report's roofline (tape_vs_trace/report/roofline.py) uses ONE rate for both
   frameworks, PyTorch's (`matmul_flops_per_s`, read by `schema.roofline_rate`), so that a JAX/PyTorch ratio of roofline
   fractions is the ratio of their times; JAX's own rate is recorded beside it for information
   (`matmul_flops_per_s_jax`).
-- copy bandwidth: one large array copied, bytes read + bytes written per second (`probe.copy_rate`); PyTorch's is
+- copy bandwidth: one large array copied, bytes read + bytes written per second (`rates.copy_rate`); PyTorch's is
   `copy_bytes_per_s`, JAX's is for information.
-- dispatch cost: a loop of tiny adds, seconds per op (`probe.dispatch_cost`): PyTorch eager, JAX op-by-op (no jit).
+- dispatch cost: a loop of tiny adds, seconds per op (`rates.dispatch_cost`): PyTorch eager, JAX op-by-op (no jit).
 
 This module only runs the two processes and writes the file; the sizes are `implementations.sampling`'s.
 
@@ -42,12 +42,12 @@ def measure(framework: str, device: str) -> dict[str, Any]:
     CUDA, float32 is measured at TF32 too ("float32/tf32"), the precision the benchmarks' tf32 rows run at."""
     from implementations import frameworks
 
-    probe = frameworks.load(framework, "highest").probe
-    found = {"matmul_flops_per_s": {dtype: probe.matmul_rate(dtype, device) for dtype in _dtypes(device)},
-             "copy_bytes_per_s": probe.copy_rate(device), "dispatch_seconds_per_op": probe.dispatch_cost(device)}
+    rates = frameworks.load(framework, "highest").rates
+    found = {"matmul_flops_per_s": {dtype: rates.matmul_rate(dtype, device) for dtype in _dtypes(device)},
+             "copy_bytes_per_s": rates.copy_rate(device), "dispatch_seconds_per_op": rates.dispatch_cost(device)}
     if device == "cuda":
-        probe = frameworks.load(framework, "tf32").probe
-        found["matmul_flops_per_s"]["float32/tf32"] = probe.matmul_rate("float32", device)
+        rates = frameworks.load(framework, "tf32").rates
+        found["matmul_flops_per_s"]["float32/tf32"] = rates.matmul_rate("float32", device)
     return found
 
 

@@ -38,8 +38,8 @@ def build(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
 def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Inputs, device: str) -> dict[str, Any]:
     """Saved bytes, matmul flops and peak bytes of one remat point.
 
-    Compiled steps are costed as compiled (probe.compiled_costs: torch.compile's partition under the point's budget,
-    JAX's differentiated jaxpr); eager steps by the eager probes (saved-tensor hooks and FlopCounterMode on
+    Compiled steps are costed as compiled (compile_probe.compiled_costs: torch.compile's partition under the point's
+    budget, JAX's differentiated jaxpr); eager steps by the eager probes (saved-tensor hooks and FlopCounterMode on
     PyTorch's tape; JAX's residuals and jaxpr). Peak bytes come from the framework's memory method on this device
     where it sees the step: on a CPU, PyTorch's live-storage tracker cannot see inside Inductor's kernels, and JAX's
     buffer plan exists for jitted steps only, so compiled PyTorch and eager JAX have no CPU peak.
@@ -48,7 +48,7 @@ def costs(fw: Any, experiment: Experiment, point: Point, inputs: workloads.Input
     loss, args = fw.steps.loss_fn(inputs, point.variant, device, formulation)
     grads, _ = fw.steps.grad_fn(inputs, point.variant, device, formulation)
     if point.mode == "compiled":
-        found = fw.probe.compiled_costs(loss, *args, budget=point.budget)
+        found = fw.compile_probe.compiled_costs(loss, *args, budget=point.budget)
         saved, flops, method = found.saved_bytes, found.matmul_flops, found.method
     else:
         saved, flops = fw.probe.saved_bytes(loss, *args).extra_bytes, fw.probe.flops(grads, *args)

@@ -277,11 +277,11 @@ def test_compile_seconds_times_the_first_call_after_a_warmed_compiler(monkeypatc
     would be a steady call, and raises."""
     import jax.numpy as jnp
 
-    from implementations.jax import probe, steps
+    from implementations.jax import compile_probe, steps
 
     log: list[str] = []
-    warm_up = probe._warm_up_compiler
-    monkeypatch.setattr(probe, "_warm_up_compiler", lambda device: (log.append("warm-up"), warm_up(device)))
+    warm_up = compile_probe.warm_up_compiler
+    monkeypatch.setattr(compile_probe, "warm_up_compiler", lambda device: (log.append("warm-up"), warm_up(device)))
 
     def grad_fn(inputs, variant, device):
         def fn(x):

@@ -38,7 +38,7 @@ def test_cuda_calibration_times_float32_at_tf32_under_the_tf32_setting(monkeypat
 
     loaded: list[str] = []
 
-    class Probe:
+    class Rates:
         @staticmethod
         def matmul_rate(dtype: str, dev: str) -> float:
             return {"highest": 1.0, "tf32": 8.0}[loaded[-1]] * (2.0 if dtype == "bfloat16" else 1.0)
@@ -48,7 +48,7 @@ def test_cuda_calibration_times_float32_at_tf32_under_the_tf32_setting(monkeypat
 
     def load(name: str, precision: str = "highest", float64: bool = False):
         loaded.append(precision)
-        return type("Loaded", (), {"probe": Probe})()
+        return type("Loaded", (), {"rates": Rates})()
 
     monkeypatch.setattr(frameworks, "load", load)
     rates = calibrate.measure("torch", device)["matmul_flops_per_s"]

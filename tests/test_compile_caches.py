@@ -46,7 +46,7 @@ jax.clear_caches(); hits.clear()
 jax.jit(f)(x).block_until_ready()
 control, entries = sum(hits), compile_caches.state()["jax"]["entries"]
 jax.clear_caches(); hits.clear()
-with fw.probe.first_compiled_call(f, x, cache="cold") as first_call:
+with fw.compile_probe.first_compiled_call(f, x, cache="cold") as first_call:
     first_call()
 print(json.dumps({"dir": jax.config.jax_compilation_cache_dir, "control_hits": control, "cold_hits": sum(hits),
                   "min_secs": jax.config.jax_persistent_cache_min_compile_time_secs,
@@ -69,7 +69,7 @@ torch.compile(f)(x).backward()
 control = counters["inductor"]["fxgraph_cache_hit"] + counters["aot_autograd"]["autograd_cache_hit"]
 entries = compile_caches.state()["torch"]["entries"]
 torch._dynamo.reset(); counters.clear()
-with fw.probe.first_compiled_call(f, x, cache="cold") as first_call:
+with fw.compile_probe.first_compiled_call(f, x, cache="cold") as first_call:
     inside = cache_dir()
     first_call()
 cold = counters["inductor"]["fxgraph_cache_hit"] + counters["aot_autograd"]["autograd_cache_hit"]
@@ -108,12 +108,12 @@ def test_torch_cold_caches_are_off_in_a_fresh_folder(tmp_path: Path, monkeypatch
     from torch._inductor import config as inductor_config
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-    from implementations.torch import probe as torch_probe
+    from implementations.torch import compile_probe
 
     configured = str(tmp_path / "torch")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", configured)
     monkeypatch.setenv("TRITON_CACHE_DIR", os.path.join(configured, "triton"))
-    with torch_probe._compile_caches("cold"):
+    with compile_probe.compile_caches("cold"):
         assert inductor_config.force_disable_caches and not os.listdir(cache_dir())
         assert not cache_dir().startswith(configured) and not os.environ["TRITON_CACHE_DIR"].startswith(configured)
     assert cache_dir() == configured and os.environ["TRITON_CACHE_DIR"] == os.path.join(configured, "triton")

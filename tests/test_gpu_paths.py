@@ -881,7 +881,7 @@ def test_xla_command_buffers_follow_xla_flags(flags: str, expected: str, monkeyp
 def test_the_torch_compile_mode_reaches_every_torch_compile(mode: str | None,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from implementations import workloads
-    from implementations.torch import probe, steps
+    from implementations.torch import compile_probe, steps
 
     if mode is None:
         monkeypatch.delenv("TVT_TORCH_COMPILE_MODE", raising=False)
@@ -898,7 +898,7 @@ def test_the_torch_compile_mode_reaches_every_torch_compile(mode: str | None,
     steps.grad_step(inputs, "plain", "compiled")
     steps.forward_step(inputs, "plain", "compiled")
     fn, args = steps.grad_fn(inputs, "plain", "cpu")
-    with probe.first_compiled_call(fn, *args):
+    with compile_probe.first_compiled_call(fn, *args):
         pass
     wanted = mode or "default"
     # first_compiled_call's first compile is the unrelated warm-up function (any mode); the step's own gets the knob.

@@ -20,9 +20,11 @@ import torch._dynamo
 from implementations import workloads
 from implementations.experiments import POLICIES
 from implementations.jax import common as jax_common
+from implementations.jax import compile_probe as jax_compile_probe
 from implementations.jax import probe as jax_probe
 from implementations.jax import steps as jax_steps
 from implementations.torch import common as torch_common
+from implementations.torch import compile_probe as torch_compile_probe
 from implementations.torch import probe as torch_probe
 from implementations.torch import steps as torch_steps
 from tests.helpers import assert_close
@@ -280,7 +282,7 @@ def test_budget_zero_recomputes_and_budget_one_does_not() -> None:
     loss, args = torch_steps.loss_fn(inputs, "plain", "cpu", "unrolled")
     grads, grad_args = torch_steps.grad_fn(inputs, "plain", "cpu", "unrolled")
     eager_flops = torch_probe.flops(grads, *grad_args)
-    costs = {b: torch_probe.compiled_costs(loss, *args, budget=b) for b in (1.0, 0.5, 0.0)}
+    costs = {b: torch_compile_probe.compiled_costs(loss, *args, budget=b) for b in (1.0, 0.5, 0.0)}
     # Budget 1 saves what the min-cut partitioner chooses and recomputes no matmul: the eager step's flops. Catches
     # compiled_costs counting one graph of the two, or counting a graph twice.
     assert costs[1.0].matmul_flops == eager_flops
@@ -296,7 +298,7 @@ def test_a_checkpointed_random_op_saves_the_rng_state_counted_in_bytes() -> None
         return torch.utils.checkpoint.checkpoint(
             lambda t: torch.nn.functional.dropout(t.sin(), 0.5, training=True).sum(), x, use_reentrant=False)
 
-    saved = torch_probe.compiled_costs(loss, torch.ones(4, 8, requires_grad=True)).saved_bytes
+    saved = torch_compile_probe.compiled_costs(loss, torch.ones(4, 8, requires_grad=True)).saved_bytes
     assert type(saved) is int and saved == torch.get_rng_state().numel()
 
 
@@ -304,7 +306,7 @@ def test_jax_has_no_memory_budget() -> None:
     inputs = workloads.make_inputs("transformer", "tiny", "float32")
     loss, args = jax_steps.loss_fn(inputs, "plain", "cpu", "unrolled")
     with pytest.raises(ValueError, match="JAX has no activation memory budget"):
-        jax_probe.compiled_costs(loss, *args, budget=0.5)
+        jax_compile_probe.compiled_costs(loss, *args, budget=0.5)
     for mode in ("eager", "compiled"):
         with pytest.raises(ValueError, match="JAX has no activation memory budget") as error:
             jax_steps.grad_step(inputs, "plain", mode, budget=1.0)

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from implementations.first_call import check_formulation, measured_once
-from implementations.jax import probe, steps
+from implementations.jax import compile_probe, steps
 from implementations.jax.common import cotangent, prepare
 from implementations.workloads import Inputs, spec
 
@@ -92,9 +92,9 @@ def _covered(spans: list[tuple[float, float]]) -> float:
 def first_call(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu",
                cache: str = "cold") -> Iterator[Callable[[], dict[str, float]]]:
     """Everything before the clock starts (the compiler's one-time start-up on another function, the caches as
-    `cache` asks: probe.first_compiled_call's rule), then `measure`: the first call of the step and a second one,
-    returning seconds per PHASES entry, "first_call" (the whole first call) and "unattributed" (what the phases
-    leave out of it). One compile per process: a second `measure` raises."""
+    `cache` asks: compile_probe.first_compiled_call's rule), then `measure`: the first call of the step and a
+    second one, returning seconds per PHASES entry, "first_call" (the whole first call) and "unattributed" (what
+    the phases leave out of it). One compile per process: a second `measure` raises."""
     step = grad_step(inputs, formulation, device)
     with _caches(cache, step), _event_spans() as spans:
         yield measured_once(step, lambda: {phase: _covered(spans[event]) for phase, event in EVENTS.items()})
@@ -102,15 +102,15 @@ def first_call(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu
 
 @contextlib.contextmanager
 def _caches(cache: str, step: Callable[[], Any]) -> Iterator[None]:
-    """probe.first_compiled_call's set-up for a step that takes no arguments: warmed compiler, `cache` state."""
+    """compile_probe.first_compiled_call's set-up for a step that takes no arguments: warmed compiler, `cache` state."""
     if cache not in ("cold", "warm"):
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     jax.clear_caches()
-    with probe._persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
-        probe._warm_up_compiler(jax.devices()[0])
+    with compile_probe.persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
+        compile_probe.warm_up_compiler(jax.devices()[0])
     with contextlib.ExitStack() as stack:
         directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
-        stack.enter_context(probe._persistent_cache(directory))
+        stack.enter_context(compile_probe.persistent_cache(directory))
         if directory is not None:
             step()
         jax.clear_caches()

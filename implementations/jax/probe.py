@@ -1,5 +1,5 @@
-"""Measurement probe for the JAX side: saved bytes, peak memory, graph size, flops, compile time, and the host
-calibration (matmul rate, copy bandwidth, dispatch cost).
+"""Measurement probe for the JAX side: saved bytes, peak memory, graph size and flops (compile costs
+and compile time in compile_probe.py, the host calibration in rates.py).
 
 The mirror of ``implementations.torch.probe``: the same public names and signatures, so a benchmark can pick either
 module and call the same functions. Each docstring says what exactly the number counts on this side; the
@@ -8,12 +8,9 @@ differences to PyTorch that a reader must know are spelled out there, not hidden
 
 from __future__ import annotations
 
-import contextlib
 import re
-import statistics
-import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -21,45 +18,13 @@ import jax.extend.core as jex
 import jax.numpy as jnp
 import numpy as np
 
-from implementations import sampling
+from implementations.probe_results import PeakBytes, SavedBytes, SavedTensor
 from implementations.workloads import fused_attention_flops
 
 # Primitives whose one sub-jaxpr has their inputs and outputs in the same order (a scan's outputs are its carry and
 # its stacked per-iteration values): a residual they return is looked for inside.
 _CALLS = ("pjit", "jit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call",
           "scan")
-
-
-@dataclass(frozen=True)
-class SavedBytes:
-    """What the backward pass keeps: distinct buffers, their bytes, and the bytes beyond what existed before."""
-
-    count: int
-    total_bytes: int
-    extra_bytes: int
-
-
-@dataclass(frozen=True)
-class SavedTensor:
-    """One residual: the primitive that produced it ("argument" if it existed before the call), shape, dtype, bytes."""
-
-    op: str
-    shape: tuple[int, ...]
-    dtype: str
-    nbytes: int
-    is_argument: bool
-
-
-@dataclass(frozen=True)
-class PeakBytes:
-    """Peak bytes of one step above the memory resident before it, and the method that measured them.
-
-    `workspace_bytes` is the part of `bytes` that is GEMM-library workspace (cuBLAS, cuBLASLt, cuDNN): both probes
-    count the workspace a step uses inside its peak, and say how much of it that is; 0 where there is none (CPU)."""
-
-    bytes: int
-    method: str
-    workspace_bytes: int = 0
 
 
 def _call_body(eqn: Any) -> jex.Jaxpr | None:
@@ -135,7 +100,7 @@ def saved_bytes(fn: Callable[..., Any], *args: Any) -> SavedBytes:
                       extra_bytes=sum(r.nbytes for r in records if not r.is_argument))
 
 
-def _device(args: Any) -> jax.Device:
+def device_of(args: Any) -> jax.Device:
     for leaf in jax.tree_util.tree_leaves(args):
         if isinstance(leaf, jax.Array):
             return next(iter(leaf.devices()))
@@ -238,7 +203,7 @@ def peak_bytes(step: Callable[..., Any], *args: Any) -> PeakBytes:
     (``_gemm_workspace_bytes``). The autotuner's trial workspaces are compile-time and stay out.
     """
     compiled = jax.jit(step).lower(*args).compile()
-    peak = _measured_peak(lambda: compiled(*args), _device(args), compiled)
+    peak = _measured_peak(lambda: compiled(*args), device_of(args), compiled)
     return replace(peak, workspace_bytes=_gemm_workspace_bytes(compiled.as_text()))
 
 
@@ -330,120 +295,3 @@ def flops(step: Callable[..., Any], *args: Any) -> float:
     return matmul_flops(step, *args)
 
 
-@dataclass(frozen=True)
-class CompiledCosts:
-    saved_bytes: int  # kept for the backward beyond the arguments (parameters, data, the cotangent)
-    matmul_flops: float  # forward and backward, recomputation included
-    method: str
-
-
-def compiled_costs(fn: Callable[..., Any], *args: Any, budget: float | None = None) -> CompiledCosts:
-    """What ``jax.jit`` of the gradient of the scalar loss ``fn(*args)`` is asked to keep and recompute: the
-    residuals of ``jax.vjp`` (``saved_bytes``) and the matmul flops of the differentiated jaxpr (``matmul_flops``),
-    the program jit hands to XLA. The counterpart of PyTorch's compiled_costs; `budget` must be None (JAX has no
-    activation memory budget)."""
-    if budget is not None:
-        raise ValueError("JAX has no activation memory budget (its counterpart is the choice of checkpoint policy)")
-    grads = jax.value_and_grad(fn, argnums=tuple(range(len(args))))
-    return CompiledCosts(saved_bytes(fn, *args).extra_bytes, matmul_flops(grads, *args),
-                         "jax.vjp residuals and matmuls of the differentiated jaxpr (before XLA)")
-
-
-def _warm_up_compiler(device: jax.Device) -> None:
-    """Pays the process's one-time compile set-up (backend, MLIR and LLVM initialisation) on an unrelated function,
-    as the PyTorch probe pays Inductor's."""
-    x = jax.device_put(np.ones(8, np.float32), device)
-    jax.jit(jax.value_and_grad(lambda t: (jnp.sin(t) * 2).sum())).lower(x).compile()
-
-
-_CACHE_FLAGS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
-                "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
-
-
-@contextlib.contextmanager
-def _persistent_cache(directory: str | None) -> Iterator[None]:
-    """The persistent compilation cache in `directory` (every entry written), or off if None; restored after."""
-    from jax._src import compilation_cache  # the cache is set up once per process: reset() re-reads the flags
-
-    saved = {flag: getattr(jax.config, flag) for flag in _CACHE_FLAGS}
-    wanted = (True, directory, 0.0, -1) if directory else (False, None, *list(saved.values())[2:])
-    try:
-        for flag, value in zip(_CACHE_FLAGS, wanted):
-            jax.config.update(flag, value)
-        compilation_cache.reset_cache()
-        yield
-    finally:
-        for flag, value in saved.items():
-            jax.config.update(flag, value)
-        compilation_cache.reset_cache()
-
-
-@contextlib.contextmanager
-def first_compiled_call(step: Callable[..., Any], *args: Any, cache: str = "cold") -> Iterator[Callable[[], Any]]:
-    """Everything a timed compile needs before the clock starts, then the call to time: yields `first_call`, the
-    first call of ``jax.jit(step)`` built here (trace, lower, compile and one execution, synchronised). A second
-    call would be a steady one and raises.
-
-    The process's one-time set-up is paid first on an unrelated function (``_warm_up_compiler``), as on the PyTorch
-    side, so neither framework's time carries it. `cache`: "cold" clears the in-memory caches and turns the
-    persistent cache off, so the process's configured cache (TVT_COMPILE_CACHE) is never read; "warm" compiles
-    `step` once into a persistent cache in a fresh temporary directory and clears the in-memory caches, so the timed
-    compile is the one the cache serves (PyTorch: Inductor's FX-graph and AOTAutograd caches, likewise). The
-    caller's cache settings are back on exit.
-    """
-    if cache not in ("cold", "warm"):
-        raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
-    jax.clear_caches()
-    with _persistent_cache(None):  # a cache configured by the caller must not serve the warm-up
-        _warm_up_compiler(_device(args))
-    with contextlib.ExitStack() as stack:
-        directory = stack.enter_context(tempfile.TemporaryDirectory()) if cache == "warm" else None
-        stack.enter_context(_persistent_cache(directory))
-        if directory is not None:
-            jax.jit(step).lower(*args).compile()
-        jax.clear_caches()
-        yield sampling.once(jax.jit(step), args, jax.block_until_ready)
-
-
-def _target(device: str) -> tuple[jax.Device, str]:
-    """The first JAX device of `device` ('cpu', 'cuda') and its key in the calibration sizes."""
-    target = jax.devices(device)[0]
-    return target, "cuda" if target.platform == "gpu" else "cpu"
-
-
-def matmul_rate(dtype: str, device: str = "cpu") -> float:
-    """Flop/s of a square matmul on `device`, measured now: the denominator of the roofline, and the calibration's.
-
-    The best of `sampling.CALIBRATION_REPEATS` timed products after a warm-up, under the current matmul precision
-    setting.
-    """
-    target, kind = _target(device)
-    n = sampling.MATMUL_N[kind]
-    a = jax.device_put(np.random.default_rng(0).standard_normal((n, n)).astype(np.float32), target).astype(dtype)
-    product = jax.jit(lambda x: x @ x)
-    return 2 * n**3 / min(sampling.repeat_seconds(lambda: jax.block_until_ready(product(a))))
-
-
-def copy_rate(device: str = "cpu") -> float:
-    """Bytes read + written per second copying one large float32 array on `device` (a jitted `jnp.copy` into a new
-    buffer), measured now: the best repeat after a warm-up."""
-    target, kind = _target(device)
-    src = jax.device_put(jnp.ones(sampling.COPY_BYTES[kind] // 4, dtype=jnp.float32), target)
-    copy = jax.jit(jnp.copy)
-    return 2 * src.nbytes / min(sampling.repeat_seconds(lambda: jax.block_until_ready(copy(src))))
-
-
-def dispatch_cost(device: str = "cpu") -> float:
-    """Seconds per op of op-by-op dispatch on `device` (no jit, as in an un-jitted gradient step): a loop of adds on
-    a 16-element float32 array, the median repeat after a warm-up (a typical cost, not a lucky one)."""
-    target, _ = _target(device)
-    x = jax.device_put(jnp.ones(16, dtype=jnp.float32), target)
-    ops = sampling.DISPATCH_OPS["jax"]
-
-    def adds() -> None:
-        y = x
-        for _ in range(ops):
-            y = y + 1
-        y.block_until_ready()
-
-    return statistics.median(sampling.repeat_seconds(adds)) / ops

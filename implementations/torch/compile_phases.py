@@ -25,7 +25,7 @@ import torch
 
 from implementations import frameworks
 from implementations.first_call import check_formulation, measured_once
-from implementations.torch import probe, steps
+from implementations.torch import compile_probe, steps
 from implementations.torch.common import cotangent, leaves, load, prepare, sync
 from implementations.workloads import Inputs, attention_of, spec, style_of
 
@@ -102,18 +102,18 @@ def _phases(timers: dict[str, list[float]]) -> dict[str, float]:
 def first_call(inputs: Inputs, formulation: str = "unrolled", device: str = "cpu",
                cache: str = "cold") -> Iterator[Callable[[], dict[str, float]]]:
     """Everything before the clock starts (Inductor's one-time start-up on another function, the caches as
-    `cache` asks: probe.first_compiled_call's rule), then `measure`: the first call of the step and a second one,
-    returning seconds per PHASES entry, "first_call" (the whole first call) and "unattributed" (what the phases
-    leave out of it). One compile per process: a second `measure` raises."""
+    `cache` asks: compile_probe.first_compiled_call's rule), then `measure`: the first call of the step and a
+    second one, returning seconds per PHASES entry, "first_call" (the whole first call) and "unattributed" (what
+    the phases leave out of it). One compile per process: a second `measure` raises."""
     from torch import _dynamo
     from torch._dynamo.utils import compilation_time_metrics
 
     if cache not in ("cold", "warm"):
         raise ValueError(f"unknown cache {cache!r}; valid choices: cold, warm")
     _dynamo.reset()
-    with probe._compile_caches("cold"):
-        probe._warm_up_compiler(torch.device(device))
-    with probe._compile_caches(cache):
+    with compile_probe.compile_caches("cold"):
+        compile_probe.warm_up_compiler(torch.device(device))
+    with compile_probe.compile_caches(cache):
         if cache == "warm":
             grad_step(inputs, formulation, device)()
             _dynamo.reset()

@@ -12,19 +12,19 @@ import pytest
 import torch
 
 from implementations import workloads
-from implementations.jax import probe as jax_probe
-from implementations.torch import probe as torch_probe
+from implementations.jax import compile_probe as jax_probe
+from implementations.torch import compile_probe as torch_probe
 from implementations.torch import steps as torch_steps
 
 
 def _logged(monkeypatch, probe, log: list[str]) -> None:
-    warm_up = probe._warm_up_compiler
+    warm_up = probe.warm_up_compiler
 
     def logged(device):
         log.append("warm-up")
         warm_up(device)
 
-    monkeypatch.setattr(probe, "_warm_up_compiler", logged)
+    monkeypatch.setattr(probe, "warm_up_compiler", logged)
 
 
 @pytest.mark.parametrize(("cache", "traces"), [("cold", 0), ("warm", 1)])
@@ -59,7 +59,7 @@ def test_jax_compile_cache_is_off_cold_and_serves_warm():
 
 
 def _check_jax_caches(events: list[str]) -> None:
-    before = {flag: getattr(jax.config, flag) for flag in jax_probe._CACHE_FLAGS}
+    before = {flag: getattr(jax.config, flag) for flag in jax_probe.CACHE_FLAGS}
     x = jnp.arange(8, dtype=jnp.float32)
     hits = "/jax/compilation_cache/cache_hits"
     with jax_probe.first_compiled_call(lambda a: jnp.cos(a) * 3, x, cache="cold") as first_call:
@@ -71,7 +71,7 @@ def _check_jax_caches(events: list[str]) -> None:
         first_call()
     assert events.count(hits) == 1
     # The caller's cache settings are back.
-    assert {flag: getattr(jax.config, flag) for flag in jax_probe._CACHE_FLAGS} == before
+    assert {flag: getattr(jax.config, flag) for flag in jax_probe.CACHE_FLAGS} == before
 
 
 @pytest.mark.parametrize("probe", [torch_probe, jax_probe])
@@ -110,3 +110,12 @@ def test_torch_first_compiled_call_warm_up_and_caches(monkeypatch):
                 first_call()
         hits = counters["inductor"]["fxgraph_cache_hit"] - before
         assert hits == 0 if cache == "cold" else hits > 0
+
+
+def test_jax_compiled_costs_differentiate_every_argument() -> None:
+    # x @ w: the forward product and one product per gradient (x and w), 2*4*8*16 flops each; x and w are the
+    # residuals, both arguments, so nothing extra is saved.
+    x, w = jnp.ones((4, 8), dtype=jnp.float32), jnp.ones((8, 16), dtype=jnp.float32)
+    costs = jax_probe.compiled_costs(lambda a, b: (a @ b).sum(), x, w)
+    assert costs.matmul_flops == 3 * 2 * 4 * 8 * 16 and costs.saved_bytes == 0
+    assert costs.method == "jax.vjp residuals and matmuls of the differentiated jaxpr (before XLA)"
