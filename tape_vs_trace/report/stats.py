@@ -17,6 +17,7 @@ import numpy as np
 from implementations import metrics
 from tape_vs_trace import rowkey
 from tape_vs_trace.intervals import median_interval, ratio_interval
+from tape_vs_trace.result_files import Split
 from tape_vs_trace.rowkey import RowKey
 
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
@@ -26,25 +27,6 @@ from tape_vs_trace.rowkey import RowKey
 # such floor, only a resolution below which a difference is a few scalars (metrics.Metric.resolution).
 WITHIN_PROCESS = 0.03
 BETWEEN_PROCESSES = 0.10
-
-
-@dataclass(frozen=True)
-class Split:
-    """How a benchmark's samples divide into processes: `rounds` processes of `repeat` samples each."""
-
-    rounds: int
-    repeat: object  # an int K (fixed samples per process), or asv's (min, max, time) / 0 (a variable count)
-
-    def chunks(self, samples: list[float]) -> tuple[list[list[float]] | None, str]:
-        """Per-process sample lists, or None and why they cannot be told apart."""
-        k = self.repeat
-        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
-            if len(samples) % k:
-                return None, f"{len(samples)} samples do not split into processes of {k}"
-            return [samples[i:i + k] for i in range(0, len(samples), k)], ""
-        if self.rounds <= 1:
-            return [samples], ""
-        return None, "repeat is not a fixed count, so samples cannot be assigned to processes"
 
 
 def summarise(value, q25, q75, samples, sampled: bool, split: Split) -> dict:
