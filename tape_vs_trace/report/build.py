@@ -21,7 +21,7 @@ from tape_vs_trace.report import (
     paired_results,
     readme,
 )
-from tape_vs_trace.report.load import ReportError, Warn, load_results
+from tape_vs_trace.report.load import ReportError, Results, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 
 OUTPUTS = ["summary.csv", "summary.md", headline.NAME, *figures.FIGURES]
@@ -70,11 +70,8 @@ def write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None 
         raise ReportError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
 
 
-def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, verbose: bool,
-                  step: Step) -> list[Path]:
-    check_out(results, out)
-    if readme_path is not None:
-        readme.split(readme_path)  # refuse before building anything
+def _load(results: Path, warn: Warn, verbose: bool, step: Step) -> Results:
+    """The asv results with the side measurements beside them, and a warning for what the report cannot show."""
     data = load_results(results, warn, verbose, step)
     step(f"reading the saved-bytes breakdowns, paired and distributed results beside them ({results / 'saved'}, "
          f"{results / 'paired'}, {results / 'distributed'})")
@@ -90,6 +87,37 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         warn(f"the results hold {have} only: no JAX/PyTorch ratio can be formed")
     if (data.table.status == "failed").any():
         warn(f"{int((data.table.status == 'failed').sum())} result(s) failed; the report marks them 'failed'")
+    return data
+
+
+def _draw(data: Results, staging: Path, step: Step) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Every machine group's figures into `staging` (a subfolder per group where there are several): the names
+    drawn per group, and each group's compile-growth section."""
+    groups = latest(data.table)
+    drawn: dict[str, list[str]] = {}
+    compiled: dict[str, list[str]] = {}
+    for i, (group, rows) in enumerate(groups.items(), 1):
+        sub = "" if len(groups) == 1 else f"{group}/"
+        machine = rows.machine.iloc[0]
+        step(f"drawing the figures of {group} ({i} of {len(groups)}): one per pillar")
+        names = figures.draw(base_numerics(rows), data.machines.get(machine, {}), staging / sub)
+        step(f"drawing the figures of {group} ({i} of {len(groups)}): saved bytes by op, remat curves")
+        names += breakdown.draw(data.saved.get(machine), staging / sub)
+        names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
+        names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
+                                         staging / sub)
+        names += _compile_growth().draw(rows, staging / sub)
+        compiled[group] = _compile_growth().section(rows)
+        drawn[group] = [sub + n for n in names]
+    return drawn, compiled
+
+
+def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, verbose: bool,
+                  step: Step) -> list[Path]:
+    check_out(results, out)
+    if readme_path is not None:
+        readme.split(readme_path)  # refuse before building anything
+    data = _load(results, warn, verbose, step)
     out = out.resolve()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -101,22 +129,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         extra = [paired_results.tidy(t) for t in data.paired.values()]
         step("writing summary.csv")
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
-        groups = latest(data.table)
-        drawn: dict[str, list[str]] = {}
-        compiled: dict[str, list[str]] = {}
-        for i, (group, rows) in enumerate(groups.items(), 1):
-            sub = "" if len(groups) == 1 else f"{group}/"
-            machine = rows.machine.iloc[0]
-            step(f"drawing the figures of {group} ({i} of {len(groups)}): one per pillar")
-            names = figures.draw(base_numerics(rows), data.machines.get(machine, {}), staging / sub)
-            step(f"drawing the figures of {group} ({i} of {len(groups)}): saved bytes by op, remat curves")
-            names += breakdown.draw(data.saved.get(machine), staging / sub)
-            names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
-            names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
-                                             staging / sub)
-            names += _compile_growth().draw(rows, staging / sub)
-            compiled[group] = _compile_growth().section(rows)
-            drawn[group] = [sub + n for n in names]
+        drawn, compiled = _draw(data, staging, step)
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, compiled),
