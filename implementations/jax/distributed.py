@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -182,18 +183,67 @@ def _bytes(shape: str) -> int:
                for dtype, dims in _ARRAY.findall(shape))
 
 
-def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
-    """The worker's step (run in its own process: on a CPU its XLA_FLAGS set the device count)."""
-    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
-    jax_side.configure("highest", None, float64=inputs.dtype == "float64")
+def _rank_setup(request: dict[str, Any]) -> tuple[list, Mesh]:
+    """The ranks' devices, configured to compile cold, and their one-axis mesh."""
+    ranks, on_gpus = request["ranks"], request["device"] == "cuda"
+    jax_side.configure("highest", None, float64=request["inputs"].dtype == "float64")
     jax.config.update("jax_enable_compilation_cache", False)  # every launch compiles cold, whatever the environment
-    on_gpus = request["device"] == "cuda"
     devices = jax.devices("gpu" if on_gpus else "cpu")
     if len(devices) < ranks:
         raise RuntimeError(f"XLA GPU has {len(devices)} devices, not the {ranks} that the ranks need" if on_gpus else
                            f"XLA:CPU has {len(devices)} devices, not the {ranks} that {_DEVICE_COUNT_FLAG} asked for")
+    mesh = Mesh(np.array(devices[:ranks]), (rank_processes.MESH_AXIS,), axis_types=(AxisType.Auto,))
+    return devices, mesh
+
+
+def _rank_peak(request: dict[str, Any], compiled: list, call: Callable[[], Any],
+               devices: list) -> tuple[int | None, str]:
+    """The step's peak bytes and how they were measured: XLA's buffer plan on a CPU, the allocators' peaks on GPUs
+    (the buffer plan where they show none), or why there is none."""
+    unmeasured = peak_unmeasured(request["device"], request["mode"], rank_processes.measures(request))
+    if unmeasured is not None:
+        return None, f"not measured: {unmeasured}"
+    if request["device"] != "cuda":
+        found = probe._analysed_peak(compiled[0], "cpu", PER_DEVICE)
+        return found.bytes, found.method
+    peaks = probe._allocator_peaks(call, devices)
+    why = "the allocator shows no statistics" if peaks is None else HIDDEN
+    if peaks is not None and None not in peaks:
+        return max(peaks), GPU_PEAK
+    if compiled:
+        found = probe._analysed_peak(compiled[0], "gpu", f"{PER_DEVICE}; {why}")
+        return found.bytes, found.method
+    return None, f"not measured: {why}"
+
+
+def _rank_record(request: dict[str, Any], collectives: Any, parameter_sharding: dict, first_s: float,
+                 samples: list[float], peak: int | None, peak_method: str) -> dict:
+    """The launch's record: the form's settings, the collectives of its program, the timing and the peak."""
+    form, ranks = request["form"], request["ranks"]
+    how = f"{BACKENDS[request['device']]} ({ranks} devices of one process)"
+    return rank_processes.base_record("jax", request, how) | {
+        "bucket_cap_mb": None, "ddp_bucket_bytes": None,
+        "gradient_reduction": "mean over devices (lax.pmean)" if form == "shard_map"
+        else "sum of each device's partial gradient (one global program)",
+        "local_loss_scale": ranks if form == "shard_map" else 1,
+        "parameter_sharding": parameter_sharding,
+        "collectives": collectives,
+        "collectives_method": "collectives of the compiled HLO, operand bytes on one device, loops times their trip "
+                              "counts" if request["mode"] == "compiled" else "none: op by op there is no one program",
+        "compiled_regions": None,
+        "threads_per_rank": None,
+        "first_call_s": first_s, "step_times_s": samples,
+        "timing": "wall time of each call of the one process that runs every device, to block_until_ready",
+        "peak_bytes": peak, "peak_method": peak_method,
+        "compile_cache": COLD,
+    }
+
+
+def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
+    """The worker's step (run in its own process: on a CPU its XLA_FLAGS set the device count)."""
+    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
+    devices, mesh = _rank_setup(request)
     axis = rank_processes.MESH_AXIS
-    mesh = Mesh(np.array(devices[:ranks]), (axis,), axis_types=(AxisType.Auto,))
     module = load(inputs.workload)
     formulation = formulation_of(inputs.workload, request["formulation"])
     params, data = prepare(inputs, "cpu", formulation)
@@ -242,39 +292,8 @@ def _rank_step(request: dict[str, Any], index: int) -> DistributedResult:
     (value, grads), first_s, samples = rank_processes.timed_steps(first, call, request["warmup"], request["repeat"],
                                                                   lambda: None, jax.block_until_ready)
     collectives = collectives_of_hlo(compiled[0].as_text()) if compiled else None
-    unmeasured = peak_unmeasured(request["device"], mode, rank_processes.measures(request))
-    peak, peak_method = None, f"not measured: {unmeasured}"
-    if unmeasured is None and not on_gpus:
-        found = probe._analysed_peak(compiled[0], "cpu", PER_DEVICE)
-        peak, peak_method = found.bytes, found.method
-    elif unmeasured is None:
-        peaks = probe._allocator_peaks(call, devices[:ranks])
-        why = "the allocator shows no statistics" if peaks is None else HIDDEN
-        if peaks is not None and None not in peaks:
-            peak, peak_method = max(peaks), GPU_PEAK
-        elif compiled:
-            found = probe._analysed_peak(compiled[0], "gpu", f"{PER_DEVICE}; {why}")
-            peak, peak_method = found.bytes, found.method
-        else:
-            peak_method = f"not measured: {why}"
+    peak, peak_method = _rank_peak(request, compiled, call, devices[:ranks])
     grads = {name: np.stack(g) if isinstance(g, list) else g for name, g in to_numpy(grads).items()}
-    record = rank_processes.base_record("jax", request,
-                                        f"{BACKENDS[request['device']]} ({ranks} devices of one process)")
-    record.update({
-        "bucket_cap_mb": None,
-        "ddp_bucket_bytes": None,
-        "gradient_reduction": "mean over devices (lax.pmean)" if form == "shard_map"
-        else "sum of each device's partial gradient (one global program)",
-        "local_loss_scale": ranks if form == "shard_map" else 1,
-        "parameter_sharding": {name: sharded_axis(name) for name in inputs.params},
-        "collectives": collectives,
-        "collectives_method": "collectives of the compiled HLO, operand bytes on one device, loops times their trip "
-                              "counts" if mode == "compiled" else "none: op by op there is no one program",
-        "compiled_regions": None,
-        "threads_per_rank": None,
-        "first_call_s": first_s, "step_times_s": samples,
-        "timing": "wall time of each call of the one process that runs every device, to block_until_ready",
-        "peak_bytes": peak, "peak_method": peak_method,
-        "compile_cache": COLD,
-    })
+    parameter_sharding = {name: sharded_axis(name) for name in inputs.params}
+    record = _rank_record(request, collectives, parameter_sharding, first_s, samples, peak, peak_method)
     return DistributedResult(np.asarray(to_numpy(value)), grads, record)

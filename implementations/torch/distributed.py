@@ -195,12 +195,11 @@ def _full(grad: torch.Tensor) -> torch.Tensor:
     return grad.full_tensor() if hasattr(grad, "full_tensor") else grad
 
 
-def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
-    """One rank's part of distributed_step (run in its worker process); rank 0 returns the result."""
+def _rank_setup(request: dict[str, Any], rank: int) -> tuple[torch.device, int, tempfile.TemporaryDirectory]:
+    """The rank's device, threads and cold compile cache, configured, and its process group joined."""
     import implementations.torch as torch_side
 
-    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
-    backend = BACKENDS[request["device"]]
+    ranks = request["ranks"]
     device = torch.device("cpu") if request["device"] == "cpu" else torch.device("cuda", rank)
     if device.type == "cuda":
         if torch.cuda.device_count() < ranks:
@@ -211,9 +210,47 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
     # rank's own, where the default folder would serve every launch after the first.
     cache = tempfile.TemporaryDirectory(prefix="tvt-inductor-")
     torch_side.configure("highest", threads, compile_cache=cache.name)
-    dist.init_process_group(backend, rank=rank, world_size=ranks,
+    dist.init_process_group(BACKENDS[request["device"]], rank=rank, world_size=ranks,
                             timeout=datetime.timedelta(seconds=request["timeout_s"]),
                             **({} if device.type == "cpu" else {"device_id": device}))
+    return device, threads, cache
+
+
+def _rank_record(request: dict[str, Any], device: torch.device, threads: int, parallel: Any, events: list,
+                 element_size: int, measured: bool, seconds: torch.Tensor, peaks: list, peak_method: str) -> dict:
+    """Rank 0's record of the launch: the form's settings, the collectives seen, the timing and the peak."""
+    inputs, form, ranks, backend = request["inputs"], request["form"], request["ranks"], BACKENDS[request["device"]]
+    buckets = None
+    if form == "ddp":  # the reducer's bucket sizes in bytes, as DDP logs them
+        buckets = [int(b) for b in str(parallel._get_ddp_logging_data()["bucket_sizes"]).split(",") if b]
+    stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
+    how = "loopback, one process per rank" if device.type == "cpu" else "one process per rank, rank r on cuda:r"
+    record = rank_processes.base_record("torch", request, f"{backend} ({how})")
+    record.update({
+        "bucket_cap_mb": request["bucket_cap_mb"] if form == "ddp" else None,
+        "ddp_bucket_bytes": buckets,
+        "gradient_reduction": "mean over ranks", "local_loss_scale": ranks,
+        "parameter_sharding": {name: rank_processes.fsdp_axis(name, stacked) if form == "fsdp" else None
+                               for name in inputs.params},
+        "collectives": _collectives(events, element_size, backend),
+        "collectives_method": f"c10d collectives in rank 0's profile of {PROFILED[measured]}, bytes of the "
+                              f"tensors given to {backend}" + _REDUCE_SCATTER.get(backend, ""),
+        # evidence that 'compiled' ran torch.compile's graphs: calls of compiled regions during the step
+        "compiled_regions": sum(e.name.startswith("Torch-Compiled Region") for e in events),
+        "threads_per_rank": threads,
+        "first_call_s": float(seconds[0]), "step_times_s": [float(t) for t in seconds[1:]],
+        "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it"
+                  + ("" if device.type == "cpu" else ", each ending in torch.cuda.synchronize"),
+        "peak_bytes": None if peaks[0] is None else max(peaks), "peak_method": peak_method,
+        "compile_cache": COLD,
+    })
+    return record
+
+
+def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
+    """One rank's part of distributed_step (run in its worker process); rank 0 returns the result."""
+    inputs, form, mode, ranks = request["inputs"], request["form"], request["mode"], request["ranks"]
+    device, threads, cache = _rank_setup(request, rank)
     try:
         formulation = formulation_of(inputs.workload, request["formulation"])
         params, data = prepare(inputs, device.type, formulation)
@@ -254,30 +291,8 @@ def _rank_step(request: dict[str, Any], rank: int) -> DistributedResult | None:
         peaks: list = [None] * ranks
         dist.all_gather_object(peaks, peak)
         grads = to_numpy(model.params([_full(w.grad) for w in model.weights]))
-        buckets = None
-        if form == "ddp":  # the reducer's bucket sizes in bytes, as DDP logs them
-            buckets = [int(b) for b in str(parallel._get_ddp_logging_data()["bucket_sizes"]).split(",") if b]
-        stacked = getattr(load(inputs.workload), "LAYER_STACKED", ())
-        how = "loopback, one process per rank" if device.type == "cpu" else "one process per rank, rank r on cuda:r"
-        record = rank_processes.base_record("torch", request, f"{backend} ({how})")
-        record.update({
-            "bucket_cap_mb": request["bucket_cap_mb"] if form == "ddp" else None,
-            "ddp_bucket_bytes": buckets,
-            "gradient_reduction": "mean over ranks", "local_loss_scale": ranks,
-            "parameter_sharding": {name: rank_processes.fsdp_axis(name, stacked) if form == "fsdp" else None
-                                   for name in inputs.params},
-            "collectives": _collectives(events, x.element_size(), backend),
-            "collectives_method": f"c10d collectives in rank 0's profile of {PROFILED[measured]}, bytes of the "
-                                  f"tensors given to {backend}" + _REDUCE_SCATTER.get(backend, ""),
-            # evidence that 'compiled' ran torch.compile's graphs: calls of compiled regions during the step
-            "compiled_regions": sum(e.name.startswith("Torch-Compiled Region") for e in events),
-            "threads_per_rank": threads,
-            "first_call_s": float(seconds[0]), "step_times_s": [float(t) for t in seconds[1:]],
-            "timing": "the slowest rank's wall time of each call, the ranks aligned by a barrier before it"
-                      + ("" if device.type == "cpu" else ", each ending in torch.cuda.synchronize"),
-            "peak_bytes": None if peak is None else max(peaks), "peak_method": peak_method,
-            "compile_cache": COLD,
-        })
+        record = _rank_record(request, device, threads, parallel, events, x.element_size(), measured, seconds, peaks,
+                              peak_method)
         return DistributedResult(np.asarray(to_numpy(loss)), grads, record) if rank == 0 else None
     finally:
         dist.destroy_process_group()
