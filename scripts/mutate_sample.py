@@ -47,7 +47,7 @@ OUTSIDE_TESTS = (
     "tests/test_remat.py::test_torch_compiled_transformer_is_one_graph",
     "tests/test_remat.py::test_two_budgets_compile_two_graphs",
     "tests/test_remat.py::test_every_budget_of_the_curve_runs_its_own_graph",
-    "tests/test_probe_compile.py",
+    "tests/test_compile_probe.py",
     "tests/test_gpu_paths.py::test_torch_cuda_peak_counts_the_cublas_workspace_inside",
     "tests/test_benchmarks.py::test_cached_counts_equal_the_direct_probe_values",
 )

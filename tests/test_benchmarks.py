@@ -139,7 +139,7 @@ def _tiny_combination(cls):
             args["size"] = "tiny"
         if args["framework"] == "torch" and args.get("mode") == "compiled" and args.get("workload") != "mlp":
             continue
-        if args["framework"] == "torch" and "cache" in args:  # torch's compile: tests/test_probe_compile.py (slow)
+        if args["framework"] == "torch" and "cache" in args:  # torch's compile: tests/test_compile_probe.py (slow)
             continue
         if not _expected_skip(cls, args):
             return args

@@ -18,6 +18,11 @@ ONE_SIDED = {
     "common": {"leaves", "unflatten"},
     # The collectives of a compiled XLA program's text; PyTorch's are counted from the step's profile as they run.
     "distributed": {"collectives_of_hlo"},
+    # PyTorch's tensors are walked out of nested arguments and a CUDA stream needs its own synchronize (the compile
+    # and calibration probes share these); a JAX array blocks with block_until_ready.
+    "probe": {"tensors", "sync"},
+    # Inductor's caches are switched cold or warm in a fresh folder; JAX's persistent cache is pointed at a folder.
+    "compile_probe": {"compile_caches", "persistent_cache"},
 }
 # Defaults that differ on purpose, (module, function, parameter): the reason.
 DIFFERENT_DEFAULTS = {
