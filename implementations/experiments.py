@@ -3,7 +3,7 @@ this device (`asv_combination`); tape-vs-trace run measures them. Beside the spe
 derives from: the asv suite (the remat curve's `point` axis) and the tooling both read it, and the suite imports no
 tooling.
 
-Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workloads.py):
+Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workload_table.py):
 'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
 'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (two variants of one framework, paired
 call by call).

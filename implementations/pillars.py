@@ -4,7 +4,7 @@ chunks and the report (figure list, figure per pillar, variant names, findings) 
 
 To add a pillar: write ``benchmarks/<name>.py`` (one ``_<Family>`` base class per family, made per workload by
 ``benchmarks.common.by_workload``), the steps it calls on both sides, and one entry below; the workloads that run
-it say so in their spec's ``grid`` (implementations/workloads.py). CONTRIBUTING.md has the steps.
+it say so in their spec's ``grid`` (implementations/workload_table.py). CONTRIBUTING.md has the steps.
 """
 
 from __future__ import annotations

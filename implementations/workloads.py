@@ -1,8 +1,8 @@
 """Framework-neutral workload specs: the single source of truth for sizes, dtypes and inputs.
 
-Both frameworks receive the same numpy arrays from :func:`make_inputs`, converted once. The generators below
-must not change for an existing (workload, size): append new sizes instead, or published numbers stop being
-comparable across commits.
+Both frameworks receive the same numpy arrays from :func:`make_inputs`, converted once. The generators
+(implementations/input_generators.py, named by the specs in workload_table.py) must not change for an existing
+(workload, size): append new sizes instead, or published numbers stop being comparable across commits.
 
 Every workload has a forward ``forward(params, data, static, variant, formulation)`` in
 ``implementations/torch/<name>.py`` and ``implementations/jax/<name>.py``. ``params`` are the trainable arrays,

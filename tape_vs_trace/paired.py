@@ -128,10 +128,10 @@ def processes(chosen: list[Experiment], file: result_files.ResultFile, benchmark
                 outcome = "not in the run's grid" if found is None else found.outcome
                 raise PairedError(f"{e.name}: point {point.label!r} has no samples in the results ({outcome}: "
                                   f"{name} {params})")
-            repeat, (chunks, _) = meta.get("repeat"), found.processes()
+            repeat, (chunks, why) = meta.get("repeat"), found.processes()
             if not isinstance(repeat, int) or repeat < 1 or chunks is None:
-                raise PairedError(f"{e.name}: {len(found.samples)} samples of {name} do not split into processes "
-                                  f"of {repeat}")
+                raise PairedError(f"{e.name}: the samples of {name} do not split into processes: "
+                                  f"{why or f'repeat is {repeat}'}")
             per_point.append(chunks)
         counts = {len(p) for p in per_point}
         if len(counts) != 1:

@@ -312,6 +312,15 @@ def test_a_point_without_samples_is_one_line_naming_it() -> None:
     assert "\n" not in str(error.value)
 
 
+def test_samples_that_do_not_split_into_processes_say_why_in_one_line() -> None:
+    e = _remat("cpu", "torch", "eager", "unrolled")
+    data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3, [1.0] * 2])  # 5 samples, 3 a process
+    with pytest.raises(PairedError) as error:
+        paired.processes([e], data, benchmarks, "cpu")
+    assert str(error.value).endswith("do not split into processes: 5 samples do not split into processes of 3")
+    assert "\n" not in str(error.value)
+
+
 def test_every_point_of_every_experiment_is_a_combination_of_the_suite() -> None:
     from benchmarks import common
 
