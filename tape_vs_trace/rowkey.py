@@ -11,6 +11,7 @@ benchmarks whose metadata differ, the rule says which property differs, in the w
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
@@ -23,7 +24,11 @@ PLACE = ("machine", "commit")  # where a row ran: two rows are divided only with
 _ABSENT = object()  # an axis one key has and the other has not differs, whatever its value
 
 
-def _text(value: object) -> str | None:
+def _text(value: object) -> object:
+    """A named field's value as text; None for a parameter the benchmark lacks. An empty cell of a side CSV (NaN)
+    becomes a marker equal to no other, so two rows that both lack a value are not taken as alike in it."""
+    if isinstance(value, float) and math.isnan(value):
+        return object()
     return None if value is None else str(value)
 
 

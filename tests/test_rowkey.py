@@ -111,6 +111,16 @@ def test_the_key_of_a_side_measurement_names_its_columns() -> None:
         "framework", "ranks"}
 
 
+def test_two_side_rows_that_both_lack_a_named_value_are_not_alike_in_it() -> None:
+    # an older CSV without a dtype column, read beside a newer one: its empty cells are NaN, which match nothing
+    columns = ("framework", "workload", "size", "dtype", "form", "ranks", "device")
+    t = {"framework": "torch", "workload": "mlp", "size": "64x256x1024", "dtype": float("nan"), "form": "ddp",
+         "ranks": 2, "device": "cpu"}
+    j = t | {"framework": "jax", "dtype": float("nan")}
+    assert RowKey.of_columns(t, columns, "distributed").differing(RowKey.of_columns(j, columns, "distributed")) == {
+        "framework", "dtype"}
+
+
 def test_run_properties_name_what_two_machines_runs_must_share() -> None:
     t, j = row("torch", basis="processes"), row("jax", basis="processes", memory_method="")
     assert rowkey.run_properties((t, j)) == {"benchmark version": "5", "measurement method": "processes"}
