@@ -5,22 +5,27 @@ from __future__ import annotations
 import pandas as pd
 
 from implementations import metrics
+from tape_vs_trace.rowkey import RowKey
+
+# The columns of the report's table that name a case of a pillar's metric, the framework apart (report.rows)
+CASE = ("workload", "size", "program", "variant")
 
 
 class Cells:
-    """Lookup of one machine's latest results by (pillar, metric, workload, size, program, variant, framework); a
-    table without a program column (rows from before the style axis) has the program "" throughout."""
+    """Lookup of one machine's latest results by case: a RowKey of the pillar, metric, framework, workload, size and
+    the table's program and variant columns; a table without a program column (rows from before the style axis) has
+    the program "" throughout."""
 
     def __init__(self, table: pd.DataFrame):
         if "program" not in table.columns:
             table = table.assign(program="")
         self.table = table
-        self.rows = {(r.pillar, r.metric, r.workload, r.size, r.program, r.variant, r.framework): r._asdict()
-                     for r in table.itertuples(index=False)}
+        self.rows = {_case(r): r for r in table.to_dict("records")}
 
     def get(self, pillar: str, metric: str, workload: str, size: str, program: str, variant: str,
             framework: str) -> dict | None:
-        return self.rows.get((pillar, metric, workload, size, program, variant, framework))
+        return self.rows.get(_case({"pillar": pillar, "metric": metric, "workload": workload, "size": size,
+                                    "program": program, "variant": variant, "framework": framework}))
 
     def cases(self, pillar: str, metric: str) -> list[tuple[str, str, str]]:
         """(workload, size, program) of a pillar's metric, in table order."""
@@ -30,6 +35,11 @@ class Cells:
     def programs(self, pillar: str, metric: str, workload: str, size: str) -> list[str]:
         """The programs of one (workload, size) of a pillar's metric, in table order."""
         return [p for w, s, p in self.cases(pillar, metric) if (w, s) == (workload, size)]
+
+
+def _case(row: dict) -> RowKey:
+    """The key a cell is looked up by: the pillar stands for the benchmark, as a case names no family."""
+    return RowKey.of_columns(row, CASE, row["pillar"], row["metric"])
 
 
 def latest(table: pd.DataFrame) -> dict[str, pd.DataFrame]:

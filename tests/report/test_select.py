@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tape_vs_trace.report import select
+from tape_vs_trace.rowkey import RowKey
 
 
 def frame(*rows: dict) -> pd.DataFrame:
@@ -40,6 +41,15 @@ def test_cells_keep_the_programs_of_one_case_apart() -> None:
     assert cells.cases("recording", "time_step") == [("mlp", "l", "default"), ("mlp", "l", "matched")]
     assert cells.get("recording", "time_step", "mlp", "l", "matched", "eager", "torch")["value"] == 2.0
     assert cells.programs("recording", "time_step", "mlp", "l") == ["default", "matched"]
+
+
+def test_cells_are_keyed_by_the_rows_key() -> None:
+    cells = select.Cells(frame({"variant": "eager"}, {"variant": "compiled", "value": 2.0}))
+    key = next(k for k, r in cells.rows.items() if r["value"] == 2.0)
+    assert isinstance(key, RowKey) and (key.pillar, key.metric, key.framework) == ("recording", "time_step", "torch")
+    assert (key.workload, key.size, key.axis("variant"), key.axis("program")) == ("mlp", "s", "compiled", "")
+    # the variant tells two rows of one case apart, as each is a cell of its own
+    assert cells.get("recording", "time_step", "mlp", "s", "", "compiled", "torch")["value"] == 2.0
 
 
 def test_latest_takes_each_machines_newest_commit_by_date() -> None:
