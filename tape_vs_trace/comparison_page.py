@@ -21,6 +21,7 @@ from tape_vs_trace import comparison_figure, host_split
 from tape_vs_trace.report import fmt, headline, stats
 from tape_vs_trace.report.load import ReportError, load_results
 from tape_vs_trace.report.select import display, latest, ordered
+from tape_vs_trace.rowkey import RowKey
 
 PAGE = "comparison.html"
 DATA_ID = "comparison-points"  # the page's JSON block of every point drawn
@@ -61,10 +62,9 @@ def points(table) -> list[Point]:
     comparison (formed or refused)."""
     out = []
     for machine, rows in latest(table).items():
-        pairs: dict[tuple, dict[str, dict]] = {}
+        pairs: dict[RowKey, dict[str, dict]] = {}
         for r in ordered(rows).to_dict("records"):
-            unframed = {k: v for k, v in json.loads(r["params"]).items() if k != "framework"}
-            pairs.setdefault((r["benchmark"], json.dumps(unframed, sort_keys=True)), {})[r["framework"]] = r
+            pairs.setdefault(RowKey.of(r).without("framework"), {})[r["framework"]] = r
         for by_fw in pairs.values():
             if set(by_fw) != {"torch", "jax"}:
                 continue  # one framework alone: the report's tables say why; no ratio to draw
