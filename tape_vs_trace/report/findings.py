@@ -24,6 +24,7 @@ from implementations.pillars import Across, Change, ProgramChange, Rule, Side
 from tape_vs_trace.report import breakdown, fmt, paired_section, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
+from tape_vs_trace.rowkey import RowKey, params_of
 from tape_vs_trace.schema import SAVED_VARIANTS
 
 
@@ -125,20 +126,19 @@ class Paired:
                                               table[table.group == "paired"].to_dict("records")}
         self.commit = "" if table is None or table.empty else table.commit.iloc[0]
         # an asv combination can be a point of several experiments (the baseline of one, the variant of another)
-        self.points: dict[tuple[str, str], list[tuple[str, str, bool]]] = {}
+        self.points: dict[RowKey, list[tuple[str, str, bool]]] = {}
         for e in experiments.experiments(device) if self.rows else []:
             if e.group != "paired":
                 continue
             for p in e.points:
                 benchmark, params = experiments.asv_combination(e, p, device)
-                self.points.setdefault((benchmark, _key(params)), []).append((e.name, p.label, p == e.baseline))
+                self.points.setdefault(_key(benchmark, params), []).append((e.name, p.label, p == e.baseline))
 
     def experiment(self, a: dict, b: dict) -> tuple[str, str] | None:
         """(experiment, point) of the run's paired results with a as its baseline and b as its other point."""
         if a.get("commit") != self.commit:
             return None
-        of_a = self.points.get((a["benchmark"], _key(json.loads(a["params"]))), [])
-        of_b = self.points.get((b["benchmark"], _key(json.loads(b["params"]))), [])
+        of_a, of_b = (self.points.get(_key(r["benchmark"], params_of(r)), []) for r in (a, b))
         bases = {name for name, _, base in of_a if base}
         return next(((name, label) for name, label, base in of_b if not base and name in bases
                      and (name, label) in self.rows), None)
@@ -158,8 +158,10 @@ class Paired:
         return {"value": base["time_s"], "unit": "seconds"}, {"value": self.rows[found]["time_s"], "unit": "seconds"}
 
 
-def _key(params: dict) -> str:
-    return json.dumps({k: str(v) for k, v in params.items()}, sort_keys=True)
+def _key(benchmark: str, params: dict) -> RowKey:
+    """The key of an asv combination, each value as text: the experiment and the result file may type one apart."""
+    text = {k: str(v) for k, v in params.items()}
+    return RowKey.of({"benchmark": benchmark, "framework": text.get("framework", ""), "params": text})
 
 
 def _width(c: stats.Comparison) -> float:

@@ -10,6 +10,7 @@ import pytest
 from implementations import pillars
 from tape_vs_trace.report import findings, stats
 from tape_vs_trace.report.stats import Comparison
+from tape_vs_trace.rowkey import RowKey
 from tests.report.helpers import MIB, write_results
 
 
@@ -120,6 +121,13 @@ def test_the_paired_lookup_divides_only_an_experiments_own_baseline_and_point() 
     assert paired.ratio(custom_row("custom"), custom_row("plain")) is None  # the baseline is the divisor
     assert paired.ratio(custom_row("plain", "c2"), custom_row("custom", "c2")) is None  # another run's samples
     assert findings.Paired(None, "cpu").ratio(custom_row("plain"), custom_row("custom")) is None
+
+
+def test_an_asv_combination_is_matched_by_its_row_key_whatever_the_order_or_type_of_its_values() -> None:
+    key = findings._key(CUSTOM, {"framework": "torch", "workload": "swiglu", "budget": 2})
+    assert isinstance(key, RowKey) and (key.framework, key.workload, key.axis("budget")) == ("torch", "swiglu", "2")
+    assert key == findings._key(CUSTOM, {"budget": "2", "workload": "swiglu", "framework": "torch"})
+    assert key != findings._key(CUSTOM, {"framework": "jax", "workload": "swiglu", "budget": 2})
 
 
 def test_one_question_gets_one_verdict_from_the_narrower_interval_with_that_estimators_own_times() -> None:
