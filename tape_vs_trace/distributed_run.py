@@ -33,6 +33,7 @@ from implementations import rank_processes, workloads
 from tape_vs_trace.distributed_plan import DTYPE, PROCESSES, REPEAT, VARIANT, WARMUP, Case, DistributedError, plan
 from tape_vs_trace.distributed_plan import cases as cases  # the grid's rows, read through this module by its tests
 from tape_vs_trace.schema import DISTRIBUTED_FIELDS as FIELDS
+from tape_vs_trace.rowkey import RowKey
 from tape_vs_trace.schema import DISTRIBUTED_KEY as KEY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,14 +143,21 @@ def read(path: Path) -> list[dict]:
 def merge(old: list[dict], new: list[dict], log: Callable[[str], None]) -> list[dict]:
     """`old` with each row of `new` in place of the old row of its combination (KEY), or appended; a failed row
     never replaces an ok one, which is kept (and said)."""
-    rows = {tuple(str(r[k]) for k in KEY): r for r in old}
+    rows = {combination(r): r for r in old}
     for r in new:
-        key = tuple(str(r[k]) for k in KEY)
+        key = combination(r)
         if key in rows and rows[key]["status"] == "ok" and r["status"] != "ok":
-            log(f"kept the earlier measurement of {' '.join(key)}: this run's failed ({r['reason']})")
+            log(f"kept the earlier measurement of {' '.join(str(r[k]) for k in KEY)}: this run's failed "
+                f"({r['reason']})")
             continue
         rows[key] = r
     return list(rows.values())
+
+
+def combination(row: dict) -> RowKey:
+    """A row's key over the schema's columns (KEY), each value as text: a row read back from the CSV holds "2" where
+    this run's holds 2."""
+    return RowKey.of_columns({k: str(row[k]) for k in KEY}, KEY, "distributed")
 
 
 def write(rows: list[dict], path: Path) -> Path:

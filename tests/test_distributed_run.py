@@ -111,6 +111,13 @@ def test_merge_replaces_a_combination_appends_a_new_one_and_keeps_ok_over_failed
                                                  "compiled 1: this run's failed (launch 1 of 3: RankTimeout")
 
 
+def test_merge_knows_a_combination_read_back_from_the_csv_by_its_row_key(tmp_path: Path) -> None:
+    old = distributed_run.read(distributed_run.write([_row(2)], tmp_path / "m-01234567.csv"))  # ranks "2"
+    assert [(r["ranks"], r["time_s"]) for r in distributed_run.merge(old, [_row(2, time_s=2.0)], [].append)] == [
+        (2, 2.0)]
+    assert distributed_run.combination(_row(2)) == distributed_run.combination(old[0])
+
+
 def test_the_csv_is_replaced_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = distributed_run.write([_row(1)], tmp_path / "m-01234567.csv")
     before = path.read_bytes()
