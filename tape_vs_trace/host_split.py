@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tape_vs_trace import host_check
+from tape_vs_trace import host_check, result_files
 
 SUFFIX = "@host"
 SKIP = ("machine.json", "benchmarks.json")
@@ -58,16 +58,15 @@ class Machine:
 
 
 def _runs(folder: Path) -> list[Run]:
-    """The folder's readable result files, newest first (by commit date, then name)."""
+    """The folder's readable result files (result_files), newest first (by commit date, then name)."""
     runs = []
-    for path in sorted(folder.glob("*.json")):
+    for path in result_files.result_files(folder):
         if path.name in SKIP:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            runs.append(Run(path, str(data["commit_hash"]), float(data.get("date") or 0),
-                            data.get("tape_vs_trace") if isinstance(data.get("tape_vs_trace"), dict) else {}))
-        except (OSError, ValueError, KeyError, TypeError):
+            file = result_files.read(path)
+            runs.append(Run(path, file.commit, float(file.date or 0), file.details or {}))
+        except (result_files.ResultFileError, ValueError, TypeError):
             continue  # asv publish warns about the file itself
     return sorted(runs, key=lambda r: (r.date, r.path.name), reverse=True)
 
@@ -124,9 +123,7 @@ def stage(found: list[Machine], results: Path, view: Path) -> set[Path]:
             info = json.loads((m.folder / "machine.json").read_text())
             (folder / "machine.json").write_text(json.dumps({**info, "machine": host.name}, indent=4))
             for run in host.runs:
-                data = json.loads(run.path.read_text(encoding="utf-8"))
-                data["params"] = {**data.get("params", {}), "machine": host.name}
-                (folder / run.path.name).write_text(json.dumps(data))
+                result_files.write(run.path, folder / run.path.name, machine=host.name)
                 moved.add(run.path)
     return moved
 

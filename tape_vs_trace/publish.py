@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace import comparison_page, distributed_page, history, host_split
+from tape_vs_trace import comparison_page, distributed_page, history, host_split, result_files
 from tape_vs_trace.progress import Step, quiet
 
 ASSETS = Path(__file__).with_name("dashboard_assets")
@@ -137,7 +137,6 @@ def merged_benchmarks(results: Path, step: Step = quiet) -> dict:
     """`results`' benchmarks.json with every benchmark's parameter values extended by those its result files hold
     on any machine: the discovered values first, then new ones in the order they first appear."""
     from asv import util
-    from asv.results import Results
 
     path = results / "benchmarks.json"
     try:
@@ -151,16 +150,18 @@ def merged_benchmarks(results: Path, step: Step = quiet) -> dict:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # asv publish skips this folder and says why
         step(f"reading the parameter values of {machine}'s results")
-        for file in sorted(machine_json.parent.glob("*.json")):
-            if file.name in ("machine.json", "benchmarks.json"):
+        for file in result_files.result_files(machine_json.parent):
+            if file.name == "benchmarks.json":
                 continue
             try:
-                result = Results.load(str(file), machine_name=machine)
-            except (util.UserError, ValueError, OSError):
+                result = result_files.read(file)
+            except result_files.ResultFileError:
                 continue  # asv publish warns about the file itself
+            if result.machine != machine:
+                continue  # asv publish refuses a file of another machine name
             # only results asv draws: benchmarks.json names them, at its version
-            for name in sorted(result.get_result_keys(benchmarks)):
-                if not _extend(benchmarks[name], result.get_result_params(name) or []):
+            for name in sorted(result.drawn(benchmarks)):
+                if not _extend(benchmarks[name], result.grid(name)):
                     differ.setdefault(machine, set()).add(name)
     for machine, names in differ.items():
         shown = ", ".join(sorted(names)[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

@@ -1,8 +1,8 @@
-"""The one reader of asv result files (format 2). A file's run (commit, date, environment, machine, the runner's
-"tape_vs_trace" record) and, per benchmark, one Combination per parameter combination whose outcome is a value:
-MEASURED (its value, quartiles, samples and their split into processes), SKIPPED, NOT_RUN or FAILED. Benchmark
-results come through asv's own API (asv.results.Results); what asv drops on loading (the runner's record, the
-interpreter, the requirements) from the file itself.
+"""The one reader and writer of asv result files (format 2). A file's run (commit, date, environment, machine, the
+runner's "tape_vs_trace" record) and, per benchmark, one Combination per parameter combination whose outcome is a
+value: MEASURED (its value, quartiles, samples and their split into processes), SKIPPED, NOT_RUN or FAILED.
+Benchmark results come through asv's own API (asv.results.Results); what asv drops on loading (the runner's record,
+the interpreter, the requirements) from the file itself. `write` is the one change made to a file asv wrote.
 
 What asv writes and what it means here: a number is measured; None is a failure; NaN is asv's n/a, a skip
 (NotImplementedError) for a combination the run chose and "not run" for one it did not. The runner records its
@@ -160,6 +160,11 @@ class ResultFile:
         """The benchmarks the file holds, in its order."""
         return list(self.results.get_all_result_keys())
 
+    def drawn(self, benchmarks: dict) -> set[str]:
+        """The benchmarks of the file that asv publish draws: benchmarks.json (`benchmarks`) lists them, and at the
+        version the file holds (asv's Results.get_result_keys)."""
+        return set(self.results.get_result_keys(benchmarks))
+
     def version(self, name: str) -> str | None:
         return self.results.benchmark_version.get(name)
 
@@ -241,6 +246,19 @@ def read(path: Path) -> ResultFile:
     details = data.get("tape_vs_trace")
     return ResultFile(path, results, str(data.get("python", "")), data.get("requirements") or {},
                       details if isinstance(details, dict) else None)
+
+
+def write(path: Path, dest: Path | None = None, *, machine: str | None = None, record: dict | None = None) -> Path:
+    """The one writer: the result file at `path` written again to `dest` (in place where None) with its run's
+    machine renamed and/or the runner's "tape_vs_trace" record set, every other field as it was; the path written."""
+    data = read_json(path)
+    if machine is not None:
+        data["params"] = {**(data.get("params") or {}), "machine": machine}
+    if record is not None:
+        data["tape_vs_trace"] = record
+    dest = Path(path if dest is None else dest)
+    dest.write_text(json.dumps(data))
+    return dest
 
 
 def result_files(folder: Path) -> Iterator[Path]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,14 +114,12 @@ def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task]) -
     merge keeps an earlier run's value of one not chosen), then scrub: returns the scrubbed file."""
     from asv.results import get_filename
 
-    from tape_vs_trace import asv_results
+    from tape_vs_trace import asv_results, result_files
 
     results.save(str(folder.parent))
     path = folder.parent / get_filename(folder.name, results.commit_hash, results.env_name)
-    data = json.loads(path.read_text())
     choice = {name: sorted(t.index for t in chosen if t.name == name) for name in dict.fromkeys(t.name for t in chosen)}
-    data["tape_vs_trace"] = {"runner": RUNNER, "worker_runs": runs, "chosen": choice}
-    path.write_text(json.dumps(data))
+    result_files.write(path, record={"runner": RUNNER, "worker_runs": runs, "chosen": choice})
     scrubbed = asv_results.scrub_results(folder.parent)
     return next((p for p in scrubbed if p.parent == path.parent), path)
 

@@ -108,3 +108,25 @@ def test_a_file_that_is_no_result_file_is_one_line(tmp_path: Path, text: str, er
     with pytest.raises(result_files.ResultFileError) as exc:
         result_files.read(path)
     assert error in str(exc.value) and str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_drawn_are_the_benchmarks_listed_at_the_files_version(tmp_path: Path) -> None:
+    # asv publish draws a result only where benchmarks.json lists it at the version the file holds
+    file = result_files.read(write(tmp_path))
+    assert file.drawn({NAME: META}) == {NAME}
+    assert file.drawn({NAME: {**META, "version": "8"}}) == set() and file.drawn({}) == set()
+
+
+def test_write_renames_the_machine_and_sets_the_record_keeping_the_rest(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    before = json.loads(path.read_text())
+    copy = result_files.write(path, tmp_path / "copy.json", machine="box@host2")
+    assert copy == tmp_path / "copy.json" and json.loads(path.read_text()) == before  # the source is not written
+    renamed = result_files.read(copy)
+    assert (renamed.machine, renamed.run["device"], renamed.details) == ("box@host2", "cpu", before["tape_vs_trace"])
+    assert [c.outcome for c in renamed.combinations(NAME, META)] == [MEASURED, SKIPPED, FAILED, NOT_RUN]
+    assert result_files.write(path, record={"chosen": {NAME: [0]}}) == path  # in place
+    again = result_files.read(path)
+    assert (again.machine, again.details, again.chosen(NAME)) == ("box", {"chosen": {NAME: [0]}}, {0})
+    with pytest.raises(result_files.ResultFileError):
+        result_files.write(tmp_path / "missing.json", record={})
