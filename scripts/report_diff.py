@@ -23,10 +23,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the checkout's rowkey names the rows; the reports come from each worktree's code
+    sys.path.insert(0, str(ROOT))
+
+from tape_vs_trace.rowkey import RowKey, params_of  # noqa: E402
+
 START, END = "<!-- report:start -->", "<!-- report:end -->"  # as tape_vs_trace.report.readme: this script runs alone
-# The columns that name a row of summary.csv; the others are its values, compared field by field.
-KEY = ("pillar", "workload", "size", "variant", "program", "framework", "metric", "params", "benchmark", "commit",
-       "machine", "env", "file", "group", "experiment", "point")
+# Where a row of summary.csv comes from; its RowKey names it there (a side row's experiment and point among its axes).
+# The other columns are its values, compared field by field.
+SOURCE = ("commit", "machine", "env", "file", "group")
+SIDE = ("experiment", "point")
+Key = tuple  # the SOURCE columns' values, then the row's RowKey
 
 
 def _git(*args: str) -> str:
@@ -62,15 +69,30 @@ def generate(tree: Path, results: Path, folder: Path) -> Path:
     return folder
 
 
-def _rows(path: Path) -> tuple[list[str], dict[tuple[str, ...], dict[str, str]]]:
+def key(row: dict[str, str]) -> Key:
+    """A summary row's source and RowKey (its benchmark, metric, framework and parameters)."""
+    params = {**params_of(row), **{c: row[c] for c in SIDE if row.get(c)}}
+    return (*(row.get(c, "") for c in SOURCE), RowKey.of({**row, "params": params}))
+
+
+def _name(k: Key) -> str:
+    """A key as the lines name it: the RowKey's fields and parameters, then the source; empty ones left out."""
+    *source, rk = k[:len(SOURCE) + 1]
+    named = {"benchmark": rk.benchmark, "metric": rk.metric, "framework": rk.framework, **rk.params(),
+             **dict(zip(SOURCE, source))}
+    again = f" (repeat {k[-1]})" if len(k) > len(SOURCE) + 1 else ""
+    return " ".join(f"{n}={v}" for n, v in named.items() if v) + again
+
+
+def _rows(path: Path) -> tuple[list[str], dict[Key, dict[str, str]]]:
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
-        rows: dict[tuple[str, ...], dict[str, str]] = {}
-        seen: Counter[tuple[str, ...]] = Counter()
+        rows: dict[Key, dict[str, str]] = {}
+        seen: Counter[Key] = Counter()
         for row in reader:
-            key = tuple(row.get(k, "") for k in KEY)
-            seen[key] += 1  # a repeated key: told apart by its order
-            rows[(*key, str(seen[key] - 1)) if seen[key] > 1 else key] = row
+            k = key(row)
+            seen[k] += 1  # a repeated key: told apart by its order
+            rows[(*k, str(seen[k] - 1)) if seen[k] > 1 else k] = row
     return list(reader.fieldnames or []), rows
 
 
@@ -79,13 +101,12 @@ def diff_csv(before: Path, after: Path) -> list[str]:
     columns_a, a = _rows(before)
     columns_b, b = _rows(after)
     lines = [] if columns_a == columns_b else [f"columns: {columns_a} -> {columns_b}"]
-    name = lambda key: " ".join(f"{k}={v}" for k, v in zip(KEY, key) if v and k != "params")  # noqa: E731
-    lines += [f"- only before: {name(k)}" for k in a if k not in b]
-    lines += [f"+ only after: {name(k)}" for k in b if k not in a]
-    for key in (k for k in a if k in b and a[k] != b[k]):
-        fields = [f"{c}: {a[key].get(c)!r} -> {b[key].get(c)!r}" for c in dict.fromkeys([*a[key], *b[key]])
-                  if a[key].get(c) != b[key].get(c)]
-        lines.append(f"~ {name(key)}: " + "; ".join(fields))
+    lines += [f"- only before: {_name(k)}" for k in a if k not in b]
+    lines += [f"+ only after: {_name(k)}" for k in b if k not in a]
+    for k in (k for k in a if k in b and a[k] != b[k]):
+        fields = [f"{c}: {a[k].get(c)!r} -> {b[k].get(c)!r}" for c in dict.fromkeys([*a[k], *b[k]])
+                  if a[k].get(c) != b[k].get(c)]
+        lines.append(f"~ {_name(k)}: " + "; ".join(fields))
     return lines
 
 
