@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +133,61 @@ def test_run_properties_name_what_two_machines_runs_must_share() -> None:
     assert rowkey.run_properties((t, j | {"basis": "one process"}))["measurement method"] == \
         "processes / one process"
     assert set(rowkey.run_properties((t, j), "x")) == set(rowkey.RUN_PROPERTIES)
+
+
+def _columns(node: ast.AST, loop: str | None = None) -> bool:
+    """Whether `node` reads one column of a row: r["x"], r.get("x"), r.x, or r[k] / r.get(k) over `loop`'s names."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and node.args:
+        node = node.args[0]
+
+    def named(a: ast.AST) -> bool:
+        return isinstance(a, ast.Constant) and isinstance(a.value, str) or isinstance(a, ast.Name) and a.id == loop
+
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        return named(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        return isinstance(node.func.value, ast.Name) and named(node.args[0])
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id not in ("self", "cls")
+
+
+def _generated(node: ast.AST) -> bool:
+    """(r[k] for k in KEY): a row's values over a tuple of column names."""
+    return (isinstance(node, ast.GeneratorExp) and len(node.generators) == 1
+            and isinstance(node.generators[0].target, ast.Name) and _columns(node.elt, node.generators[0].target.id))
+
+
+def _tuple_keys(tree: ast.AST) -> list[ast.AST]:
+    """The row keys built as tuples of columns: tuple(r[k] for k in KEY) anywhere; as a mapping's key, a tuple of
+    four or more columns, or one holding parameters as JSON text; a function *key that writes JSON text."""
+    found, keys = [], []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "tuple" and n.args:
+            found += [n] if _generated(n.args[0]) else []
+        keys += [n.key] if isinstance(n, ast.DictComp) else [k for k in n.keys if k] if isinstance(n, ast.Dict) else []
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("get", "setdefault"):
+            keys += n.args[:1]
+        if isinstance(n, ast.FunctionDef) and n.name.endswith("key") and "json.dumps" in ast.unparse(n):
+            found.append(n)
+    for k in keys:
+        if not isinstance(k, ast.Tuple) or "RowKey" in ast.unparse(k):
+            continue
+        cols = sum(_columns(e) or isinstance(e, ast.Starred) and _generated(e.value) for e in k.elts)
+        found += [k] if cols >= 4 or "json.dumps" in ast.unparse(k) else []
+    return found
+
+
+def test_no_module_builds_a_row_key_as_a_tuple_of_columns() -> None:
+    # a row's identity is RowKey (like rows, groups by key without the framework): a tuple of columns drifts from it
+    root = Path(__file__).resolve().parents[1]
+    found = [f"{p.relative_to(root)}:{n.lineno}: {ast.unparse(n).splitlines()[0][:80]}"
+             for p in sorted([*root.glob("tape_vs_trace/**/*.py"), *root.glob("scripts/**/*.py")])
+             for n in _tuple_keys(ast.parse(p.read_text()))]
+    assert found == []
+
+
+def test_the_check_finds_the_tuple_keys_it_names() -> None:
+    code = ("KEY = ('a', 'b')\nx = {tuple(str(r[k]) for k in KEY): r for r in rows}\n"
+            "y = {(r.a, r.b, r.c, r.d): r for r in rows}\nz.setdefault((r['b'], json.dumps(p)), {})\n"
+            "def _key(p):\n    return json.dumps(p)\nok = {RowKey.of(r): r for r in rows}\n"
+            "fine = {(r['form'], r['mode']): r for r in rows}\n")
+    assert sorted(n.lineno for n in _tuple_keys(ast.parse(code))) == [2, 3, 4, 5]
