@@ -127,6 +127,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         staging = Path(tmp) / "new"
         staging.mkdir()
         extra = [paired_results.tidy(t) for t in data.paired.values()]
+        extra += [distributed_results.tidy(machine, t) for machine, t in data.distributed.items()]
         step("writing summary.csv")
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         drawn, compiled = _draw(data, staging, step)

@@ -1,17 +1,22 @@
 """The distributed results files (`tape-vs-trace distributed`, results/distributed/<machine>-<commit8>.csv) in the
 report: read and checked, one per machine (its newest commit). What the report says about them is
-`distributed_section`'s, the figures `distributed_figure`'s."""
+`distributed_section`'s, the figures `distributed_figure`'s; `tidy` lays the rows out as summary.csv's, as every other
+row (rowkey.RowKey.of keys them)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from tape_vs_trace.report.load import Warn, read_side_csv, side_files
-from tape_vs_trace.schema import DISTRIBUTED_FIELDS
+from implementations import frameworks, metrics
+from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
+from tape_vs_trace.schema import DISTRIBUTED_FIELDS, DISTRIBUTED_KEY
 
 FOLDER = "distributed"
 NUMBERS = ("ranks", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup", "compile_s",
@@ -58,3 +63,54 @@ def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
         return {}
     found = newest(side_files(folder, "distributed results", read, warn))
     return {machine: data for machine, (_, data) in found.items()}
+
+
+BENCHMARK = "distributed.step"  # summary.csv's benchmark of these rows (no asv benchmark measures them)
+SAMPLED = (("time_step", "time_s", "time_ci", "launch_medians"),
+           ("time_compile_seconds", "compile_s", "compile_ci", "compile_launches"))  # metric, value, interval, launches
+
+
+def _date(text: str) -> str:
+    """The commit date as the asv rows show it ("2026-12-01 17:36:46 UTC"); the text itself where it is no date."""
+    try:
+        return datetime.fromisoformat(text).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (TypeError, ValueError):
+        return str(text)
+
+
+def _sampled(r: dict, metric: str, value: str, interval: str, launches: str) -> dict:
+    """A timed metric of a row: its value and interval across launches, whose medians are its processes."""
+    per_launch = [float(v) for v in str(r[launches]).split(";") if v]
+    q25, q75 = (float(q) for q in np.percentile(per_launch, [25, 75])) if per_launch else (math.nan, math.nan)
+    return {"metric": metric, "unit": metrics.METRICS[metric].unit, "value": r[value], "spread": q75 - q25,
+            "q25": q25, "q75": q75, "ci_low": r[f"{interval}_low"], "ci_high": r[f"{interval}_high"],
+            "processes": len(per_launch) or None, "basis": "launches", "process_medians": json.dumps(per_launch),
+            "sampled": True, "comparable": metrics.METRICS[metric].comparable}
+
+
+def tidy(machine: str, table: pd.DataFrame) -> pd.DataFrame:
+    """One machine's distributed rows in summary.csv's columns: per row of the file its step time and first call
+    (across launches) and its peak bytes where measured, or one failed step row; the parameters are the row's key
+    (schema.DISTRIBUTED_KEY) and its device."""
+    rows = []
+    for r in table.to_dict("records"):
+        params = {k: r[k] for k in (*DISTRIBUTED_KEY, "device")}
+        versions = {f"{fw}_version": r["framework_version"] if r["framework"] == fw else "" for fw in frameworks.NAMES}
+        common = {c: "" for c in COLUMNS} | versions | {
+            "pillar": "distributed", "workload": r["workload"], "size": r["size"], "dtype": r["dtype"],
+            "variant": f"{r['variant']}/{r['form']}/{r['mode']}/N={r['ranks']}", "framework": r["framework"],
+            "params": json.dumps(params, separators=(",", ":")), "benchmark": BENCHMARK, "commit": r["commit"],
+            "date": _date(r["commit_date"]), "machine": machine, "device": r["device"], "status": r["status"],
+            "type": "distributed", "file": f"{FOLDER}/{machine}-{r['commit'][:8]}.csv"}
+        if r["status"] != "ok":
+            rows.append(common | {"metric": "time_step", "unit": metrics.METRICS["time_step"].unit,
+                                  "value": math.nan, "sampled": True, "comparable": True})
+            continue
+        rows += [common | _sampled(r, *spec) for spec in SAMPLED if not math.isnan(r[spec[1]])]
+        if not math.isnan(r["peak_bytes"]):
+            peak = r["peak_bytes"]
+            rows.append(common | {
+                "metric": "track_peak_bytes", "unit": metrics.METRICS["track_peak_bytes"].unit, "value": peak,
+                "spread": 0.0, "q25": peak, "q75": peak, "ci_low": peak, "ci_high": peak, "basis": "exact",
+                "sampled": False, "comparable": True, "memory_method": r["peak_method"]})
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -6,7 +6,9 @@ metrics and whose texts do not overlap."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +16,7 @@ import pytest
 
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import distributed_figure, distributed_results, distributed_section, fmt, stats
+from tape_vs_trace.rowkey import RowKey
 from tests.report.helpers import (
     FIXTURE,
     MACHINE,
@@ -147,6 +150,27 @@ def test_bytes_are_checked_against_the_analytic_count(records) -> None:
     assert distributed_section.communicated(r["jax", "ddp", "eager", 2]) == \
         "not measured (op by op there is no one program)"
     assert distributed_section.communicated(r["jax", "fsdp", "eager", 2]) == "failed"
+
+
+def test_the_rows_are_rows_of_summary_csv_keyed_like_every_other(built) -> None:
+    table = pd.read_csv(built[0] / "summary.csv", dtype=str, keep_default_na=False)
+    mine = table[table.benchmark == distributed_results.BENCHMARK].to_dict("records")
+    # per row of the file its step time and first call, its peak where measured; JAX's fsdp eager N=2 failed
+    assert Counter(r["metric"] for r in mine) == {"time_step": 16, "time_compile_seconds": 15, "track_peak_bytes": 8}
+    keys = {RowKey.of(r): r for r in mine}
+    assert len(keys) == len(mine)
+    torch = RowKey("distributed.step", "time_step", "torch", "mlp", "64x256x1024", "float32", None, "cpu",
+                   (("form", "ddp"), ("mode", "eager"), ("ranks", 2), ("variant", "plain")))
+    row = keys[torch]
+    assert (float(row["value"]), row["processes"], json.loads(row["process_medians"])) == (0.003, "3",
+                                                                                          [0.003, 0.0031, 0.0029])
+    assert (row["pillar"], row["status"], row["machine"], row["commit"][:8], row["file"]) == (
+        "distributed", "ok", MACHINE, "93acfd55", f"distributed/{FILE}")
+    jax = RowKey.of({**row, "framework": "jax"})
+    assert jax in keys and torch.differing(jax) == {"framework"}  # a like row of the other framework
+    failed = [r for r in mine if r["status"] == "failed"]
+    assert [(r["framework"], r["metric"], r["value"]) for r in failed] == [("jax", "time_step", "")]
+    assert keys[RowKey.of(failed[0])]["variant"] == "plain/fsdp/eager/N=2"
 
 
 def test_failed_rows_are_listed_with_their_reason(built) -> None:
