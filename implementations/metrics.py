@@ -65,6 +65,21 @@ METRICS: dict[str, Metric] = {
         Metric("time_over_matmul_peak", "ratio", "time over matmul-peak time", True, True,
                "Derived by the report: each process's median step time (GradStep) times the run's calibrated "
                "matmul rate over the step's matmul flops (GraphCost); 1 would be the matmul roofline."),
+        # The distributed step's counts (`tape-vs-trace distributed`; no asv benchmark has them). Each framework's
+        # communicated bytes are checked against the analytic count, not divided by the other's: the two read
+        # different layers (the tensors given to c10d, the compiled HLO's collectives) and at one rank c10d is still
+        # called where XLA drops the collective.
+        Metric("track_communicated_bytes", "bytes", "bytes communicated per step", False, False,
+               "Operand bytes of the collectives of one distributed step per rank: PyTorch's c10d calls in rank 0's "
+               "profile, JAX's collectives in the compiled HLO (loops times their trip counts); the method is "
+               "recorded.", resolution=BYTES_RESOLUTION),
+        Metric("track_analytic_bytes", "bytes", "analytic bytes per step", False, True,
+               "The operand bytes per rank the distributed step's form needs in principle (ddp and shard_map: an "
+               "all-reduce of every gradient and the loss; fsdp: adds the all-gather of a rank's parameter shard; "
+               "none at one rank), from the parameter count, the same formula for both frameworks."),
+        Metric("track_gradient_bytes", "bytes", "gradient bytes", False, True,
+               "Bytes of one full gradient of the distributed step (parameter count times item size), what an "
+               "all-reduce of every gradient moves per rank."),
         # Benchmarks of version 4 and older, whose results stay in results/: one process each, no interval.
         Metric("track_compile_seconds", "seconds", "compile time (one process)", True, True,
                "Cold compile time of the step in one process (version 4 and older): PyTorch's first call minus a "

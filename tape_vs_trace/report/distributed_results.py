@@ -68,6 +68,11 @@ def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
 BENCHMARK = "distributed.step"  # summary.csv's benchmark of these rows (no asv benchmark measures them)
 SAMPLED = (("time_step", "time_s", "time_ci", "launch_medians"),
            ("time_compile_seconds", "compile_s", "compile_ci", "compile_launches"))  # metric, value, interval, launches
+# The exact counts of a row: metric, value, and the summary column that takes the CSV's method of it (none for a
+# count computed from the form and the parameters alone)
+EXACT = (("track_peak_bytes", "peak_bytes", "memory_method", "peak_method"),
+         ("track_communicated_bytes", "comm_bytes", "method", "collectives_method"),
+         ("track_analytic_bytes", "analytic_bytes", None, None), ("track_gradient_bytes", "gradient_bytes", None, None))
 
 
 def _date(text: str) -> str:
@@ -88,10 +93,18 @@ def _sampled(r: dict, metric: str, value: str, interval: str, launches: str) -> 
             "sampled": True, "comparable": metrics.METRICS[metric].comparable}
 
 
+def _exact(r: dict, metric: str, value: str, column: str | None, method: str | None) -> dict:
+    """A counted metric of a row: one exact value, its method where the CSV records one."""
+    v, meaning = r[value], metrics.METRICS[metric]
+    return {"metric": metric, "unit": meaning.unit, "value": v, "spread": 0.0, "q25": v, "q75": v, "ci_low": v,
+            "ci_high": v, "basis": "exact", "sampled": False, "comparable": meaning.comparable} | (
+        {column: r[method]} if column else {})
+
+
 def tidy(machine: str, table: pd.DataFrame) -> pd.DataFrame:
     """One machine's distributed rows in summary.csv's columns: per row of the file its step time and first call
-    (across launches) and its peak bytes where measured, or one failed step row; the parameters are the row's key
-    (schema.DISTRIBUTED_KEY) and its device."""
+    (across launches) and its counts where measured (EXACT: peak, communicated, analytic and gradient bytes), or one
+    failed step row; the parameters are the row's key (schema.DISTRIBUTED_KEY) and its device."""
     rows = []
     for r in table.to_dict("records"):
         params = {k: r[k] for k in (*DISTRIBUTED_KEY, "device")}
@@ -107,10 +120,5 @@ def tidy(machine: str, table: pd.DataFrame) -> pd.DataFrame:
                                   "value": math.nan, "sampled": True, "comparable": True})
             continue
         rows += [common | _sampled(r, *spec) for spec in SAMPLED if not math.isnan(r[spec[1]])]
-        if not math.isnan(r["peak_bytes"]):
-            peak = r["peak_bytes"]
-            rows.append(common | {
-                "metric": "track_peak_bytes", "unit": metrics.METRICS["track_peak_bytes"].unit, "value": peak,
-                "spread": 0.0, "q25": peak, "q75": peak, "ci_low": peak, "ci_high": peak, "basis": "exact",
-                "sampled": False, "comparable": True, "memory_method": r["peak_method"]})
+        rows += [common | _exact(r, *spec) for spec in EXACT if not math.isnan(r[spec[1]])]
     return pd.DataFrame(rows, columns=COLUMNS)

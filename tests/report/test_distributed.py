@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -48,7 +49,8 @@ def rows() -> list[dict]:
                         continue
                     comm = "" if (framework, mode) == ("jax", "eager") else (0 if n == 1 else 2 * (1 + n) / 4)
                     out.append(distributed_row(framework, form, mode, n, times[n], peak=4 / n if measured else "",
-                                               comm=comm, analytic=2 * MIB if form == "ddp" else 3 * MIB))
+                                               comm=comm, analytic=2 * MIB if form == "ddp" else 3 * MIB)
+                               | {"gradient_bytes": 2 * MIB})
     return out
 
 
@@ -155,8 +157,11 @@ def test_bytes_are_checked_against_the_analytic_count(records) -> None:
 def test_the_rows_are_rows_of_summary_csv_keyed_like_every_other(built) -> None:
     table = pd.read_csv(built[0] / "summary.csv", dtype=str, keep_default_na=False)
     mine = table[table.benchmark == distributed_results.BENCHMARK].to_dict("records")
-    # per row of the file its step time and first call, its peak where measured; JAX's fsdp eager N=2 failed
-    assert Counter(r["metric"] for r in mine) == {"time_step": 16, "time_compile_seconds": 15, "track_peak_bytes": 8}
+    # per row of the file its step time and first call, its counts where measured (JAX eager communicates nothing
+    # it can count); JAX's fsdp eager N=2 failed
+    assert Counter(r["metric"] for r in mine) == {
+        "time_step": 16, "time_compile_seconds": 15, "track_peak_bytes": 8, "track_communicated_bytes": 12,
+        "track_analytic_bytes": 15, "track_gradient_bytes": 15}
     keys = {RowKey.of(r): r for r in mine}
     assert len(keys) == len(mine)
     torch = RowKey("distributed.step", "time_step", "torch", "mlp", "64x256x1024", "float32", None, "cpu",
@@ -168,6 +173,11 @@ def test_the_rows_are_rows_of_summary_csv_keyed_like_every_other(built) -> None:
         "distributed", "ok", MACHINE, "93acfd55", f"distributed/{FILE}")
     jax = RowKey.of({**row, "framework": "jax"})
     assert jax in keys and torch.differing(jax) == {"framework"}  # a like row of the other framework
+    sent, analytic, gradient = (keys[replace(torch, metric=m)] for m in (
+        "track_communicated_bytes", "track_analytic_bytes", "track_gradient_bytes"))
+    assert [float(r["value"]) for r in (sent, analytic, gradient)] == [1.5 * MIB, 2 * MIB, 2 * MIB]
+    assert {(r["unit"], r["basis"], r["sampled"]) for r in (sent, analytic, gradient)} == {("bytes", "exact", "False")}
+    assert (sent["method"], sent["comparable"], analytic["comparable"]) == ("counted", "False", "True")
     failed = [r for r in mine if r["status"] == "failed"]
     assert [(r["framework"], r["metric"], r["value"]) for r in failed] == [("jax", "time_step", "")]
     assert keys[RowKey.of(failed[0])]["variant"] == "plain/fsdp/eager/N=2"
