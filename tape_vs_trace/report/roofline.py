@@ -19,6 +19,7 @@ import pandas as pd
 
 from implementations import metrics, workloads
 from tape_vs_trace.report import stats
+from tape_vs_trace.rowkey import RowKey, params_of
 from tape_vs_trace.schema import roofline_rate
 
 METRIC = "time_over_matmul_peak"
@@ -26,6 +27,7 @@ METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
 WORKLOADS = tuple(w for w, s in workloads.WORKLOADS.items() if s.matmul_heavy)  # those without GradStep have no row
 # The formulations the roofline covers: the Python loop where a workload has one, else its one form (None).
 FORMULATIONS = ("unrolled", None)
+SHARED = ("framework", "workload", "size", "formulation")  # a step's parameters its flops count has (`_case`)
 
 
 def source(workload: str) -> str:
@@ -42,16 +44,18 @@ def name(workload: str) -> str:
     return f"recording.GradStep_{workload}.{METRIC}"
 
 
-def _flops(table: pd.DataFrame) -> dict[tuple, float]:
-    """(file, framework, workload, size, formulation) -> matmul flops, from the counts that ran."""
+def _case(row: dict) -> RowKey:
+    """What a step and the flops count it divides by share: the framework, workload, size and formulation. The
+    other parameters (mode, style, dtype, precision...) are not the count's: the last count of a case stands."""
+    fields = {k: row[k] for k in SHARED[:3]} | {"formulation": workloads.formulation_in(params_of(row).get(
+        "formulation"))}
+    return RowKey.of_columns(fields, SHARED, "recording")
+
+
+def _flops(table: pd.DataFrame) -> dict[tuple[str, str, RowKey], float]:
+    """(machine, file, the case's RowKey: `_case`) -> matmul flops, from the counts that ran."""
     rows = table[table.benchmark.isin([_flops_benchmark(w) for w in WORKLOADS]) & (table.status == "ok")]
-    out = {}
-    for r in rows.itertuples(index=False):
-        if r.value > 0:
-            p = json.loads(r.params)
-            key = (r.machine, r.file, r.framework, r.workload, r.size, workloads.formulation_in(p.get("formulation")))
-            out[key] = float(r.value)
-    return out
+    return {(r["machine"], r["file"], _case(r)): float(r["value"]) for r in rows.to_dict("records") if r["value"] > 0}
 
 
 def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Callable[[str], None]) -> list[dict]:
@@ -74,7 +78,7 @@ def derive(table: pd.DataFrame, details: dict[tuple[str, str], dict], warn: Call
             if formulation not in FORMULATIONS:
                 continue
             rate = roofline_rate(calibration, row["dtype"], row["precision"])
-            count = flops.get((machine, file, row["framework"], row["workload"], row["size"], formulation))
+            count = flops.get((machine, file, _case(row)))
             if rate is None or count is None:
                 missing.add(f"{row['dtype']}/{row['precision']} matmul rate" if rate is None
                             else f"{_flops_benchmark(row['workload'])} of {row['framework']}")

@@ -13,6 +13,7 @@ import pytest
 
 from tape_vs_trace.report import roofline, stats
 from tape_vs_trace.report.load import load_results
+from tape_vs_trace.rowkey import RowKey
 from tests.report.helpers import FW, TAIL, bench, entry, md_table, report_text, table_row, write_results
 
 RATE = 1e11  # flop/s, the calibration's float32 matmul rate
@@ -154,7 +155,23 @@ def test_a_zero_flops_count_is_no_count() -> None:
     table = pd.DataFrame([roofline_input(flops, 0.0, "unrolled"),
                           roofline_input(flops, FLOPS["torch"], "plain", framework="jax")])
     # 'plain': how results before the formulation vocabulary named a workload without a loop (None)
-    assert roofline._flops(table) == {("m", "f.json", "jax", "mlp", "s", None): FLOPS["torch"]}
+    case = RowKey("recording", "", "jax", "mlp", "s", axes=(("formulation", None),))
+    assert roofline._flops(table) == {("m", "f.json", case): FLOPS["torch"]}
+
+
+def test_a_step_and_its_flops_count_share_a_case() -> None:
+    count = roofline_input("recording.GraphCost_mlp.track_flops", FLOPS["torch"], "unrolled")
+    step = roofline_input(roofline.source("mlp"), 0.001, "unrolled", dtype="bfloat16")
+    step["params"] = json.dumps({"framework": "torch", "mode": "compiled", "style": "matched",
+                                 "formulation": "unrolled"})
+    # the step's mode, style, dtype and its benchmark are not the count's
+    assert roofline._case(step) == roofline._case(count)
+    for other in ({"framework": "jax"}, {"size": "l"}, {"params": json.dumps({"formulation": "scan"})}):
+        assert roofline._case(step | other) != roofline._case(count), other
+    # no formulation, '' and 'plain' name one case: a workload without a loop
+    plain = {roofline._case(count | {"params": json.dumps(p)}) for p in ({}, {"formulation": ""},
+                                                                         {"formulation": "plain"})}
+    assert len(plain) == 1
 
 
 def test_a_row_outside_the_covered_formulations_does_not_stop_the_next() -> None:
