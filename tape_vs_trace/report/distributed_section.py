@@ -74,9 +74,14 @@ def change(a: dict | None, b: dict | None) -> stats.Comparison:
     return _timed(a, b)
 
 
+def _key(row: dict) -> RowKey:
+    """A row's key: its KEY columns."""
+    return RowKey.of_columns(row, KEY, "distributed")
+
+
 def _differing(a: dict, b: dict) -> set[str]:
     """The fields of KEY in which two rows differ, and "place" where they ran on other machines or commits."""
-    keys = (RowKey.of_columns(r, KEY, "distributed") for r in (a, b))
+    keys = (_key(r) for r in (a, b))
     return next(keys).differing(next(keys)) | (set() if rowkey.same_place(a, b) else {"place"})
 
 
@@ -126,11 +131,11 @@ def _peak(row: dict | None) -> str:
     return fmt.number(row["peak_bytes"], fmt.MIB)
 
 
-def _by_case(rows: pd.DataFrame) -> dict[tuple, dict[str, dict]]:
-    """{(form, mode, ranks): {framework: row}} in the file's order."""
-    cases: dict[tuple, dict[str, dict]] = {}
+def _by_case(rows: pd.DataFrame) -> dict[RowKey, dict[str, dict]]:
+    """{a case's key (the framework left out): {framework: row}} in the file's order."""
+    cases: dict[RowKey, dict[str, dict]] = {}
     for r in rows.to_dict("records"):
-        cases.setdefault((r["form"], r["mode"], r["ranks"]), {})[r["framework"]] = r
+        cases.setdefault(_key(r).without("framework"), {})[r["framework"]] = r
     return cases
 
 
@@ -144,9 +149,9 @@ def tables(rows: pd.DataFrame) -> list[str]:
             f"first call (s) | {names[1]} first call (s) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     memory = [f"| form | mode | N | {names[0]} peak (MiB) | {names[1]} peak (MiB) | JAX/PyTorch peak | {names[0]} "
               f"communicated per step | {names[1]} communicated per step |", "|---|---|---:|---:|---:|---:|---|---|"]
-    for (form, mode, ranks), by_fw in cases.items():
+    for case, by_fw in cases.items():
         t, j = (by_fw.get(fw) for fw in frameworks.NAMES)
-        head = f"| {form} | {mode} | {ranks} | "
+        head = f"| {case.axis('form')} | {case.axis('mode')} | {case.axis('ranks')} | "
         time.append(head + " | ".join([_time(t, divisor), _time(j, divisor), fmt.ratio(across(t, j)),
                                        _first_call(t), _first_call(j)]) + " |")
         memory.append(head + " | ".join([_peak(t), _peak(j), fmt.ratio(across(t, j, "peak_bytes")),
@@ -161,9 +166,9 @@ def tables(rows: pd.DataFrame) -> list[str]:
 def changes(rows: pd.DataFrame) -> list[str]:
     """Within each framework, form and mode: each N > 1 against N=1."""
     out = []
-    ones = {(r["framework"], r["form"], r["mode"]): r for r in rows.to_dict("records") if r["ranks"] == 1}
+    ones = {_key(r).without("ranks"): r for r in rows.to_dict("records") if r["ranks"] == 1}
     for r in rows.to_dict("records"):
-        base = ones.get((r["framework"], r["form"], r["mode"]))
+        base = ones.get(_key(r).without("ranks"))
         if r["ranks"] == 1 or base is None:
             continue
         c = change(base, r)
