@@ -3,10 +3,13 @@ this device (`asv_combination`); tape-vs-trace run measures them. Beside the spe
 derives from: the asv suite (the remat curve's `point` axis) and the tooling both read it, and the suite imports no
 tooling.
 
+The two-point experiments (two variants of one framework, paired call by call) are the registry's findings marked
+`paired` (pillars.Change.paired), each in every framework that runs both its points: the finding names the
+experiment and its points, the pillar's axes make a point's asv combination.
+
 Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workload_table.py):
 'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
-'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (two variants of one framework, paired
-call by call).
+'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (PAIRED: a pillar's paired findings).
 """
 
 from __future__ import annotations
@@ -140,50 +143,45 @@ def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Expe
     return found
 
 
-def _within_torch(workload: str, size: str) -> list[Experiment]:
-    """PyTorch's own features against their baseline: inference_mode, tensor hooks, zero_grad, .grad accumulation."""
-    return [
-        _pair("torch", workload, size, "eager", Point("no hooks", "engine", feature="no_hooks"),
-              Point("hooks", "engine", feature="hooks"), "hooks against none"),
-        _pair("torch", workload, size, "eager", Point("zero_grad to None", "engine", feature="zero_grad_none"),
-              Point("zero_grad to zeros", "engine", feature="zero_grad_zeros"), "zero_grad to zeros against None"),
-        _pair("torch", workload, size, "eager", Point("sum of grads", "engine", feature="accumulate_tree_add"),
-              Point("into .grad", "engine", feature="accumulate_grad_attr"), "accumulation into .grad against a sum"),
-    ]
+# Per pillar with paired findings: the kind of step its points run (asv_combination, paired_worker.build) and the
+# specs' grid that chooses its workloads and sizes.
+PAIRED = {"custom_backward": ("grad", "paired.custom"), "inference": ("forward", "paired.inference"),
+          "engine": ("engine", "paired.engine"), "transforms": ("transform", "paired.transforms")}
 
 
-def _transform_pairs(workload: str, size: str, device: str) -> list[Experiment]:
-    """The transforms pillar's step-time comparisons within a framework (its `Change` findings of time_step, base
-    against variant), for each framework that runs both points; the mode the experiment names is the variant's."""
-    found = []
-    for rule in pillars.PILLARS["transforms"].findings:
-        if not isinstance(rule, pillars.Change) or rule.metric != "time_step":  # memory counts are not timed
-            continue
-        (base, base_mode), (variant, mode) = rule.base.split("/"), rule.variant.split("/")
-        for framework in frameworks.NAMES:
-            if any(frameworks.transform_skip(framework, t, m, device) for t, m in ((base, base_mode),
-                                                                                   (variant, mode))):
-                continue
-            found.append(_pair(framework, workload, size, mode,
-                               Point(rule.base, "transform", mode=base_mode, transform=base),
-                               Point(rule.variant, "transform", mode=mode, transform=variant), rule.what))
-    return found
+def paired_findings() -> list[tuple[str, pillars.Change]]:
+    """The registry's findings that are paired experiments too (`Change.paired`), as (pillar, finding)."""
+    return [(p, rule) for p, rule in pillars.findings() if isinstance(rule, pillars.Change) and rule.paired]
+
+
+def finding_point(pillar: str, label: str) -> Point:
+    """A finding's base or variant (its values of the pillar's axes joined by '/') as a point of the paired runner."""
+    axes = pillars.PILLARS[pillar].axes
+    return Point(label, PAIRED[pillar][0], **dict(zip(axes, label.split("/"), strict=True)))
+
+
+def _runs(framework: str, point: Point, device: str) -> bool:
+    """Whether the suite has `framework`'s combination of `point` (the benchmark classes' skips, from the same data)."""
+    if point.kind == "transform":
+        return not frameworks.transform_skip(framework, point.transform, point.mode, device)
+    if point.kind == "engine":
+        return point.feature in frameworks.get(framework).engine_features
+    return not (point.kind == "forward" and point.mode == "inference_mode" and framework == "jax")  # no such mode
+
+
+def _pairs(pillar: str, rule: pillars.Change, workload: str, size: str, device: str) -> list[Experiment]:
+    """A paired finding's experiments, base against variant, for each framework that runs both points; the mode the
+    experiment names is the variant's ('forward' for the forward's own modes)."""
+    a, b = finding_point(pillar, rule.base), finding_point(pillar, rule.variant)
+    mode = "forward" if b.kind == "forward" else b.mode
+    return [_pair(fw, workload, size, mode, a, b, rule.what) for fw in frameworks.NAMES
+            if _runs(fw, a, device) and _runs(fw, b, device)]
 
 
 def experiments(device: str) -> list[Experiment]:
     """Every experiment of this device, both frameworks, from the specs' grid."""
     cuda = device == "cuda"
     found = [e for w, sizes in workloads.runs("RematCurve", device).items() for e in _remat_curve(w, sizes, cuda)]
-    found += [_pair("torch", w, size, "forward", Point("no_grad", "forward", mode="no_grad"),
-                    Point("inference_mode", "forward", mode="inference_mode"), "inference_mode against no_grad")
-              for w, sizes in workloads.runs("paired.inference", device).items() for size in sizes]
-    found += [e for w, sizes in workloads.runs("paired.engine", device).items() for size in sizes
-              for e in _within_torch(w, size)]
-    found += [e for w, sizes in workloads.runs("paired.transforms", device).items() for size in sizes
-              for e in _transform_pairs(w, size, device)]
-    for framework in frameworks.NAMES:
-        for workload, sizes in workloads.runs("paired.custom", device).items():
-            for size, mode in ((size, mode) for size in sizes for mode in ("eager", "compiled")):
-                found.append(_pair(framework, workload, size, mode, Point("autodiff", variant="plain", mode=mode),
-                                   Point("custom", variant="custom", mode=mode), "custom against autodiff"))
+    found += [e for pillar, rule in paired_findings() for w, sizes in workloads.runs(PAIRED[pillar][1], device).items()
+              for size in sizes for e in _pairs(pillar, rule, w, size, device)]
     return found

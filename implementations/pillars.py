@@ -30,6 +30,9 @@ class Change:
     variant: str
     what: str
     ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
+    # a paired experiment too (implementations.experiments): set pair by pair, as an eager/compiled pair moves its
+    # compiled combinations into the eager process (suite_plan.paired_across_modes)
+    paired: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,9 @@ PILLARS: dict[str, Pillar] = {
                 Change("track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
                 Change("track_peak_bytes", "plain", "custom", "the custom backward"),
                 ProgramChange("track_saved_bytes", "style", "default", "matched", "the matched program", ops=True),
-                Change("time_step", "plain/eager", "custom/eager", "the custom backward, eager"),
-                Change("time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled"),
+                Change("time_step", "plain/eager", "custom/eager", "the custom backward, eager", paired=True),
+                Change("time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled",
+                       paired=True),
             ),
         ),
         Pillar(
@@ -168,7 +172,10 @@ PILLARS: dict[str, Pillar] = {
             "inference", "no-grad inference", "grad-enabled forward, no_grad, inference_mode, compiled",
             "op-by-op and jitted forward", ("Forward", "ForwardMemory"), ("mode",), Figure("values"),
             (
-                *(Change("time_forward", "no_grad", mode, mode) for mode in ("record", "inference_mode", "compiled")),
+                # paired: inference_mode alone ('record' is no Forward combination; compiled against no_grad would
+                # pull the compiled Forward rows into the eager process)
+                *(Change("time_forward", "no_grad", mode, mode, paired=mode == "inference_mode")
+                  for mode in ("record", "inference_mode", "compiled")),
                 Change("track_peak_bytes", "no_grad", "record", "a recording forward"),
                 ProgramChange("track_peak_bytes", "attention", "written", "fused", "fused attention"),
             ),
@@ -178,10 +185,11 @@ PILLARS: dict[str, Pillar] = {
             "functional counterparts (tree add, calling a VJP twice)", ("EngineStep",), ("feature", "mode"),
             Figure("values"),
             (
-                Change("time_step", "no_hooks/eager", "hooks/eager", "tensor hooks"),
-                Change("time_step", "zero_grad_none/eager", "zero_grad_zeros/eager", "zero_grad(set_to_none=False)"),
+                Change("time_step", "no_hooks/eager", "hooks/eager", "tensor hooks", paired=True),
+                Change("time_step", "zero_grad_none/eager", "zero_grad_zeros/eager", "zero_grad(set_to_none=False)",
+                       paired=True),
                 Change("time_step", "accumulate_tree_add/eager", "accumulate_grad_attr/eager",
-                       "accumulating into .grad"),
+                       "accumulating into .grad", paired=True),
             ),
         ),
         Pillar(
@@ -196,20 +204,24 @@ PILLARS: dict[str, Pillar] = {
                          f"{t}, {'jax.jit against torch.compile' if mode == 'compiled' else 'eager'}")
                   for t, mode in _SHARED_TRANSFORMS),
                 *(Change("time_step", f"per_example_loop/{mode}", f"per_example_vmap/{mode}",
-                         "vmap instead of a loop of per-example gradients") for mode in ("eager", "compiled")),
-                Change("time_step", "grad_backward/eager", "grad/eager", "torch.func.grad instead of .backward()"),
-                Change("time_step", "grad_autograd/eager", "grad/eager", "torch.func.grad instead of autograd.grad"),
-                Change("time_step", "jvp_dual/eager", "jvp/eager", "torch.func.jvp instead of forward_ad duals"),
-                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{what} instead of forward-over-reverse")
-                  for m, what in _HVP_MODES.items()),
+                         "vmap instead of a loop of per-example gradients", paired=True)
+                  for mode in ("eager", "compiled")),
+                Change("time_step", "grad_backward/eager", "grad/eager", "torch.func.grad instead of .backward()",
+                       paired=True),
+                Change("time_step", "grad_autograd/eager", "grad/eager", "torch.func.grad instead of autograd.grad",
+                       paired=True),
+                Change("time_step", "jvp_dual/eager", "jvp/eager", "torch.func.jvp instead of forward_ad duals",
+                       paired=True),
+                *(Change("time_step", "hvp_fwd_rev/eager", f"{m}/eager", f"{what} instead of forward-over-reverse",
+                         paired=True) for m, what in _HVP_MODES.items()),
                 Change("time_step", "hvp_fwd_rev/compiled", "hvp_rev_rev/compiled",
-                       "reverse-over-reverse instead of forward-over-reverse"),
+                       "reverse-over-reverse instead of forward-over-reverse", paired=True),
                 *(Change("time_step", f"jacrev_tall/{mode}", f"jacfwd_tall/{mode}",
-                         "forward mode on the tall Jacobian") for mode in ("eager", "compiled")),
+                         "forward mode on the tall Jacobian", paired=True) for mode in ("eager", "compiled")),
                 *(Change("time_step", f"jacfwd_wide/{mode}", f"jacrev_wide/{mode}",
-                         "reverse mode on the wide Jacobian") for mode in ("eager", "compiled")),
-                Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient"),
-                Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP"),
+                         "reverse mode on the wide Jacobian", paired=True) for mode in ("eager", "compiled")),
+                Change("time_step", "grad/eager", "grad/compiled", "compiling the gradient", paired=True),
+                Change("time_step", "hvp_fwd_rev/eager", "hvp_fwd_rev/compiled", "compiling the HVP", paired=True),
                 # memory: JAX's residuals against PyTorch's tape, and each side's peak (a ratio only where both
                 # frameworks measured it by one method: on CUDA; on a CPU the row says why not)
                 *(Across("track_saved_bytes", t, f"{t}, JAX's jax.vjp residuals against PyTorch's tape")

@@ -21,6 +21,18 @@ NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ra
 REQUIRED = ("time_s", "ratio", "processes")  # a number on every row; the others may be empty (no interval, no cost)
 CURVE = ("framework", "mode", "formulation", "attention", "size")  # one curve of the remat trade-off
 EXTRA_COLUMNS = ["group", "experiment", "point", "ratio", "ratio_ci_low", "ratio_ci_high"]  # summary.csv
+# Results written before the paired experiments were derived from the registry's findings name them so: the old
+# wording of an experiment -> (its finding's `what`, {old point label: the finding's base or variant}), '{mode}' the
+# mode that ends the experiment's name.
+LEGACY = {
+    "hooks against none": ("tensor hooks", {"no hooks": "no_hooks/eager", "hooks": "hooks/eager"}),
+    "zero_grad to zeros against None": ("zero_grad(set_to_none=False)", {
+        "zero_grad to None": "zero_grad_none/eager", "zero_grad to zeros": "zero_grad_zeros/eager"}),
+    "accumulation into .grad against a sum": ("accumulating into .grad", {
+        "sum of grads": "accumulate_tree_add/eager", "into .grad": "accumulate_grad_attr/eager"}),
+    "inference_mode against no_grad": ("inference_mode", {}),
+    "custom against autodiff": ("the custom backward, {mode}", {"autodiff": "plain/{mode}", "custom": "custom/{mode}"}),
+}
 
 
 def finite(*values) -> bool:
@@ -33,6 +45,30 @@ def medians(row: dict) -> list[float]:
     return [float(v) for v in str(row["process_medians"]).split(";") if v]
 
 
+def _legacy(name: object) -> tuple[str, dict[str, str]] | None:
+    """(today's name, {old point label: today's}) of an experiment named as before the derivation; None otherwise."""
+    what, *tail = str(name).rsplit(" ", 3)  # '<what> <workload> <framework> <mode>'
+    if what not in LEGACY or len(tail) != 3:
+        return None
+    new, labels = LEGACY[what]
+    mode = tail[-1]
+    return " ".join([new.format(mode=mode), *tail]), {old: label.format(mode=mode) for old, label in labels.items()}
+
+
+def renamed(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with its experiments and points named as implementations.experiments names them today (LEGACY)."""
+    if not {"experiment", "point", "baseline"} <= set(table.columns):
+        return table
+    found = [_legacy(name) for name in table.experiment]
+    if not any(found):
+        return table
+    out = table.copy()
+    out["experiment"] = [f[0] if f else name for f, name in zip(found, table.experiment)]
+    for column in ("point", "baseline"):
+        out[column] = [f[1].get(label, label) if f else label for f, label in zip(found, table[column])]
+    return out
+
+
 def read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
     # files from before the remat curve had fused attention: every row of theirs is written attention
@@ -43,7 +79,7 @@ def read(path: Path) -> pd.DataFrame:
         table[column] = pd.to_numeric(table[column].replace("", math.nan), errors="coerce")
         if column in REQUIRED and table[column].isna().any():
             raise ValueError(f"{column} is not a number on every row")
-    return table
+    return renamed(table)
 
 
 def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFrame]:
