@@ -4,6 +4,7 @@ CSV that `tape-vs-trace paired` writes, and rows of summary.csv as load.py write
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -12,7 +13,9 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
@@ -28,6 +31,16 @@ MIB = 2 ** 20
 
 ASV_COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
                "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]
+
+@contextlib.contextmanager
+def unrendered():
+    """Figures built but not laid out or rendered: each PNG an empty file. For tests of the report's text alone,
+    where rendering is most of a build's time; test_figures and the report's own build tests render."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "tight_layout", lambda self, *args, **kwargs: None)
+        patch.setattr(Figure, "savefig", lambda self, path, *args, **kwargs: Path(path).write_bytes(b""))
+        yield
+
 
 FW = ["'torch'", "'jax'"]
 
