@@ -30,9 +30,33 @@ def median_interval(per_process: list[float]) -> tuple[float, float]:
     return float(np.exp(low)), float(np.exp(high))
 
 
-def ratio_interval(numerator: list[float], denominator: list[float]) -> tuple[float, float]:
-    """95 % interval of numerator / denominator over per-process medians: Welch's t interval on the difference of
-    the mean logarithms (unequal variances, Welch-Satterthwaite degrees of freedom), back-transformed."""
+# The resolution of a ratio: what one pair of values in it was measured against.
+ACROSS_PROCESSES = "across processes"  # two independent sets of per-process medians
+WITHIN_PROCESS = "within one process"  # per process, per-pass times of the two sides taken in the same passes
+RESOLUTIONS = (ACROSS_PROCESSES, WITHIN_PROCESS)
+
+
+def paired_ratios(numerator: list, denominator: list) -> list[float]:
+    """Per process, the median of the per-pass ratios numerator / denominator (pass j of both taken in one sweep of
+    process i: noise that hits both cancels), as exp of the median log ratio."""
+    return [float(np.exp(np.median(np.log(np.asarray(n, dtype=float) / np.asarray(d, dtype=float)))))
+            for n, d in zip(numerator, denominator, strict=True)]
+
+
+def ratio_interval(numerator: list, denominator: list,
+                   resolution: str = ACROSS_PROCESSES) -> tuple[float, float]:
+    """THE 95 % interval of numerator / denominator, at either resolution; NaN where it cannot be formed.
+
+    ACROSS_PROCESSES: numerator and denominator are per-process medians of two independent sets of processes;
+    Welch's t interval on the difference of the mean logarithms (unequal variances, Welch-Satterthwaite degrees
+    of freedom), back-transformed. WITHIN_PROCESS: they are per process the per-pass values of the two sides,
+    paired pass by pass; per process the median of the per-pass log ratios (paired_ratios), then Student's t
+    across processes on those (median_interval).
+    """
+    if resolution == WITHIN_PROCESS:
+        return median_interval(paired_ratios(numerator, denominator))
+    if resolution != ACROSS_PROCESSES:
+        raise ValueError(f"unknown resolution {resolution!r}; one of {RESOLUTIONS}")
     x, y = (np.log(np.asarray(v, dtype=float)) for v in (numerator, denominator))
     if len(x) < 2 or len(y) < 2 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         return math.nan, math.nan

@@ -163,21 +163,20 @@ def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine
     interval, and the costs of remat points."""
     import numpy as np
 
-    from tape_vs_trace.intervals import median_interval
+    from tape_vs_trace.intervals import WITHIN_PROCESS, median_interval, paired_ratios, ratio_interval
 
     table = []
     for e in chosen:
         processes = [run[e.name] for run in runs[e.framework]]
-        base = [np.asarray(p["times"][0]) for p in processes]
+        base = [p["times"][0] for p in processes]
         first_costs = processes[0].get("costs")
         for i, point in enumerate(e.points):
             medians = [float(np.median(p["times"][i])) for p in processes]
-            # The paired ratio: per pass, this point's time over the baseline's in the same pass; per process, the
-            # median of those log ratios; between processes, Student's t on them (median_interval).
-            per_process = [float(np.exp(np.median(np.log(np.asarray(p["times"][i]) / b))))
-                           for p, b in zip(processes, base)]
+            # The paired ratio to the baseline: the one ratio rule at the resolution of one process's passes.
+            times = [p["times"][i] for p in processes]
+            per_process = paired_ratios(times, base)
             low, high = median_interval(medians)
-            rlow, rhigh = median_interval(per_process)
+            rlow, rhigh = ratio_interval(times, base, WITHIN_PROCESS)
             row = dict(experiment=e.name, group=e.group, framework=e.framework, workload=e.workload, size=e.size,
                        mode=point.mode if e.group == "remat" else e.mode, formulation=e.formulation,
                        attention=e.attention, point=point.label, variant=point.variant,

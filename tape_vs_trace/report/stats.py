@@ -16,7 +16,7 @@ import numpy as np
 
 from implementations import metrics
 from tape_vs_trace import rowkey
-from tape_vs_trace.intervals import median_interval, ratio_interval
+from tape_vs_trace.intervals import ACROSS_PROCESSES, median_interval, ratio_interval
 from tape_vs_trace.result_files import Split
 from tape_vs_trace.rowkey import RowKey
 
@@ -113,7 +113,7 @@ def _interval(a: dict, b: dict, ratio: float) -> Comparison:
         return exact(a["value"], b["value"], a["metric"], a.get("unit") or "")
     pa, pb = _medians(a), _medians(b)
     if len(pa) > 1 and len(pb) > 1:
-        return Comparison(ratio, *ratio_interval(pb, pa))
+        return Comparison(ratio, *ratio_interval(pb, pa, ACROSS_PROCESSES))  # two rows: independent processes
     missing = a if len(pa) < 2 else b
     note = "one process" if missing["basis"] == "one process" else "no samples recorded"
     return Comparison(ratio, note=note)
