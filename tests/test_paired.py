@@ -219,6 +219,34 @@ def test_which_steps_have_a_peak() -> None:
                     ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}
 
 
+def test_the_curve_is_counted_by_the_suites_count_mixins_and_adds_no_asv_benchmark() -> None:
+    from benchmarks import common, counts, remat
+
+    cls = remat.curve_counts("transformer")
+    assert issubclass(cls, counts._SavedBytes) and issubclass(cls, counts._PeakBytes)
+    assert issubclass(cls, counts._Flops) and issubclass(cls, remat.RematCurve_transformer)
+    assert cls.params == remat.RematCurve_transformer.params  # the timed combinations, point by point
+    # Private, and built on request: asv and the cited profile's "*.track_*" never see it.
+    assert cls.__name__.startswith("_") and cls not in common.suite_classes()
+    assert not any("Counts" in c.__name__ for c in counts.counted_classes())
+
+
+def test_a_curve_points_costs_are_the_count_mixins_counts() -> None:
+    # One eager PyTorch point on this machine: the worker's costs are what the mixins' count_ methods give, and the
+    # saved bytes those of the probe on the point's loss.
+    from benchmarks import remat
+
+    e = _remat("cpu", "torch", "eager", "unrolled")
+    point = next(p for p in e.points if p.variant == "remat_full")
+    found = paired_worker.costs(e, point, "cpu")
+    fw = frameworks.load("torch", "highest", float64=False)
+    inputs = workloads.program_of(workloads.make_inputs(e.workload, e.size, "float32"), attention=None)
+    loss, args = fw.steps.loss_fn(inputs, "remat_full", "cpu", "unrolled")
+    assert found["saved_bytes"] == fw.probe.saved_bytes(loss, *args).extra_bytes > 0
+    assert found["cost_method"] == remat.EAGER_COSTS and found["flops"] > 0
+    assert found["peak_bytes"] > 0 and found["peak_method"] == frameworks.memory_method("torch", "cpu")
+
+
 # --- from tape-vs-trace run's samples to processes ---------------------------------------------------------------
 
 
