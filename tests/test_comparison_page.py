@@ -45,11 +45,15 @@ def _points(site: Path) -> list[dict]:
 
 
 def test_every_machine_has_its_points_drawn(built: tuple[Path, Path]) -> None:
-    """Each published machine of the committed results has points, and the page draws one marker per point."""
+    """Each published machine of the committed results has points, or is named where the page lists the pairs the
+    rule refused (a GPU's first contacts: peaks by unlike modes); the page draws one marker per point."""
     view, site = built
     machines = {h.name for m in host_split.machines(RESULTS) for h in m.hosts}
     points = Counter(p["machine"] for p in _points(site))
-    assert machines and set(points) == machines, (machines, points)
+    assert machines and points and set(points) <= machines, (machines, points)
+    refused = re.findall(r"<li>no ratio \(.*?\): \d+ case\(s\) on ([^<]*)</li>", _page(site))
+    named = {m.strip() for line in refused for m in line.split(",")}
+    assert machines - set(points) <= named, (machines - set(points), named)
     markers = Counter(re.findall(r'class="point" data-machine="([^"]+)"', _page(site)))
     assert markers == points
 

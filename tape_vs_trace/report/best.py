@@ -17,6 +17,7 @@ from tape_vs_trace.rowkey import RowKey
 
 QUESTION = "What does each framework give at its fastest mode on this machine?"
 STEP = ("recording.GradStep_", "time_step")
+NO_STEPS = "No like pair of gradient step times in this machine's newest run: nothing to answer it with yet."
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def section(table: pd.DataFrame, details: dict) -> list[str]:
     and what the calibration says of each side's mode."""
     found = rows_of(table)
     if not found:
-        return []
+        return [f"**{QUESTION}** {NO_STEPS}"]
     first = table.iloc[0]
     calibration = (details.get((first.machine, first.commit)) or {}).get("calibration") or {}
     lines = [f"**{QUESTION}** Per workload and size, each framework's fastest gradient step, whichever its mode "
