@@ -80,6 +80,13 @@ METRICS: dict[str, Metric] = {
         Metric("track_gradient_bytes", "bytes", "gradient bytes", False, True,
                "Bytes of one full gradient of the distributed step (parameter count times item size), what an "
                "all-reduce of every gradient moves per rank."),
+        # The saved-bytes breakdown's rows (`tape-vs-trace saved-all`; no asv benchmark has them): an op is a row's
+        # parameter, and PyTorch's aten ops and JAX's primitives are different things, so no ratio.
+        Metric("track_saved_op_bytes", "bytes", "saved for backward, one producing op", False, False,
+               "Bytes kept for the backward pass that one producing op made (saved-all on the CPU; arguments, "
+               "parameters and the cotangent left out; a case's ops sum to its track_saved_bytes at the same "
+               "commit); PyTorch's aten ops and JAX's primitives are different things, so no ratio.",
+               resolution=BYTES_RESOLUTION),
         # Benchmarks of version 4 and older, whose results stay in results/: one process each, no interval.
         Metric("track_compile_seconds", "seconds", "compile time (one process)", True, True,
                "Cold compile time of the step in one process (version 4 and older): PyTorch's first call minus a "

@@ -4,20 +4,22 @@ in each saved-bytes finding the ops that make the difference, and draws one figu
 
 The asv value (`track_saved_bytes`) is what the findings quote; the breakdown only explains it. Both leave out
 arguments (inputs, parameters, the loss's cotangent), so the breakdown's non-argument total is the asv value when
-both come from the same code; a finding says so where they differ.
+both come from the same code; a finding says so where they differ. `tidy` lays the breakdown out as summary.csv's
+rows, one per case, framework and producing op (rowkey.RowKey.of keys them).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from implementations import frameworks, workloads
+from implementations import frameworks, metrics, workloads
 from tape_vs_trace.report import fmt
-from tape_vs_trace.report.load import Warn, program_label, read_side_csv
+from tape_vs_trace.report.load import COLUMNS, Warn, program_label, read_side_csv
 from tape_vs_trace.schema import SAVED_FIELDS, SAVED_LOOP
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
@@ -84,11 +86,39 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
         if machine in shown and data.commit.iloc[0] != shown[machine]:
             warn(f"{path.name}: the saved-bytes breakdown is of commit {data.commit.iloc[0][:8]}, the results of "
                  f"{shown[machine][:8]}; its ops explain that commit's saved bytes")
+        data.attrs.update(file=f"{FOLDER}/{path.name}", date=dates.get(data.commit.iloc[0], ""))  # for tidy
         out[machine] = data
     for machine in sorted(set(shown) - set(out)):
         warn(f"no saved-bytes breakdown for machine {machine} in {folder} (`tape-vs-trace saved-all` writes it): "
              "its saved-bytes findings name no ops")
     return out
+
+
+BENCHMARK = "saved.breakdown"  # summary.csv's benchmark of these rows (no asv benchmark measures them)
+METRIC = "track_saved_op_bytes"
+CASE = ("workload", "size", "variant", "dtype", "program", "formulation")  # what one bar of a figure measured
+
+
+def tidy(machine: str, table: pd.DataFrame) -> pd.DataFrame:
+    """One machine's breakdown in summary.csv's columns: per case, framework and producing op the bytes the op made
+    (arguments left out), one exact row each, so a case's rows sum to its non-argument total; the parameters are the
+    case's (CASE; the loop's form where it has one), the device (saved-all runs on the CPU) and the op."""
+    meaning = metrics.METRICS[METRIC]
+    ops = table[~table.is_argument].groupby([*CASE, "framework", "op", "commit"], sort=False).nbytes.sum()
+    rows = []
+    for (*case, framework, op, commit), nbytes in ops.items():
+        params = {k: v for k, v in zip(CASE, case) if k != "formulation" or v} | {"device": "cpu", "op": op}
+        value = float(nbytes)
+        rows.append({c: "" for c in COLUMNS} | {
+            "pillar": "saved", "workload": params["workload"], "size": params["size"], "dtype": params["dtype"],
+            "variant": "/".join(v for v in (params["variant"], params.get("formulation", ""), op) if v),
+            "program": params["program"], "framework": framework, "metric": METRIC, "unit": meaning.unit,
+            "value": value, "spread": 0.0, "q25": value, "q75": value, "ci_low": value, "ci_high": value,
+            "basis": "exact", "sampled": False, "comparable": meaning.comparable,
+            "params": json.dumps(params, separators=(",", ":")), "benchmark": BENCHMARK, "commit": commit,
+            "date": table.attrs.get("date", ""), "machine": machine, "device": "cpu", "status": "ok", "type": "saved",
+            "file": table.attrs.get("file", f"{FOLDER}/{machine}-{commit[:8]}.csv.gz")})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _key(op: str) -> str:

@@ -128,6 +128,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         staging.mkdir()
         extra = [paired_results.tidy(t) for t in data.paired.values()]
         extra += [distributed_results.tidy(machine, t) for machine, t in data.distributed.items()]
+        extra += [breakdown.tidy(machine, t) for machine, t in data.saved.items()]
         step("writing summary.csv")
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         drawn, compiled = _draw(data, staging, step)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 
 from tape_vs_trace import cli, saved
 from tape_vs_trace.report import breakdown, findings
+from tape_vs_trace.rowkey import RowKey
 from tests.report.helpers import (
     FIXTURE,
     MACHINE,
@@ -236,3 +238,47 @@ def test_a_breakdown_of_jaxs_scan_names_no_ops_for_a_loop_row(tmp_path: Path) ->
     j_new = j | {"program": "default/written"}
     t_new = t | {"program": "default/written"}
     assert findings._ops(new, "transformer", "L4", t_new, j_new, "PyTorch", "JAX").startswith(": JAX keeps +")
+
+
+def test_the_breakdown_is_rows_of_summary_csv_keyed_like_every_other(results: Path, tmp_path: Path, capsys) -> None:
+    path = write_breakdown(results, HAND_MADE)
+    out, _ = build(results, tmp_path, capsys)
+    table = pd.read_csv(out / "summary.csv", dtype=str, keep_default_na=False)
+    mine = table[table.benchmark == breakdown.BENCHMARK].to_dict("records")
+    # a row per case, framework and producing op: mlp 3 PyTorch and 5 JAX ops, swiglu 3 plain and 2 custom
+    assert len(mine) == 13 and "argument" not in {json.loads(r["params"])["op"] for r in mine}
+    keys = {RowKey.of(r): r for r in mine}
+    assert len(keys) == len(mine)
+    torch = RowKey(breakdown.BENCHMARK, breakdown.METRIC, "torch", "mlp", "64x256x1024", "float32", None, "cpu",
+                   (("op", "aten.mm"), ("program", ""), ("variant", "plain")))
+    row = keys[torch]
+    assert (float(row["value"]), row["unit"], row["basis"], row["sampled"], row["comparable"]) == (
+        262144, "bytes", "exact", "False", "False")
+    assert (row["pillar"], row["status"], row["machine"], row["file"], row["date"] != "") == (
+        "saved", "ok", MACHINE, f"saved/{path.name}", True)
+    # the frameworks' rows of one case differ in the framework and the op alone
+    jax = RowKey.of(row | {"framework": "jax", "params": row["params"].replace("aten.mm", "dot_general")})
+    assert jax in keys and torch.differing(jax) == {"framework", "op"}
+    # each case's op rows sum to the breakdown's non-argument total (mlp: the fixture's asv values)
+    sums: Counter = Counter()
+    for r in mine:
+        p = json.loads(r["params"])
+        sums[p["workload"], p["variant"], r["framework"]] += int(float(r["value"]))
+    data = breakdown._read(path)
+    totals = data[~data.is_argument].groupby(["workload", "variant", "framework"]).nbytes.sum()
+    assert sums == {k: int(v) for k, v in totals.items()}
+    assert (sums["mlp", "plain", "torch"], sums["mlp", "plain", "jax"]) == (589824, 1114112)
+    # no table or finding of the report reads them: they are summary.csv's alone
+    text = report_text(out)
+    assert breakdown.METRIC not in text and "one producing op" not in text
+
+
+def test_breakdown_rows_name_the_loop_they_ran(tmp_path: Path) -> None:
+    # a file from before the program column ran JAX's lax.scan: its rows are not like PyTorch's loop rows
+    old = breakdown.tidy("m", transformer_breakdown(tmp_path, with_programs=False))
+    t, j = (RowKey.of(r) for r in old.to_dict("records"))
+    assert t.differing(j) == {"framework", "op", "formulation"}
+    new = breakdown.tidy("m", transformer_breakdown(tmp_path, with_programs=True))
+    assert {dict(RowKey.of(r).axes)["formulation"] for r in new.to_dict("records")} == {"unrolled"}
+    assert len(new) == 2 * len(saved.programs("transformer"))
+    assert (new.file == f"saved/m-{fixture_commit()[:8]}.csv.gz").all()  # saved-all's name where no path is known
