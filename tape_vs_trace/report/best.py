@@ -86,7 +86,7 @@ def section(table: pd.DataFrame, details: dict) -> list[str]:
     and what the calibration says of each side's mode."""
     found = rows_of(table)
     if not found:
-        return [f"**{QUESTION}** {NO_STEPS}"]
+        return [f"**{QUESTION}** {NO_STEPS}", ""]
     first = table.iloc[0]
     calibration = (details.get((first.machine, first.commit)) or {}).get("calibration") or {}
     lines = [f"**{QUESTION}** Per workload and size, each framework's fastest gradient step, whichever its mode "
