@@ -32,8 +32,8 @@ from typing import Any
 from implementations import rank_processes, workloads
 from tape_vs_trace.distributed_plan import DTYPE, PROCESSES, REPEAT, VARIANT, WARMUP, Case, DistributedError, plan
 from tape_vs_trace.distributed_plan import cases as cases  # the grid's rows, read through this module by its tests
-from tape_vs_trace.schema import DISTRIBUTED_FIELDS as FIELDS
 from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.schema import DISTRIBUTED_FIELDS as FIELDS
 from tape_vs_trace.schema import DISTRIBUTED_KEY as KEY
 
 ROOT = Path(__file__).resolve().parents[1]
