@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace import asv_results
+from tape_vs_trace import asv_results, result_merge
 
 CALIBRATION = {"matmul_flops_per_s": {"float32": 5.0e10}, "matmul_flops_per_s_jax": {"float32": 6.0e10},
                "copy_bytes_per_s": 4.0e9, "dispatch_seconds_per_op": {"torch": 5e-6, "jax": 2e-5}}
@@ -115,7 +115,7 @@ def _run(values: list, chosen: list[int] | None) -> dict:
 
 
 def _merged(old: dict, new: dict) -> tuple[list, list]:
-    merged, _ = asv_results.merge_results(old, new)
+    merged, _ = result_merge.merge_results(old, new)
     entry = merged["results"]["p.A.time_x"]
     return entry[0], entry[6]
 
@@ -139,7 +139,7 @@ def test_a_skip_or_failure_of_a_chosen_combination_is_no_measured_value() -> Non
 
 def test_merged_record_lists_every_run_s_choice() -> None:
     old, new = _run([1.0, NAN, NAN, NAN], [0]), _run([NAN, NAN, 2.0, NAN], [2])
-    merged, kept = asv_results.merge_results(old, new)
+    merged, kept = result_merge.merge_results(old, new)
     assert merged["tape_vs_trace"]["chosen"] == {"p.A.time_x": [0, 2]}
     assert kept == {"p.A.time_x": [0]}
 
@@ -147,7 +147,7 @@ def test_merged_record_lists_every_run_s_choice() -> None:
 def test_a_new_benchmark_version_replaces_the_old_entry_and_its_choice() -> None:
     old, new = _run([1.0, NAN, NAN, NAN], [0]), _run([NAN, NAN, 2.0, NAN], [2])
     new["results"]["p.A.time_x"][2] = "3"
-    merged, kept = asv_results.merge_results(old, new)
+    merged, kept = result_merge.merge_results(old, new)
     assert merged["results"]["p.A.time_x"][0][0] != merged["results"]["p.A.time_x"][0][0]
     assert merged["tape_vs_trace"]["chosen"] == {"p.A.time_x": [2]} and kept == {}
 

@@ -80,7 +80,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "benchmarks (the asv suite)": ("benchmarks.*",),
     "results": tuple(f"tape_vs_trace{m}" for m in (
         "", ".asv_results", ".compile_caches", ".history", ".host_check", ".host_load", ".intervals", ".machine",
-        ".progress", ".result_files", ".rowkey", ".schema")),
+        ".progress", ".result_files", ".result_merge", ".rowkey", ".schema")),
     "runners": tuple(f"tape_vs_trace.{m}" for m in (
         "calibrate", "distributed_plan", "distributed_run", "gpucheck", "paired", "paired_worker", "preflight",
         "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes", "suite_results",
