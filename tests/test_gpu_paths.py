@@ -447,8 +447,9 @@ def save(folder, key):
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     path = folder / f"{commit[:8]}-existing-py_fake_python.json"
     data = json.loads(path.read_text()) if path.exists() else {
-        "commit_hash": commit, "env_name": "existing-py_fake_python", "python": "3.12", "params": {},
-        "result_columns": ["result", "params", "version"], "results": {}, "durations": {}, "version": 2}
+        "commit_hash": commit, "env_name": "existing-py_fake_python", "python": "3.12", "date": 0,
+        "params": {"machine": folder.name}, "requirements": {}, "result_columns": ["result", "params", "version"],
+        "results": {}, "durations": {}, "version": 2}
     data["results"][key] = [[1.0], [["'torch'"]], "1"]
     path.write_text(json.dumps(data))
 """
