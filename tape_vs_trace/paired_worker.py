@@ -21,13 +21,6 @@ from implementations import frameworks
 from implementations.experiments import Experiment, Point, asv_combination, experiments
 
 
-def _no_peak(framework: str, mode: str, device: str) -> str:
-    """Why the memory method of (framework, mode, device) cannot see the step's peak, or '' (benchmarks.remat)."""
-    from benchmarks import remat
-
-    return remat.no_peak(framework, mode, device)
-
-
 def costs(experiment: Experiment, point: Point, device: str) -> dict[str, Any]:
     """Saved bytes, matmul flops and peak bytes of one remat point, with the methods that took them: its curve
     combination counted by the count class of its workload (benchmarks.remat._CurveCounts.costs)."""

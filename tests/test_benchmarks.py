@@ -497,3 +497,15 @@ def test_the_cuda_peak_and_its_workspace_come_from_one_probe_call() -> None:
         assert len(calls) == 1
     finally:
         common._MEMO.pop(("peak", "RematCost_mlp", tuple(case.params.values())), None)
+
+
+def test_which_steps_have_a_peak() -> None:
+    # A peak only where the framework's memory method measures the step as timed: on a CPU, PyTorch's tracker cannot
+    # see inside Inductor's kernels and op-by-op JAX has no buffer plan; on CUDA the allocators see every step but
+    # op-by-op JAX's (its probe jits the step, which would be another program).
+    have = {(f, m, d): not remat.no_peak(f, m, d)
+            for f in ("torch", "jax") for m in ("eager", "compiled") for d in ("cpu", "cuda")}
+    assert have == {("torch", "eager", "cpu"): True, ("torch", "compiled", "cpu"): False,
+                    ("jax", "eager", "cpu"): False, ("jax", "compiled", "cpu"): True,
+                    ("torch", "eager", "cuda"): True, ("torch", "compiled", "cuda"): True,
+                    ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}

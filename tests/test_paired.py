@@ -207,18 +207,6 @@ def test_cli_without_results_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert err.startswith("error: no results to pair: ") and "tape-vs-trace run" in err and err.count("\n") == 1
 
 
-def test_which_steps_have_a_peak() -> None:
-    # A peak only where the framework's memory method measures the step as timed: on a CPU, PyTorch's tracker cannot
-    # see inside Inductor's kernels and op-by-op JAX has no buffer plan; on CUDA the allocators see every step but
-    # op-by-op JAX's (its probe jits the step, which would be another program).
-    have = {(f, m, d): not paired_worker._no_peak(f, m, d)
-            for f in ("torch", "jax") for m in ("eager", "compiled") for d in ("cpu", "cuda")}
-    assert have == {("torch", "eager", "cpu"): True, ("torch", "compiled", "cpu"): False,
-                    ("jax", "eager", "cpu"): False, ("jax", "compiled", "cpu"): True,
-                    ("torch", "eager", "cuda"): True, ("torch", "compiled", "cuda"): True,
-                    ("jax", "eager", "cuda"): False, ("jax", "compiled", "cuda"): True}
-
-
 def test_the_curve_is_counted_by_the_suites_count_mixins_and_adds_no_asv_benchmark() -> None:
     from benchmarks import common, counts, remat
 
