@@ -21,7 +21,7 @@ import pandas as pd
 
 from implementations import frameworks, pillars
 from implementations.pillars import Across, Change, ProgramChange, Rule, Side
-from tape_vs_trace.report import breakdown, fmt, paired_results, paired_section, stats
+from tape_vs_trace.report import breakdown, fmt, paired_section, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
 from tape_vs_trace.rowkey import RowKey, params_of
@@ -122,8 +122,6 @@ class Paired:
     def __init__(self, table: pd.DataFrame | None, device: str):
         from implementations import experiments
 
-        # a table not read by paired_results.read may still name its experiments as before they were derived
-        table = None if table is None else paired_results.renamed(table)
         self.rows = {} if table is None else {(r["experiment"], r["point"]): r for r in
                                               table[table.group == "paired"].to_dict("records")}
         self.commit = "" if table is None or table.empty else table.commit.iloc[0]

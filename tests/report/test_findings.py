@@ -107,11 +107,11 @@ def custom_row(variant: str, commit: str = "c1") -> dict:
 
 def paired_table(ratio: float, low: float, high: float, commit: str = "c1"):
     import pandas as pd
-    rows = [{"group": "paired", "experiment": "custom against autodiff swiglu torch eager", "point": point,
-             "baseline": "autodiff", "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "time_s": t,
+    rows = [{"group": "paired", "experiment": "the custom backward, eager swiglu torch eager", "point": point,
+             "baseline": "plain/eager", "ratio": r, "ratio_ci_low": lo, "ratio_ci_high": hi, "time_s": t,
              "commit": commit}
-            for point, r, lo, hi, t in (("autodiff", 1.0, 1.0, 1.0, 0.01385),
-                                        ("custom", ratio, low, high, 0.01604))]
+            for point, r, lo, hi, t in (("plain/eager", 1.0, 1.0, 1.0, 0.01385),
+                                        ("custom/eager", ratio, low, high, 0.01604))]
     return pd.DataFrame(rows)
 
 
