@@ -1,10 +1,26 @@
 """Test-session settings: float64 on in JAX, since the float64 parity and ADBench tests need it (benchmark
 processes turn it on only for float64 runs; float32 arrays keep their dtype either way). A benchmark built in a
-test configures JAX as its process would (float64 off): each test starts from the session's setting again."""
+test configures JAX as its process would (float64 off): each test starts from the session's setting again.
+
+One JAX persistent compilation cache for the session, fresh and removed at its end: the pytest-xdist workers and
+the processes tests start inherit it, so a program that several of them compile (the same op-by-op primitive, the
+same jitted step) is compiled once. A test about compiles or caches sets its own (compile_probe.persistent_cache)
+or counts cache hits as compiles (test_steps)."""
+
+import atexit
+import os
+import shutil
+import tempfile
 
 import pytest
 
-import implementations.jax as jax_side
+if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a lone process), before JAX is imported anywhere
+    _cache = tempfile.mkdtemp(prefix="tvt-tests-jax-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    os.environ.update({"JAX_COMPILATION_CACHE_DIR": _cache, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                       "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"})
+
+import implementations.jax as jax_side  # noqa: E402 (after the cache's settings, which JAX reads at import)
 
 
 @pytest.fixture(autouse=True)
