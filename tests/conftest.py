@@ -8,6 +8,7 @@ same jitted step) is compiled once. A test about compiles or caches sets its own
 or counts cache hits as compiles (test_steps)."""
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -26,3 +27,17 @@ import implementations.jax as jax_side  # noqa: E402 (after the cache's settings
 @pytest.fixture(autouse=True)
 def _float64_on():
     jax_side.configure("highest", None, float64=True)
+
+
+_frozen_for: list[object] = [None]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # The probes collect garbage around each measurement, and a full gc.collect walks every tracked object: what
+    # earlier test files left alive (modules, collected items, caches) is frozen out of those walks at each file's
+    # first test, once its garbage is collected, so that they see only what the file itself creates.
+    module = getattr(item, "module", None)
+    if module is not _frozen_for[0]:
+        _frozen_for[0] = module
+        gc.collect()
+        gc.freeze()
