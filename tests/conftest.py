@@ -5,7 +5,10 @@ test configures JAX as its process would (float64 off): each test starts from th
 One JAX persistent compilation cache for the session, fresh and removed at its end: the pytest-xdist workers and
 the processes tests start inherit it, so a program that several of them compile (the same op-by-op primitive, the
 same jitted step) is compiled once. A test about compiles or caches sets its own (compile_probe.persistent_cache)
-or counts cache hits as compiles (test_steps)."""
+or counts cache hits as compiles (test_steps). XLA compiles the session's programs with LLVM's optimizations off
+(--xla_backend_optimization_level=0): the same HLO and buffer plan, emitted without the code-quality passes that
+make most of a CPU compile's time (a multiply-add left unfused can move a last bit, inside every tolerance); speed
+is the benchmarks' business, not the tests'."""
 
 import atexit
 import gc
@@ -19,7 +22,9 @@ if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a lone process
     _cache = tempfile.mkdtemp(prefix="tvt-tests-jax-cache-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
     os.environ.update({"JAX_COMPILATION_CACHE_DIR": _cache, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                       "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"})
+                       "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+                       "XLA_FLAGS": " ".join(filter(None, (os.environ.get("XLA_FLAGS"),
+                                                           "--xla_backend_optimization_level=0")))})
 
 import implementations.jax as jax_side  # noqa: E402 (after the cache's settings, which JAX reads at import)
 
