@@ -20,7 +20,7 @@ import pytest
 from implementations import metrics, pillars
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import build, figures
-from tests.report.helpers import FIXTURE, PROGRESS_LINE, messages, report_text
+from tests.report.helpers import FIXTURE, PROGRESS_LINE, messages, report_text, unrendered
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -37,7 +37,10 @@ def result_file(results: Path) -> Path:
 
 
 def run(capsys, results: Path, out: Path) -> tuple[int, str, list[str]]:
-    code = cli.main(["report", "--results", str(results), "--out", str(out)])
+    """`tape-vs-trace report`'s exit code, stdout and stderr's lines; its callers read text and which files exist,
+    so each figure is an empty file."""
+    with unrendered():
+        code = cli.main(["report", "--results", str(results), "--out", str(out)])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     return code, captured.out, captured.err.splitlines()
@@ -359,7 +362,7 @@ def test_failed_build_leaves_the_old_report(results: Path, tmp_path: Path, capsy
         raise RuntimeError("figure failed")
 
     monkeypatch.setattr(figures, "difference_figure", boom)
-    with pytest.raises(RuntimeError, match="figure failed"):
+    with pytest.raises(RuntimeError, match="figure failed"), unrendered():
         report.write_report(results, out, lambda _: None)
     assert snapshot(out) == old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "results"], "no temporary folder left behind"
@@ -368,8 +371,9 @@ def test_failed_build_leaves_the_old_report(results: Path, tmp_path: Path, capsy
 def test_readme_block_is_replaced(results: Path, tmp_path: Path, capsys) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# title\n\nbefore\n<!-- report:start -->\nold block\n<!-- report:end -->\nafter\n")
-    code = cli.main(["report", "--results", str(results), "--out", str(tmp_path / "docs" / "report"),
-                     "--readme", str(readme)])
+    with unrendered():  # the test reads the text and which files exist
+        code = cli.main(["report", "--results", str(results), "--out", str(tmp_path / "docs" / "report"),
+                         "--readme", str(readme)])
     captured = capsys.readouterr()
     assert code == 0 and "Traceback" not in captured.err and captured.out.count("\n") == 1
     # progress on stderr, a line as each step starts (the heartbeat is tests/test_progress.py's), the README's last
