@@ -3,11 +3,12 @@
 share.
 
 - `cited`, the default on CPU machines: what the headline and each pillar's first finding cite (every gradient
-  step of the recording pillar in both modes, the custom and plain eager steps, the eager remat curve, the
-  no-grad forwards, the engine's features, the harness's overhead, one cold compile's phases per framework), with
-  every count (one shared count process takes them all); 12 processes per combination, each round after the third
-  started only while the runner's budget has room for it. More processes for fewer rows: its intervals are the
-  narrow ones.
+  step of the recording pillar in both modes, the custom and plain eager steps, the compiled remat curve at its
+  first size in the loop form (`torch.compile` with its policies and memory budgets, `jax.jit` with its
+  policies), the no-grad forwards, the engine's features, the harness's overhead, one cold compile's phases per
+  framework), with every count (one shared count process takes them all); 12 processes per combination, each
+  round after the third started only while the runner's budget has room for it. More processes for fewer rows: its
+  intervals are the narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
 A selection is a list of `Rows`: benchmark names (shell patterns over asv's `module.Class.method`) and, per named
@@ -171,12 +172,24 @@ class Profile:
         return tuple(regexes(self.selection))
 
 
+def _first_sizes(grid: str) -> tuple[str, ...]:
+    """Each workload's first size in the specs' grid `grid`, on either device."""
+    from implementations import workloads
+
+    return tuple(sorted({sizes[0] for device in ("cpu", "cuda")
+                         for sizes in workloads.runs(grid, device).values() if sizes}))
+
+
+_FIRST_CURVE_SIZES = _first_sizes("RematCurve")
+
 CITED = Profile(
     "cited",
     (rows("recording.GradStep_*.time_step"),
      rows("custom_backward.CustomStep_*.time_step", mode="eager"),
-     rows("remat.RematCurve_*.time_step", mode="eager"),
-     # the compiled remat curve is in the full profile only: its compiles outgrow make bench's budget on 2 cores
+     # the curve a user compares: jax.jit against torch.compile, whole experiments (paired draws no part of one);
+     # the eager curve, JAX's scan and fused attention are the full profile's (docs/remat-curve.md says why)
+     rows("remat.RematCurve_*.time_step", mode="compiled", size=_FIRST_CURVE_SIZES, formulation="unrolled",
+          attention="written"),
      rows("inference.Forward_*.time_forward"),
      rows("engine.EngineStep_*.time_step"),
      rows("harness.*"),
@@ -188,8 +201,8 @@ CITED = Profile(
     # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired
     # division, report, dashboard), with room for a host slower at those than the ones measured (docs/history.md).
     budget_s=480.0,
-    summary="the cited rows (gradient steps, eager custom and remat steps, no-grad forwards, engine, harness, "
-            "a cold compile's phases, every count)",
+    summary="the cited rows (gradient steps, eager custom steps, the compiled remat curve, no-grad forwards, "
+            "engine, harness, a cold compile's phases, every count)",
 )
 FULL = Profile("full", (), rounds=5, budget_s=None, summary="every benchmark")
 PROFILES = {p.name: p for p in (CITED, FULL)}

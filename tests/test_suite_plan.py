@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 
+from implementations import workloads
 from tape_vs_trace import suite_plan
 from tape_vs_trace.suite_results import Task
 
@@ -222,10 +223,33 @@ def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_
         params = dict(zip(by_name[t.name]["param_names"], list(itertools.product(*by_name[t.name]["params"]))[t.index]))
         modes[t.name].add(params.get("mode"))
     assert modes["recording.GradStep_mlp.time_step"] == {"'eager'", "'compiled'"}
-    assert modes["remat.RematCurve_transformer.time_step"] == {"'eager'"}
+    assert modes["remat.RematCurve_transformer.time_step"] == {"'compiled'"}
     assert modes["custom_backward.CustomStep_swiglu.time_step"] == {"'eager'"}
     assert {t.rounds for t in chosen if t.kind == "time" and not t.fresh} == {cited.rounds}
     assert all(t.rounds == int(by_name[t.name].get("rounds", 1)) for t in chosen if t.fresh)  # a cold compile's own
+
+
+def test_the_cited_profile_times_the_compiled_remat_curve_in_whole_experiments() -> None:
+    """The curve a user compares, in the default CPU run: every point of the first size's torch.compile and
+    jax.jit loop experiments (policies and memory budgets), and no stray point of another experiment, since
+    `tape-vs-trace paired` draws only experiments whose every point was timed."""
+    from implementations import experiments
+    from tape_vs_trace import profiles
+
+    timed = [dict(c.params) for c in profiles.select(profiles.get("cited").selection, profiles.combinations())
+             if c.benchmark.startswith("remat.RematCurve_") and not c.skipped]
+    curve = [e for e in experiments.experiments("cpu") if e.group == "remat"]
+
+    def is_timed(e, p) -> bool:
+        _, params = experiments.asv_combination(e, p, "cpu")
+        return any(all(t.get(k) == v for k, v in params.items()) for t in timed)
+
+    drawn = [e for e in curve if all(is_timed(e, p) for p in e.points)]
+    assert sorted((e.framework, e.mode, e.formulation, e.attention) for e in drawn) == [
+        ("jax", "compiled", "unrolled", ""), ("torch", "compiled", "unrolled", "")]
+    assert {e.size for e in drawn} == {workloads.runs("RematCurve", "cpu")["transformer"][0]}
+    assert {p.budget for e in drawn for p in e.points} >= set(experiments.BUDGETS)  # torch.compile's budgets too
+    assert len(timed) == sum(len(e.points) for e in drawn)  # nothing timed that no drawn experiment uses
 
 
 def test_an_unknown_profile_is_one_line_naming_the_valid_ones() -> None:
