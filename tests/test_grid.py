@@ -141,8 +141,11 @@ with contextlib.redirect_stdout(cited):
     cli.main(["cite", "GradStep_aaa_toy.time_step", "framework=torch", "mode=eager", "--results", str(results)])
 print(json.dumps({
     "pillars": sorted(set(table[table.workload == "aaa_toy"].pillar)),
-    "markdown": [line for line in (root / "report" / "summary.md").read_text().splitlines() if "aaa_toy" in line],
-    "files": sorted(p.name for p in (root / "report").iterdir()),
+    # the front page and each machine's page, which holds the machine's tables and figures
+    "markdown": [line for page in [root / "report" / "summary.md", *sorted((root / "report").glob("*/summary.md"))]
+                 for line in page.read_text().splitlines() if "aaa_toy" in line],
+    "pages": "\n".join(p.read_text() for p in sorted((root / "report").rglob("summary.md"))),
+    "files": sorted(p.name for p in (root / "report").rglob("*") if p.is_file()),
     "headline": [r.label for r in headline.build(load_results(results, lambda m: None), root).rows],
     "cite": cited.getvalue(),
 }))
@@ -318,7 +321,7 @@ def test_a_new_workloads_rows_reach_every_table_figure_the_headline_and_cite(tmp
     assert shown["pillars"] == ["harness", "inference", "recording", "remat", toy.PILLAR]
     assert any(line.startswith(f"| {TOY} tiny eager |") for line in shown["markdown"])  # the step-time table
     assert any(line.startswith(f"| {TOY} tiny remat_full |") for line in shown["markdown"])  # the remat table
-    assert "![remat_curve_tiny](remat_curve_tiny.png)" in (tmp_path / "report" / "summary.md").read_text()
+    assert "![remat_curve_tiny](../remat_curve_tiny.png)" in shown["pages"]  # a machine page, a folder below it
     assert {"headline.png", "recording.png", "remat.png", "remat_curve_tiny.png", f"{toy.PILLAR}.png"} <= set(
         shown["files"])
     assert any(line.startswith("- **step time, JAX op-by-op against PyTorch's eager tape**") and TOY in line
