@@ -167,7 +167,8 @@ def rows(chosen: list[Experiment], runs: dict, device: str, commit: str, machine
 
     table = []
     for e in chosen:
-        processes = [run[e.name] for run in runs[e.framework]]
+        # experiments of one framework may run in different numbers of processes (a cheap group's copies)
+        processes = [run[e.name] for run in runs[e.framework] if e.name in run]
         base = [p["times"][0] for p in processes]
         first_costs = processes[0].get("costs")
         for i, point in enumerate(e.points):

@@ -6,8 +6,9 @@ share.
   step of the recording pillar in both modes, the custom and plain eager steps, the compiled remat curve at its
   first size in the loop form (`torch.compile` with its policies and memory budgets, `jax.jit` with its
   policies), the no-grad forwards, the engine's features, the harness's overhead, one cold compile's phases per
-  framework), with every count (one shared count process takes them all); 12 processes per combination, each
-  round after the third started only while the runner's budget has room for it. More processes for fewer rows: its
+  framework), with every count (one shared count process takes them all); 12 rounds, each round after the third
+  started only while the runner's budget has room for it, a cheap shared process measured more than once a round
+  (suite_plan.copies). More processes for fewer rows: its
   intervals are the narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 

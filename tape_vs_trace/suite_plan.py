@@ -20,6 +20,11 @@ MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t inter
 # round_plans' process layout, recorded in the result file: tape_vs_trace.history.LAYOUTS lists each one it had
 LAYOUT = "worker-compiled-apart"
 METHOD = "method"  # fresh_process_shared_across: the class's fresh methods of one combination share a process
+# A shared process is measured again in the same round while its copies together take at most COPY_SHARE of the
+# wall of the round's slowest shared process, at most MAX_COPIES times: on a noisy host each process draws its own
+# speed, and processes of one round draw independently (docs/history.md), so a cheap process buys processes.
+COPY_SHARE = 0.5
+MAX_COPIES = 3
 
 
 class RunError(Exception):
@@ -128,14 +133,37 @@ def rotated(items: list, r: int) -> list:
     return items[r:] + items[:r]
 
 
-def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
+def group(framework: str, batch: list[Task]) -> str:
+    """The shared process group of a round's process ("" for a fresh one): its framework, whether it holds the
+    compiled combinations, and its process-wide settings; what copies() counts and the run's record names."""
+    first = batch[0]
+    if first.fresh:
+        return ""
+    return f"{framework} {'compiled' if first.compiled else 'others'} {first.settings[0]}" + \
+        (" float64" if first.settings[1] else "")
+
+
+def copies(walls: dict[str, float]) -> dict[str, int]:
+    """Processes per round of each shared group, from each group's cost (the wall of its cheapest process so far):
+    as many as fit in COPY_SHARE of the slowest group's cost, at least one, at most MAX_COPIES. A group whose cost
+    is unknown or not positive gets one."""
+    known = {g: w for g, w in walls.items() if w > 0}
+    if not known:
+        return {}
+    budget = COPY_SHARE * max(known.values())
+    return {g: max(1, min(MAX_COPIES, int(budget // w))) for g, w in known.items()}
+
+
+def round_plans(all_tasks: list[Task], r: int, repeats: dict[str, int] | None = None) -> list[tuple[str, list[Task]]]:
     """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
     that share one and are not compiled, one for the compiled ones (their order alternating too), each of them split
     by process-wide settings (Task.settings: a precision set for one combination holds for every other in the
     process), each with its benchmarks and each benchmark's combinations rotated by `r`; then a process per fresh
     task, or per point where fresh tasks share one (Task.point: a point's phase rows read one compile). Compiled
     programs resident in a process slowed JAX's op-by-op transformer step beside them by a fifth (docs/history.md);
-    which combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others)."""
+    which combinations count as compiled here is Task.compiled (paired_across_modes keeps some with the others).
+    `repeats` (copies()) measures a shared group's process more than once in the round, each copy after the first
+    with the order rotated one further and without the counts (a count is taken once)."""
     frameworks = sorted({t.framework for t in all_tasks}, key=lambda f: (f != "torch", f))
     if r % 2:
         frameworks.reverse()
@@ -145,8 +173,13 @@ def round_plans(all_tasks: list[Task], r: int) -> list[tuple[str, list[Task]]]:
         for compiled in (True, False) if r % 2 else (False, True):
             for settings in sorted({t.settings for t in due if not t.fresh and t.compiled == compiled}):
                 shared = [t for t in due if not t.fresh and t.compiled == compiled and t.settings == settings]
-                names = rotated(list(dict.fromkeys(t.name for t in shared)), r)
-                plans.append((framework, [t for n in names for t in rotated([t for t in shared if t.name == n], r)]))
+                for copy in range((repeats or {}).get(group(framework, shared), 1)):
+                    batch = shared if copy == 0 else [t for t in shared if t.kind == "time"]
+                    if not batch:
+                        break
+                    names = rotated(list(dict.fromkeys(t.name for t in batch)), r + copy)
+                    plans.append((framework, [t for n in names
+                                              for t in rotated([t for t in batch if t.name == n], r + copy)]))
         fresh: dict[str, list[Task]] = {}
         for t in due:
             if t.fresh:

@@ -8,7 +8,9 @@ kind of program (the compiled combinations apart from the others) and process-wi
 float64), each process taking every combination's `repeat` samples, interleaved combination by combination, the
 order rotated every round and every pass. So the statistics between processes stay what they are (the report
 splits each combination's samples into its processes), and a round costs a few start-ups (four on a CPU grid of one
-precision) instead of one per combination.
+precision) instead of one per combination. A shared process that costs little beside the round's slowest is
+measured again in the same round (suite_plan.copies): on a noisy host each process draws its own speed, so a cheap
+process buys its rows more processes for little time.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -40,9 +42,13 @@ from typing import Any
 from implementations import frameworks
 from tape_vs_trace import host_load
 from tape_vs_trace.suite_plan import (
+    COPY_SHARE,
     LAYOUT,
+    MAX_COPIES,
     RunError,
+    copies,
     discover,
+    group,
     next_round_fits,
     paired_across_modes,
     round_plans,
@@ -100,8 +106,18 @@ class _Run:
             self.durations[t.name] = self.durations.get(t.name, 0.0) + spent
             record(self.outcomes.setdefault(t.id, Outcome()), found.get(t.id))
         self.runs["per_process"].append({"round": r + 1, "framework": framework, "compiled": batch[0].compiled,
-                                         "combinations": len(batch), "wall_s": round(wall, 2),
-                                         "outside_combinations_s": round(startup, 2), "host": host})
+                                         "group": group(framework, batch), "combinations": len(batch),
+                                         "wall_s": round(wall, 2), "outside_combinations_s": round(startup, 2),
+                                         "host": host})
+
+    def repeats(self) -> dict[str, int]:
+        """copies() of each shared group, from the cheapest wall of its processes so far (none before the first
+        round)."""
+        cheapest: dict[str, float] = {}
+        for p in self.runs["per_process"]:
+            if p["group"]:
+                cheapest[p["group"]] = min(cheapest.get(p["group"], p["wall_s"]), p["wall_s"])
+        return copies(cheapest)
 
     def failed(self) -> list[str]:
         return sorted(t.id for t in self.chosen if self.outcomes.get(t.id) and self.outcomes[t.id].error)
@@ -112,8 +128,11 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
     """The runner's record of a run before its first round ("worker_runs" in the result file)."""
     return {"started": started.isoformat(), "profile": profile, "selection": list(regexes or []), "budget_s": budget,
             "rounds_planned": max(t.rounds for t in chosen), "rounds": 0, "stopped": None, "processes": 0,
-            "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [],
-            "layout": {"id": LAYOUT, "settings": sorted(list(s) for s in {t.settings for t in chosen}),
+            "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [], "copies": [],
+            "layout": {"id": LAYOUT, "copies": f"a shared group runs again in its round while its copies fit in "
+                                             f"{COPY_SHARE:g} of the slowest group's cheapest wall, at most "
+                                             f"{MAX_COPIES} in all",
+                       "settings": sorted(list(s) for s in {t.settings for t in chosen}),
                        "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device())),
                        "fresh_shared_by_point": sorted({t.name for t in chosen if t.point})}}
 
@@ -146,7 +165,9 @@ def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Cal
            timeout: float, t0: float) -> None:
     """Round `r`: each of its processes (round_plans) measured, its wall time recorded."""
     round_started = time.perf_counter()
-    plans = round_plans(state.chosen, r)
+    repeats = state.repeats()
+    state.runs["copies"].append({g: n for g, n in sorted(repeats.items()) if n > 1})
+    plans = round_plans(state.chosen, r, repeats)
     log(f"[run] round {r + 1}/{state.runs['rounds_planned']}: {len(plans)} processes, "
         f"{sum(len(b) for _, b in plans)} combinations, {time.perf_counter() - t0:.0f} s so far")
     for i, (framework, batch) in enumerate(plans):

@@ -304,6 +304,20 @@ def test_rows_from_the_samples_pair_each_pass_with_the_baselines_same_pass() -> 
         assert row["processes"] == 3
 
 
+def test_two_experiments_of_one_framework_in_different_numbers_of_processes_each_keep_their_own() -> None:
+    # the eager curve's group copied in every round (6 processes), the compiled one's not (3)
+    chosen = [_remat("cpu", "torch", "eager", "unrolled"), _remat("cpu", "torch", "compiled", "unrolled")]
+
+    def per_point(e, j):
+        return [[1.0 + j + p] * 3 for p in range(6 if e is chosen[0] else 3)]
+
+    runs = paired.processes(chosen, *_result_file(chosen, per_point), "cpu")
+    table = paired.rows(chosen, runs, "cpu", "abcdef1234", "m")
+    assert {r["experiment"]: r["processes"] for r in table} == {chosen[0].name: 6, chosen[1].name: 3}
+    first = [r for r in table if r["experiment"] == chosen[1].name][0]
+    assert first["process_medians"] == "1;2;3"
+
+
 def test_samples_of_another_runner_are_not_paired() -> None:
     e = _remat("cpu", "torch", "eager", "unrolled")
     data, benchmarks = _result_file([e], lambda *_: [[1.0] * 3] * 3, runner="asv")

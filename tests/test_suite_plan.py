@@ -144,6 +144,33 @@ def test_the_compiled_mode_combinations_go_apart_except_where_a_paired_ratio_spa
     assert any(t.compiled for t in chosen) and any(not t.compiled and t.kind == "time" for t in chosen)
 
 
+def test_a_shared_group_is_copied_while_its_copies_fit_in_half_the_slowest_groups_wall() -> None:
+    # the walls of one round on the noisy AMD host: PyTorch's compiled process, JAX's others, JAX's compiled, PyTorch's
+    walls = {"torch compiled highest": 24.5, "jax others highest": 13.2, "jax compiled highest": 8.0,
+             "torch others highest": 5.4}
+    assert suite_plan.copies(walls) == {"torch compiled highest": 1, "jax others highest": 1,
+                                        "jax compiled highest": 1, "torch others highest": 2}
+    assert suite_plan.copies({"a": 24.0, "b": 6.0, "c": 6.1, "d": 12.0, "e": 12.1}) == {
+        "a": 1, "b": 2, "c": 1, "d": 1, "e": 1}  # 2 x 6 = 12 fits in half of 24, 2 x 6.1 does not
+    assert suite_plan.copies({"a": 100.0, "b": 1.0}) == {"a": 1, "b": suite_plan.MAX_COPIES}
+    assert suite_plan.copies({}) == {} and suite_plan.copies({"a": 0.0}) == {}
+
+
+def test_a_copied_group_runs_again_in_its_round_rotated_one_further_and_without_the_counts() -> None:
+    chosen = [_task("m.A.time_step", 0), _task("m.A.time_step", 1), _task("m.B.time_step", 0),
+              _task("m.C.track_bytes", 0, rounds=1, kind="track"), _task("m.A.time_step", 2, "jax")]
+    plans = [(f, [t.id for t in b]) for f, b in suite_plan.round_plans(chosen, 0, {"torch others highest": 2})]
+    assert plans == [
+        ("torch", ["m.A.time_step-0", "m.A.time_step-1", "m.B.time_step-0", "m.C.track_bytes-0"]),
+        ("torch", ["m.B.time_step-0", "m.A.time_step-1", "m.A.time_step-0"]),  # the count is taken once
+        ("jax", ["m.A.time_step-2"])]
+    assert suite_plan.group("torch", suite_plan.round_plans(chosen, 0)[0][1]) == "torch others highest"
+    assert suite_plan.round_plans(chosen, 0, {"jax others highest": 1}) == suite_plan.round_plans(chosen, 0)
+    fresh = [_task("m.D.time_compile_seconds", 0, fresh=True)]
+    assert suite_plan.group("torch", fresh) == ""  # a fresh process is in no group, so never copied
+    assert len(suite_plan.round_plans(fresh, 0, {"": 3})) == 1
+
+
 def test_a_combination_runs_in_as_many_rounds_as_it_asks_and_counts_once() -> None:
     chosen = [_task("m.A.time_step", 0, rounds=5), _task("m.B.time_step", 0, rounds=3),
               _task("m.C.track_bytes", 0, rounds=1, kind="track")]

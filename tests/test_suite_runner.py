@@ -4,6 +4,7 @@ API and the report read, with the runner recorded. Worker processes are faked he
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -54,6 +55,40 @@ def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) 
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=4, log=lambda _: None)
     record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
     assert record["rounds"] == 4 and record["stopped"] is None and record["profile"] is None
+
+
+def test_a_cheap_group_is_copied_from_the_second_round_on_and_the_file_says_so(monkeypatch, tmp_path: Path) -> None:
+    """A shared group whose process costs at most half the slowest group's gets a second process per round once its
+    wall is known; each copy adds its samples, and the record names the copies of every round."""
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return now[0]
+
+    def fake(batch, framework, caches, scratch, label, log, timeout):
+        now[0] += 20.0 if batch[0].compiled else 4.0  # the compiled processes are the slow ones
+        return {t.id: {"samples": [0.01] * t.repeat, "number": 1} for t in batch} | {"graphs": {}}
+
+    monkeypatch.setattr(suite_runner, "time", Clock)
+    monkeypatch.setattr(suite_runner, "measure_round", fake)
+    monkeypatch.setattr(suite_runner, "setup_caches", lambda *a: {})
+    monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=3, log=lambda _: None)
+    data = json.loads(done.path.read_text())
+    record = data["tape_vs_trace"]["worker_runs"]
+    copied = {"torch others highest": 2, "jax others highest": 2}
+    assert record["copies"] == [{}, copied, copied]
+    assert record["processes"] == 4 + 6 + 6 and record["round_wall_s"] == [48.0, 56.0, 56.0]
+    assert {p["group"] for p in record["per_process"]} == {"torch others highest", "torch compiled highest",
+                                                           "jax others highest", "jax compiled highest"}
+    steps = data["results"]["recording.GradStep_mlp.time_step"]
+    params = steps[data["result_columns"].index("params")]
+    mode = next(i for i, values in enumerate(params) if "'compiled'" in values)
+    # a compiled combination: one process a round; the others: 1 + 2 + 2
+    assert [len(s) // 5 for s in steps[data["result_columns"].index("samples")]] == [
+        3 if combination[mode] == "'compiled'" else 5 for combination in itertools.product(*params)]
 
 
 def test_each_process_records_what_the_host_did_while_it_ran(monkeypatch, tmp_path: Path) -> None:
@@ -206,7 +241,8 @@ def test_outcomes_become_asvs_values_nan_for_a_skip_none_for_a_failure() -> None
 @pytest.mark.slow
 def test_a_real_run_of_timed_and_counted_benchmarks_saves_every_value(monkeypatch, tmp_path: Path) -> None:
     """The chain's gradient steps (timed, both modes) and its graph costs (counts from the shared setup_cache) in
-    real worker processes, two rounds: no combination fails, and the file holds samples of both rounds."""
+    real worker processes, two rounds: no combination fails, and the file holds the samples of every process that
+    measured a combination (both rounds, and the second round's copies of a cheap group)."""
     monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
     done = suite_runner.run(tmp_path, [r"GradStep_chain\.", r"GraphCost_chain\.track_saved_bytes"], rounds=2,
                             log=lambda _: None)
@@ -214,6 +250,13 @@ def test_a_real_run_of_timed_and_counted_benchmarks_saves_every_value(monkeypatc
     data = json.loads(done.path.read_text())
     columns = data["result_columns"]
     steps = data["results"]["recording.GradStep_chain.time_step"]
-    assert all(isinstance(s, list) and len(s) == 10 for s in steps[columns.index("samples")])
+    runs = data["tape_vs_trace"]["worker_runs"]
+    held = {}  # processes of each (framework, compiled): every combination of the chain's steps is in each of them
+    for p in runs["per_process"]:
+        held[(p["framework"], p["compiled"])] = held.get((p["framework"], p["compiled"]), 0) + 1
+    frameworks, modes = (steps[columns.index("params")][i] for i in (0, 3))
+    expected = [5 * held[(f.strip("'"), m == "'compiled'")] for f in frameworks for m in modes]
+    assert [len(s) for s in steps[columns.index("samples")]] == expected
+    assert min(expected) == 10 and runs["copies"][0] == {}  # two rounds; no copies before a wall is known
     saved = data["results"]["recording.GraphCost_chain.track_saved_bytes"][0]
     assert all(isinstance(v, (int, float)) and v > 0 for v in saved)
