@@ -125,7 +125,7 @@ def method(row: dict) -> str:
     elif not row["sampled"]:
         how = display(row["metric"]) + ": a deterministic count, one measurement"
     elif basis == "processes":
-        how = (f"median of per-process medians ({row['processes']} processes, {row['samples']} samples); 95 % "
+        how = (f"geometric mean of per-process medians ({row['processes']} processes, {row['samples']} samples); 95 % "
                "Student-t interval over processes (log scale)")
     elif basis == "one process":
         how = f"median of one process's {row['samples']} samples; no between-process interval"

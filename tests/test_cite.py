@@ -1,6 +1,6 @@
 """`tape-vs-trace cite`: one citable block, on the synthetic results of tests/report/helpers.py (PyTorch's eager
-GradStep: per-process medians 1.15, 2.15, 1.55 ms, so 1.55 ms in [1.15, 2.15]; JAX's 3.0, 3.2, 3.4 ms, so a ratio
-of 3.2 / 1.55 in [3.0 / 2.15, 3.4 / 1.15] = [1.40, 2.96]) plus an older commit whose values differ."""
+GradStep: per-process medians 1.15, 2.15, 1.55 ms, geometric mean 1.565 ms; JAX's 3.0, 3.2, 3.4 ms, geometric mean
+3.196 ms) plus an older commit whose values differ."""
 
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ def cite(capsys, results: Path, *argv: str) -> tuple[int, str, str]:
 def test_text_block_carries_value_interval_method_and_provenance(results, capsys) -> None:
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "framework=torch", "mode=eager")
     assert rc == 0
-    # Student-t on the logs of 1.15, 2.15, 1.55 ms (tests/report/helpers.py): [0.7192, 3.405] ms
-    assert "1.55 ms, 95 % interval 719.2 µs–3.405 ms" in out
-    assert "median of per-process medians (3 processes, 12 samples)" in out
+    # Student-t on the logs of 1.15, 2.15, 1.55 ms (tests/report/helpers.py): [0.7192, 3.405] ms around their
+    # geometric mean
+    assert "1.565 ms, 95 % interval 719.2 µs–3.405 ms" in out
+    assert "geometric mean of per-process medians (3 processes, 12 samples)" in out
     assert ("recording.GradStep_mlp.time_step (framework=torch, workload=mlp, size=s, mode=eager, dtype=float32, "
             "precision=highest, device=cpu), benchmark version 3") in out
     assert "abc12300 (commit date 2023-11-14 22:13:20 UTC)" in out
@@ -62,7 +63,7 @@ def test_json_has_the_citation_fields(results, capsys) -> None:
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "framework=jax", "mode=eager", "--format", "json")
     assert rc == 0
     obj = json.loads(out)
-    assert obj["value"] == pytest.approx(3.2e-3) and obj["unit"] == "seconds"
+    assert obj["value"] == pytest.approx(3.1958e-3, rel=1e-4) and obj["unit"] == "seconds"  # exp(1.16185) ms
     # logs of 3.0, 3.2, 3.4 ms: mean 1.16185, sd 0.062596, half-width 4.3027 x 0.062596 / sqrt(3) = 0.15550
     assert obj["ci_low"] == pytest.approx(2.7356e-3, rel=1e-4) and obj["ci_high"] == pytest.approx(3.7337e-3, rel=1e-4)
     assert obj["commit"] == "abc123" + "0" * 34 and obj["machine"] == "box"
@@ -73,12 +74,12 @@ def test_both_frameworks_print_the_ratio_with_its_interval(results, capsys) -> N
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager")
     assert rc == 0 and "— PyTorch" in out and "— JAX" in out
     # Welch t on the logs (tests/report/helpers.py): [0.975, 4.28] holds 1
-    assert "JAX/PyTorch: no difference measurable on this machine (2.06×, 95 % interval 0.975–4.28)" in out
+    assert "JAX/PyTorch: no difference measurable on this machine (2.04×, 95 % interval 0.975–4.28)" in out
     assert "?machine=box&p-workload='mlp'" in out  # the anchor that shows both lines
     rc, out, _ = cite(capsys, results, "GradStep_mlp.time_step", "mode=eager", "--format", "json")
     objs = json.loads(out)
     assert [o["framework"] for o in objs] == ["torch", "jax"]
-    assert objs[0]["ratio"]["ratio"] == pytest.approx(3.2 / 1.55)
+    assert objs[0]["ratio"]["ratio"] == pytest.approx(3.1958 / 1.5649, rel=1e-4)  # of the geometric means
     assert objs[0]["ratio"]["ci_low"] == pytest.approx(0.97512, rel=1e-4)
 
 
@@ -113,7 +114,7 @@ def test_older_files_are_one_warning_per_call_and_verbose_names_each(tmp_path, c
         data["commit_hash"] = commit + "0" * 32
         (root / "box" / f"{commit}-existing-venv.json").write_text(json.dumps(data, allow_nan=True))
     rc, out, err = cite(capsys, root, "GradStep_mlp.time_step", "framework=torch", "mode=eager")
-    assert rc == 0 and "1.55 ms" in out
+    assert rc == 0 and "1.565 ms" in out
     # the synthetic files record no calibration either: the same line says so
     assert [x for x in err.splitlines() if "older" in x or "time_over_matmul_peak" in x] == [
         f"warning: 2 older result file(s) in {root} hold 1 benchmark(s) no longer in the suite or with other "

@@ -80,7 +80,7 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     assert line.startswith("differ") and "95 % intervals do not overlap" in line
     # t intervals on the logs (see tests/report/helpers.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
     # half-width 4.3027 x 0.03846 / sqrt(3) = 0.09554, exp(ln 5.2 -+ 0.09554) = [4.724, 5.719] ms
-    assert "A 1.55 ms [0.7192–3.405]" in line and "B 5.2 ms [4.724–5.719]" in line
+    assert "A 1.565 ms [0.7192–3.405]" in line and "B 5.197 ms [4.724–5.719]" in line  # geometric means
     [peak] = [x for x in out if "track_peak_bytes framework=torch" in x and "variant=plain" in x]
     assert peak.startswith("differ") and "exact values differ" in peak
     assert any(x.strip().startswith("direction flipped") and "GradStep_mlp" in x for x in out)
@@ -168,9 +168,9 @@ def test_normalised_times_are_labelled_calibrated(runs, capsys) -> None:
     rc, out, _ = run(capsys, str(a), str(b), "--normalise", "matmul_float32")
     assert rc == 0
     [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
-    # 1.55 ms x 1e11 flop/s = 1.55e8 float32 matmul flops, on both hosts
-    assert "normalised (float32 matmul flops of this host's torch (calibrated)): A 1.55e+08" in line
-    assert "B 1.55e+08" in line and line.endswith(": overlap")
+    # 1.565 ms x 1e11 flop/s = 1.565e8 float32 matmul flops, on both hosts
+    assert "normalised (float32 matmul flops of this host's torch (calibrated)): A 1.565e+08" in line
+    assert "B 1.565e+08" in line and line.endswith(": overlap")
     assert " s " not in line.split("normalised", 1)[1]  # never seconds
     # 8 timings with an interval agree; the two one-process rows and the failed one have no interval
     assert ("8 of 11 timing rows on different hosts agree after normalisation by matmul_float32 "

@@ -107,9 +107,9 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
               *[f"- `{m.name}` ({m.display}, {m.unit}, {'sampled' if m.sampled else 'exact'}"
                 f"{'' if m.comparable else ', no JAX/PyTorch ratio'}): {m.description}"
                 for m in metrics.METRICS.values() if m.name in set(rows.metric)],
-              "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process "
-              "medians; [interval]: 95 % Student-t interval across processes on the logarithms of the per-process "
-              "medians (n − 1 degrees of freedom). Results "
+              "- value of a sampled metric: the geometric mean of per-process medians; IQR: q75 − q25 of the "
+              "per-process medians; [interval]: 95 % Student-t interval across processes on the logarithms of the "
+              "per-process medians (n − 1 degrees of freedom). Results "
               "without samples give asv's median and quartiles and no interval.",
               "- JAX/PyTorch: formed only between rows whose parameters differ in the framework alone, both ran, the "
               "metric counts the same thing and was measured the same way; its interval is Welch's t interval on the "

@@ -63,7 +63,7 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
     for fw in frameworks.NAMES:
         head += [f"{frameworks.label(fw)} ({label})"] + ([f"{frameworks.label(fw)} IQR"] if sampled else [])
     head += ["JAX/PyTorch"] + (["memory method (PyTorch; JAX)"] if vary else [])
-    kind = "sampled: median of per-process medians [95 % interval]" if sampled else "exact"
+    kind = "sampled: geometric mean of per-process medians [95 % interval]" if sampled else "exact"
     lines = [f"**{display(metric)}** (`{metric}`, {kind}):", ""]
     if not vary and len(methods):
         first = rows[rows.memory_method != ""].groupby("framework").memory_method.first()

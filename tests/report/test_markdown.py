@@ -97,8 +97,8 @@ def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts(
         "", "Measurement methods:", "",
         f"- `time_step` ({step.display}, seconds, sampled): {step.description}",
         f"- `track_peak_bytes` ({peak.display}, bytes, exact): {peak.description}",
-        "- value of a sampled metric: the median of per-process medians; IQR: q75 − q25 of the per-process medians; "
-        "[interval]: 95 % Student-t interval across processes on the logarithms of the per-process medians "
+        "- value of a sampled metric: the geometric mean of per-process medians; IQR: q75 − q25 of the per-process "
+        "medians; [interval]: 95 % Student-t interval across processes on the logarithms of the per-process medians "
         "(n − 1 degrees of freedom). Results without samples give asv's median and quartiles and no interval.",
         lines[-1]]
     assert lines[-1].startswith("- JAX/PyTorch: formed only between rows whose parameters differ in the framework")

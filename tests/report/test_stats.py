@@ -104,11 +104,13 @@ def test_summarise_an_exact_count() -> None:
 
 
 def test_summarise_per_process_medians() -> None:
-    # Three processes of three samples: medians 2, 5 and 20; their quartiles (linear interpolation) 3.5 and 12.5.
+    # Three processes of three samples: medians 2, 5 and 20; their quartiles (linear interpolation) 3.5 and 12.5;
+    # the value is their geometric mean, the centre of the interval (200 ** (1/3) = 5.848), not their median 5.
     samples = [3.0, 1.0, 2.0, 5.0, 4.0, 6.0, 10.0, 30.0, 20.0]
     row = stats.summarise(99.0, 0.0, 0.0, samples, True, stats.Split(3, 3))
     low, high = stats.median_interval([2.0, 5.0, 20.0])
-    assert row == {"value": 5.0, "spread": 9.0, "q25": 3.5, "q75": 12.5, "ci_low": low, "ci_high": high,
+    assert close(row.pop("value"), 200.0 ** (1 / 3)) and close(math.sqrt(low * high), 200.0 ** (1 / 3))
+    assert row == {"spread": 9.0, "q25": 3.5, "q75": 12.5, "ci_low": low, "ci_high": high,
                    "processes": 3, "samples": 9, "basis": "processes", "process_medians": "[2.0, 5.0, 20.0]",
                    "status": "ok"}
     assert json.loads(row["process_medians"]) == [2.0, 5.0, 20.0]
@@ -208,7 +210,7 @@ def test_two_processes_are_enough_for_an_interval() -> None:
     low, high = stats.median_interval([1.0, 4.0])
     assert close(low, 2 * math.exp(-12.7062 * math.log(2))) and close(high, 2 * math.exp(12.7062 * math.log(2)))
     row2 = stats.summarise(1.0, None, None, [1.0, 1.0, 4.0, 4.0], True, stats.Split(2, 2))
-    assert row2["basis"] == "processes" and row2["processes"] == 2 and row2["value"] == 2.5
+    assert row2["basis"] == "processes" and row2["processes"] == 2 and close(row2["value"], 2.0)  # sqrt(1 x 4)
     c = stats.change(ratio_row(process_medians="[2.0, 2.0]"), ratio_row(value=4.0, process_medians="[4.0, 4.0]"))
     assert close(c.low, 2.0) and close(c.high, 2.0) and c.note == ""
     # Two processes against one: the one-process side is named.
@@ -224,8 +226,9 @@ def test_one_sample_per_process_splits_into_processes() -> None:
 def test_value_iqr_and_interval_come_from_per_process_medians(synthetic_report) -> None:
     table, text, _ = synthetic_report
     r = table_row(table, "torch", "eager", "GradStep_mlp.time_step")
-    # per-process medians 1.15, 2.15, 1.55 ms: median 1.55, not asv's pooled median of the 12 samples (1.84 ms)
-    assert math.isclose(float(r.value), 1.55 * MS) and int(r.processes) == 3 and int(r.samples) == 12
+    # per-process medians 1.15, 2.15, 1.55 ms: their geometric mean exp(0.44783) = 1.5649 ms (the interval's centre),
+    # not their median 1.55 nor asv's pooled median of the 12 samples (1.84 ms)
+    assert math.isclose(float(r.value), 1.5649 * MS, rel_tol=1e-4) and int(r.processes) == 3 and int(r.samples) == 12
     assert math.isclose(float(r.q25), 1.35 * MS) and math.isclose(float(r.q75), 1.85 * MS)
     assert math.isclose(float(r.spread), 0.5 * MS)
     # t interval on the logs: mean(ln) 0.44783, sd 0.31296, sem 0.18069, t(0.975, 2) = 4.3027, half-width 0.77744:
@@ -235,18 +238,18 @@ def test_value_iqr_and_interval_come_from_per_process_medians(synthetic_report) 
     assert r.benchmark_version == 3 or r.benchmark_version == "3"
     assert r.run_date.startswith("2023-11-14")
     cells = md_table(text, "time_step")["mlp s eager"]
-    assert cells[1] == "1.55 [0.7192–3.405]" and cells[2] == "0.5"
+    assert cells[1] == "1.565 [0.7192–3.405]" and cells[2] == "0.5"
 
 
 def test_the_reports_ratio_interval_is_welch_t_on_logs(synthetic_report) -> None:
     _, text, _ = synthetic_report
     rows = md_table(text, "time_step")
-    # 3.2 / 1.55 = 2.065; logs: JAX mean 1.16215, var/n 0.0013, PyTorch mean 0.44783, var/n 0.032648; Welch dof
-    # 2.160, t = 4.0116, half-width 0.73684: exp(0.71432 -+ 0.73684) = [0.975, 4.28]: the noisy PyTorch processes
-    # leave 1 inside
-    assert rows["mlp s eager"][-1] == "no difference measurable on this machine (2.06×, 95 % interval 0.975–4.28)"
-    # 1.1 / 1.2 = 0.917; Welch dof 3.969, t = 2.7851: [0.613, 1.37]: holds 1
-    assert rows["mlp s compiled"][-1] == "no difference measurable on this machine (0.917×, 95 % interval 0.613–1.37)"
+    # exp(1.16215 - 0.44783) = 2.043; logs: JAX mean 1.16215, var/n 0.0013, PyTorch mean 0.44783, var/n 0.032648;
+    # Welch dof 2.160, t = 4.0116, half-width 0.73684: exp(0.71432 -+ 0.73684) = [0.975, 4.28]: the noisy PyTorch
+    # processes leave 1 inside
+    assert rows["mlp s eager"][-1] == "no difference measurable on this machine (2.04×, 95 % interval 0.975–4.28)"
+    # geometric means 1.1 / 1.2: 0.915; Welch dof 3.969, t = 2.7851: [0.613, 1.37]: holds 1
+    assert rows["mlp s compiled"][-1] == "no difference measurable on this machine (0.915×, 95 % interval 0.613–1.37)"
 
 
 def test_exact_metrics_are_their_own_interval(synthetic_report) -> None:
