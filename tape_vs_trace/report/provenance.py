@@ -150,6 +150,14 @@ def _run_words(runs: dict) -> str:
             f"{runs.get('wall_s', '?')} s")
     if runs.get("stopped"):
         text += f" ({runs['stopped']})"
+    copied: dict[str, tuple[int, int]] = {}  # a group copied in its round (suite_plan.copies): first round, most
+    for r, groups in enumerate(runs.get("copies") or [], start=1):
+        for group, n in groups.items():
+            first, most = copied.get(group, (r, n))
+            copied[group] = (first, max(most, n))
+    if copied:
+        text += "; copied in their rounds: " + ", ".join(
+            f"{group} ({most} processes a round from round {first})" for group, (first, most) in copied.items())
     steal = [p["host"]["steal"] for p in runs.get("per_process") or [] if isinstance(p.get("host"), dict)]
     if steal:
         text += (f"; the hypervisor's steal while each worker ran: median {statistics.median(steal):.1%}, "

@@ -250,6 +250,17 @@ def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds()
         "processes, 470.0 s (round 10 of 12 not started: about 41 s, 10 s of the 480 s budget left) |"]
 
 
+def test_the_runner_line_says_which_groups_were_copied_in_their_rounds_and_from_when() -> None:
+    details = {"runner_of": {"a.B.time_step": "worker"},
+               "worker_runs": {"rounds": 4, "processes": 22, "wall_s": 200.0,
+                               "copies": [{}, {}, {"torch others highest": 2},
+                                          {"torch others highest": 3, "jax compiled highest": 2}]}}
+    assert provenance._runner_lines(details) == [
+        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 4 rounds, 22 worker processes, 200.0 s; "
+        "copied in their rounds: torch others highest (3 processes a round from round 3), jax compiled highest (2 "
+        "processes a round from round 4) |"]
+
+
 def test_the_runner_lines_name_each_run_the_file_holds_and_the_steal_its_workers_saw() -> None:
     """A later run of other rows (make compile-series) merged into the file keeps the earlier run's record: both
     get a line, and a run's per-process steal (tape_vs_trace.host_load) is summed up as its median and most."""
