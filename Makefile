@@ -53,7 +53,7 @@ test-all: $(STAMP) lint
 # runner's 480 s budget has room for it) or `full` (the default on CUDA machines: every
 # benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
 # RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, per framework and round one process
-# for the compiled combinations and one for the others, a cheap one again in its round;
+# for the compiled combinations and one for the others, under the budget a cheap one again in its round;
 # ROUNDS overrides the profile's rounds, a cold compile keeps its own 3) or `asv` (asv run, one process per
 # combination and round: the reference path, full isolation, several times slower; its rounds are each benchmark's,
 # and it runs what ASV_ARGS selects, the whole suite without it, whatever the profile).

@@ -8,9 +8,9 @@ kind of program (the compiled combinations apart from the others) and process-wi
 float64), each process taking every combination's `repeat` samples, interleaved combination by combination, the
 order rotated every round and every pass. So the statistics between processes stay what they are (the report
 splits each combination's samples into its processes), and a round costs a few start-ups (four on a CPU grid of one
-precision) instead of one per combination. A shared process that costs little beside the round's slowest is
-measured again in the same round (suite_plan.copies): on a noisy host each process draws its own speed, so a cheap
-process buys its rows more processes for little time.
+precision) instead of one per combination. Under a budget, a shared process that costs little beside the round's
+slowest is measured again in the same round (suite_plan.copies): on a noisy host each process draws its own speed,
+so a cheap process buys its rows more processes for little time.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -112,7 +112,10 @@ class _Run:
 
     def repeats(self) -> dict[str, int]:
         """copies() of each shared group, from the cheapest wall of its processes so far (none before the first
-        round)."""
+        round); none in a run without a budget, whose rounds all run (the full profile, a GPU chunk sized by its
+        costs): there a copy would only lengthen the run."""
+        if self.runs["budget_s"] is None:
+            return {}
         cheapest: dict[str, float] = {}
         for p in self.runs["per_process"]:
             if p["group"]:

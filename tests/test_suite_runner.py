@@ -57,9 +57,11 @@ def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) 
     assert record["rounds"] == 4 and record["stopped"] is None and record["profile"] is None
 
 
-def test_a_cheap_group_is_copied_from_the_second_round_on_and_the_file_says_so(monkeypatch, tmp_path: Path) -> None:
-    """A shared group whose process costs at most half the slowest group's gets a second process per round once its
-    wall is known; each copy adds its samples, and the record names the copies of every round."""
+def test_a_cheap_group_is_copied_from_the_second_round_of_a_budgeted_run_and_the_file_says_so(monkeypatch,
+                                                                                              tmp_path: Path) -> None:
+    """In a run with a budget, a shared group whose process costs at most half the slowest group's gets a second
+    process per round once its wall is known; each copy adds its samples, and the record names the copies of every
+    round."""
     now = [0.0]
 
     class Clock:
@@ -75,7 +77,7 @@ def test_a_cheap_group_is_copied_from_the_second_round_on_and_the_file_says_so(m
     monkeypatch.setattr(suite_runner, "measure_round", fake)
     monkeypatch.setattr(suite_runner, "setup_caches", lambda *a: {})
     monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
-    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=3, log=lambda _: None)
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=3, log=lambda _: None, budget=1000.0)
     data = json.loads(done.path.read_text())
     record = data["tape_vs_trace"]["worker_runs"]
     copied = {"torch others highest": 2, "jax others highest": 2}
@@ -89,6 +91,9 @@ def test_a_cheap_group_is_copied_from_the_second_round_on_and_the_file_says_so(m
     # a compiled combination: one process a round; the others: 1 + 2 + 2
     assert [len(s) // 5 for s in steps[data["result_columns"].index("samples")]] == [
         3 if combination[mode] == "'compiled'" else 5 for combination in itertools.product(*params)]
+    # without a budget every round runs, so a copy would only lengthen the run: none
+    unbounded = suite_runner.run(tmp_path / "unbounded", [r"GradStep_mlp\.time_step"], rounds=3, log=lambda _: None)
+    assert json.loads(unbounded.path.read_text())["tape_vs_trace"]["worker_runs"]["copies"] == [{}, {}, {}]
 
 
 def test_each_process_records_what_the_host_did_while_it_ran(monkeypatch, tmp_path: Path) -> None:
