@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,9 @@ from tape_vs_trace.suite_results import Outcome
 from tests.test_suite_plan import _task
 
 
-def _fake_clock(monkeypatch, seconds_per_process: float) -> None:
-    """perf_counter advanced only by the faked worker processes, each costing `seconds_per_process`."""
+def _fake_clock(monkeypatch, seconds_per_process: float | Callable[[list], float]) -> None:
+    """perf_counter advanced only by the faked worker processes, each costing `seconds_per_process` (or what it
+    returns for the process's batch)."""
     now = [0.0]
 
     class Clock:
@@ -26,7 +28,7 @@ def _fake_clock(monkeypatch, seconds_per_process: float) -> None:
             return now[0]
 
     def fake(batch, framework, caches, scratch, label, log, timeout):
-        now[0] += seconds_per_process
+        now[0] += seconds_per_process(batch) if callable(seconds_per_process) else seconds_per_process
         return {t.id: {"samples": [0.01] * t.repeat, "number": 1} for t in batch} | {"graphs": {}}
 
     monkeypatch.setattr(suite_runner, "time", Clock)
@@ -62,21 +64,7 @@ def test_a_cheap_group_is_copied_from_the_second_round_of_a_budgeted_run_and_the
     """In a run with a budget, a shared group whose process costs at most half the slowest group's gets a second
     process per round once its wall is known; each copy adds its samples, and the record names the copies of every
     round."""
-    now = [0.0]
-
-    class Clock:
-        @staticmethod
-        def perf_counter() -> float:
-            return now[0]
-
-    def fake(batch, framework, caches, scratch, label, log, timeout):
-        now[0] += 20.0 if batch[0].compiled else 4.0  # the compiled processes are the slow ones
-        return {t.id: {"samples": [0.01] * t.repeat, "number": 1} for t in batch} | {"graphs": {}}
-
-    monkeypatch.setattr(suite_runner, "time", Clock)
-    monkeypatch.setattr(suite_runner, "measure_round", fake)
-    monkeypatch.setattr(suite_runner, "setup_caches", lambda *a: {})
-    monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
+    _fake_clock(monkeypatch, lambda batch: 20.0 if batch[0].compiled else 4.0)  # the compiled processes are slow
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=3, log=lambda _: None, budget=1000.0)
     data = json.loads(done.path.read_text())
     record = data["tape_vs_trace"]["worker_runs"]
