@@ -132,9 +132,9 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
     return {"started": started.isoformat(), "profile": profile, "selection": list(regexes or []), "budget_s": budget,
             "rounds_planned": max(t.rounds for t in chosen), "rounds": 0, "stopped": None, "processes": 0,
             "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [], "copies": [],
-            "layout": {"id": LAYOUT, "copies": f"a shared group runs again in its round while its copies fit in "
-                                             f"{COPY_SHARE:g} of the slowest group's cheapest wall, at most "
-                                             f"{MAX_COPIES} in all",
+            "layout": {"id": LAYOUT, "copies": f"under a budget, a shared group runs again in its round while its "
+                                             f"copies fit in {COPY_SHARE:g} of the slowest group's cheapest wall, "
+                                             f"at most {MAX_COPIES} in all",
                        "settings": sorted(list(s) for s in {t.settings for t in chosen}),
                        "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device())),
                        "fresh_shared_by_point": sorted({t.name for t in chosen if t.point})}}

@@ -51,7 +51,7 @@ def summarise(value, q25, q75, samples, sampled: bool, split: Split) -> dict:
     low, high = median_interval(medians)
     q25, q75 = (float(q) for q in np.percentile(medians, [25, 75]))
     # the interval's own centre (the geometric mean of the process medians), so a value never lies outside its
-    # interval: with a skewed spread of 16 processes, the median of the medians did (docs/history.md)
+    # interval: with many processes of a skewed spread, the median of the medians did (docs/history.md)
     return {"value": float(np.exp(np.mean(np.log(medians)))), "spread": q75 - q25, "q25": q25, "q75": q75,
             "ci_low": low, "ci_high": high, "processes": len(medians), "samples": len(samples),
             "basis": "processes" if len(medians) > 1 else "one process", "process_medians": json.dumps(medians),
