@@ -1,6 +1,7 @@
 """The worker runner's plan (`tape-vs-trace run`): which benchmarks asv discovers and a selection chooses, the task
 of each chosen combination (its rounds, samples, process-wide settings, and whether it needs a process of its own),
-and the processes of each round (round_plans); the rule that lets a later round start within a budget."""
+and the processes of each round (round_plans); the rule that lets a later round start within a budget, and the part
+of a round that runs where the whole would not fit (partial_round)."""
 
 from __future__ import annotations
 
@@ -197,3 +198,21 @@ def next_round_fits(r: int, elapsed: float, walls: list[float], budget: float | 
     if budget is None or r < MIN_ROUNDS:
         return True, expected
     return elapsed + expected <= budget, expected
+
+
+def partial_round(plans: list[tuple[str, list[Task]]], walls: dict[str, float],
+                  left: float) -> list[tuple[str, list[Task]]]:
+    """The processes of a round that would not fit whole which still fit in the `left` seconds of a budget, in the
+    round's order, each expected at `walls` of its group (the slowest of its processes since the first round): a
+    process in no group (a fresh one) or of a group with no such wall is left out, as is one that would not fit
+    after those before it. Each process draws its own speed, so the budget's last seconds buy processes whole
+    (docs/history.md)."""
+    chosen, spent = [], 0.0
+    for framework, batch in plans:
+        shared = group(framework, batch)
+        expected = walls.get(shared) if shared else None
+        if expected is None or not expected > 0 or spent + expected > left:
+            continue
+        chosen.append((framework, batch))
+        spent += expected
+    return chosen

@@ -10,7 +10,8 @@ order rotated every round and every pass. So the statistics between processes st
 splits each combination's samples into its processes), and a round costs a few start-ups (four on a CPU grid of one
 precision) instead of one per combination. Under a budget, a shared process that costs little beside the round's
 slowest is measured again in the same round (suite_plan.copies): on a noisy host each process draws its own speed,
-so a cheap process buys its rows more processes for little time.
+so a cheap process buys its rows more processes for little time. Where the next round would not fit whole, the
+processes of it that still fit run (suite_plan.partial_round), and the run ends with that round.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -51,6 +52,7 @@ from tape_vs_trace.suite_plan import (
     group,
     next_round_fits,
     paired_across_modes,
+    partial_round,
     round_plans,
     select,
     tasks,
@@ -122,6 +124,15 @@ class _Run:
                 cheapest[p["group"]] = min(cheapest.get(p["group"], p["wall_s"]), p["wall_s"])
         return copies(cheapest)
 
+    def group_walls(self) -> dict[str, float]:
+        """The slowest wall of each shared group's processes since the first round (whose first process of a group
+        also takes the counts): what partial_round expects a further process of the group to take."""
+        slowest: dict[str, float] = {}
+        for p in self.runs["per_process"]:
+            if p["group"] and p["round"] > 1:
+                slowest[p["group"]] = max(slowest.get(p["group"], 0.0), p["wall_s"])
+        return slowest
+
     def failed(self) -> list[str]:
         return sorted(t.id for t in self.chosen if self.outcomes.get(t.id) and self.outcomes[t.id].error)
 
@@ -135,6 +146,9 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
             "layout": {"id": LAYOUT, "copies": f"under a budget, a shared group runs again in its round while its "
                                              f"copies fit in {COPY_SHARE:g} of the slowest group's cheapest wall, "
                                              f"at most {MAX_COPIES} in all",
+                       "partial": "under a budget, of the round that would not fit whole the processes that fit run, "
+                                  "each expected at its group's slowest wall since the first round; the run ends "
+                                  "with it",
                        "settings": sorted(list(s) for s in {t.settings for t in chosen}),
                        "compiled_with_eager": sorted(paired_across_modes(frameworks.detect_device())),
                        "fresh_shared_by_point": sorted({t.name for t in chosen if t.point})}}
@@ -165,12 +179,13 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
 
 
 def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Callable[[str], None],
-           timeout: float, t0: float) -> None:
-    """Round `r`: each of its processes (round_plans) measured, its wall time recorded."""
+           timeout: float, t0: float, plans: list[tuple[str, list[Task]]] | None = None) -> None:
+    """Round `r`: each of its processes (round_plans, or `plans`: part of the round) measured, its wall time
+    recorded, and the groups it ran more than once."""
     round_started = time.perf_counter()
-    repeats = state.repeats()
-    state.runs["copies"].append({g: n for g, n in sorted(repeats.items()) if n > 1})
-    plans = round_plans(state.chosen, r, repeats)
+    plans = round_plans(state.chosen, r, state.repeats()) if plans is None else plans
+    runs_of = [group(framework, batch) for framework, batch in plans]
+    state.runs["copies"].append({g: runs_of.count(g) for g in sorted(set(runs_of)) if g and runs_of.count(g) > 1})
     log(f"[run] round {r + 1}/{state.runs['rounds_planned']}: {len(plans)} processes, "
         f"{sum(len(b) for _, b in plans)} combinations, {time.perf_counter() - t0:.0f} s so far")
     for i, (framework, batch) in enumerate(plans):
@@ -207,10 +222,17 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
         for r in range(state.runs["rounds_planned"]):
             fits, expected = next_round_fits(r, time.perf_counter() - t0, state.runs["round_wall_s"], budget)
             if not fits:
-                state.runs["stopped"] = (f"round {r + 1} of {state.runs['rounds_planned']} not started: about "
-                                         f"{expected:.0f} s, {budget - (time.perf_counter() - t0):.0f} s of the "
-                                         f"{budget:.0f} s budget left")
+                left = budget - (time.perf_counter() - t0)
+                whole = round_plans(state.chosen, r, state.repeats())
+                part = partial_round(whole, state.group_walls(), left)
+                state.runs["stopped"] = (f"round {r + 1} of {state.runs['rounds_planned']} "
+                                         f"{f'run in part, {len(part)} of {len(whole)} processes' if part else 'not started'}"
+                                         f": about {expected:.0f} s, "
+                                         + (f"{left:.0f} s of the {budget:.0f} s budget left" if left >= 0 else
+                                            f"the {budget:.0f} s budget overrun by {-left:.0f} s"))
                 log(f"[run] {state.runs['stopped']}")
+                if part:
+                    _round(state, r, caches, scratch, log, timeout, t0, part)
                 path = state.save()  # the file records why the run stopped
                 break
             _round(state, r, caches, scratch, log, timeout, t0)

@@ -228,6 +228,22 @@ def test_a_budget_never_cuts_the_first_rounds_and_expects_the_slowest_round_sinc
     assert fits(0, 0.0, [], 100.0) == (True, 0.0)
 
 
+def test_the_part_of_a_round_that_fits_keeps_the_rounds_order_and_leaves_out_what_has_no_known_wall() -> None:
+    chosen = [_task("m.A.time_step", 0), _task("m.A.time_step", 1, "jax"),
+              Task("m.B.time_step", 0, "jax", "time", 3, 5, False, True), _task("m.D.time_compile", 0, fresh=True)]
+    plans = suite_plan.round_plans(chosen, 1)  # round 2: JAX first, its compiled process first; the fresh one last
+    assert [suite_plan.group(f, b) for f, b in plans] == [
+        "jax compiled highest", "jax others highest", "torch others highest", ""]
+    walls = {"jax compiled highest": 20.0, "jax others highest": 8.0, "torch others highest": 5.0, "": 1.0}
+    part = suite_plan.partial_round(plans, walls, 14.0)  # 20 s does not fit; 8 + 5 does, in the round's order
+    assert [suite_plan.group(f, b) for f, b in part] == ["jax others highest", "torch others highest"]
+    assert [suite_plan.group(f, b) for f, b in suite_plan.partial_round(plans, walls, 12.9)] == ["jax others highest"]
+    assert [suite_plan.group(f, b) for f, b in suite_plan.partial_round(plans, walls, 33.0)] == [
+        "jax compiled highest", "jax others highest", "torch others highest"]  # never the fresh process
+    assert suite_plan.partial_round(plans, {"torch others highest": 0.0}, 100.0) == []  # no known cost: none
+    assert suite_plan.partial_round(plans, walls, 4.9) == []
+
+
 def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_leaves_the_rest(suite) -> None:
     from tape_vs_trace import profiles
 

@@ -37,19 +37,39 @@ def _fake_clock(monkeypatch, seconds_per_process: float | Callable[[list], float
     monkeypatch.setattr(machine, "write_asv_machine_file", lambda fields: None)
 
 
-def test_a_budget_stops_the_run_before_the_round_that_would_not_fit_and_says_so(monkeypatch, tmp_path: Path) -> None:
+def test_a_budget_runs_the_part_of_the_round_that_fits_ends_there_and_says_so(monkeypatch, tmp_path: Path) -> None:
     _fake_clock(monkeypatch, seconds_per_process=2.5)  # 4 a round: eager and compiled of torch and jax
     lines: list[str] = []
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=12, log=lines.append, budget=55.0,
                             profile="cited")
-    record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
-    assert record["rounds"] == 5 and record["rounds_planned"] == 12  # 5 x 10 s end at 50 s; a sixth would end at 60
-    assert record["round_wall_s"] == [10.0] * 5
-    assert record["stopped"] == "round 6 of 12 not started: about 10 s, 5 s of the 55 s budget left"
+    data = json.loads(done.path.read_text())
+    record = data["tape_vs_trace"]["worker_runs"]
+    # 5 x 10 s end at 50 s; a sixth whole round would end at 60, so of it the two processes that fit in 5 s run
+    assert record["rounds"] == 6 and record["rounds_planned"] == 12 and record["processes"] == 5 * 4 + 2
+    assert record["round_wall_s"] == [10.0] * 5 + [5.0]
+    assert record["stopped"] == "round 6 of 12 run in part, 2 of 4 processes: about 10 s, 5 s of the 55 s budget left"
     assert record["profile"] == "cited" and record["budget_s"] == 55.0
     assert any(line == f"[run] {record['stopped']}" for line in lines)
-    samples = json.loads(done.path.read_text())["results"]["recording.GradStep_mlp.time_step"]
-    assert all(len(s) == 5 * 5 for s in samples[json.loads(done.path.read_text())["result_columns"].index("samples")])
+    # the sixth round starts with JAX (the frameworks alternate): its two processes, nothing of PyTorch's
+    assert [(p["framework"], p["compiled"]) for p in record["per_process"] if p["round"] == 6] == [
+        ("jax", True), ("jax", False)]
+    steps = data["results"]["recording.GradStep_mlp.time_step"]
+    params = steps[data["result_columns"].index("params")]
+    framework = next(i for i, values in enumerate(params) if "'jax'" in values)
+    assert [len(s) // 5 for s in steps[data["result_columns"].index("samples")]] == [
+        6 if combination[framework] == "'jax'" else 5 for combination in itertools.product(*params)]
+    # 2 s left: no process of the sixth round fits, so none starts
+    short = suite_runner.run(tmp_path / "short", [r"GradStep_mlp\.time_step"], rounds=12, log=lambda _: None,
+                             budget=52.0)
+    record = json.loads(short.path.read_text())["tape_vs_trace"]["worker_runs"]
+    assert record["rounds"] == 5 and record["processes"] == 20
+    assert record["stopped"] == "round 6 of 12 not started: about 10 s, 2 s of the 52 s budget left"
+    # the minimum rounds ran past the budget: the record says by how much, not a negative remainder
+    over = suite_runner.run(tmp_path / "over", [r"GradStep_mlp\.time_step"], rounds=12, log=lambda _: None,
+                            budget=25.0)
+    record = json.loads(over.path.read_text())["tape_vs_trace"]["worker_runs"]
+    assert record["rounds"] == 3
+    assert record["stopped"] == "round 4 of 12 not started: about 10 s, the 25 s budget overrun by 5 s"
 
 
 def test_without_a_budget_every_planned_round_runs(monkeypatch, tmp_path: Path) -> None:
