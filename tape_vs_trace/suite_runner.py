@@ -225,11 +225,11 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                 left = budget - (time.perf_counter() - t0)
                 whole = round_plans(state.chosen, r, state.repeats())
                 part = partial_round(whole, state.group_walls(), left)
-                state.runs["stopped"] = (f"round {r + 1} of {state.runs['rounds_planned']} "
-                                         f"{f'run in part, {len(part)} of {len(whole)} processes' if part else 'not started'}"
-                                         f": about {expected:.0f} s, "
-                                         + (f"{left:.0f} s of the {budget:.0f} s budget left" if left >= 0 else
-                                            f"the {budget:.0f} s budget overrun by {-left:.0f} s"))
+                how = f"run in part, {len(part)} of {len(whole)} processes" if part else "not started"
+                rest = (f"{left:.0f} s of the {budget:.0f} s budget left" if left >= 0 else
+                        f"the {budget:.0f} s budget overrun by {-left:.0f} s")
+                state.runs["stopped"] = (f"round {r + 1} of {state.runs['rounds_planned']} {how}: about "
+                                         f"{expected:.0f} s, {rest}")
                 log(f"[run] {state.runs['stopped']}")
                 if part:
                     _round(state, r, caches, scratch, log, timeout, t0, part)
