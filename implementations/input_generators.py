@@ -8,10 +8,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": ml_dtypes.bfloat16}
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy type of a dtype name; ml_dtypes (bfloat16) is imported only when asked for, since importing it
+    costs a PyTorch process half a second of start-up (JAX imports it anyway)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return {"float32": np.float32, "float64": np.float64}[name]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from implementations.input_generators import NUMPY_DTYPES, Inputs, name_seed, normal
+from implementations.input_generators import Inputs, name_seed, normal, numpy_dtype
 from implementations.workload_spec import (
     ATTENTIONS,
     DEPTH_FAMILIES,
@@ -178,7 +178,7 @@ def make_inputs(workload: str, size: str | None = None, dtype: str = "float32", 
     rng = np.random.default_rng([seed, name_seed(workload)])
     params, data, static = s.generate(rng, dims)
     cotangent = normal(rng, s.output_shape(dims)) if s.output_shape(dims) else np.array(1.0)
-    np_dtype = NUMPY_DTYPES[dtype]
+    np_dtype = numpy_dtype(dtype)
     cast = {k: np.ascontiguousarray(v, dtype=np_dtype) for k, v in params.items()}
     return Inputs(
         workload=workload,
@@ -200,7 +200,7 @@ def _cached_inputs(folder: Path, workload: str, size: str, dtype: str, seed: int
     stored = {"float32": np.float32, "float64": np.float64, "bfloat16": np.uint16}[dtype]
     try:
         with np.load(path) as archive:
-            arrays = {k: archive[k].view(NUMPY_DTYPES[dtype]) for k in archive.files if k != "static"}
+            arrays = {k: archive[k].view(numpy_dtype(dtype)) for k in archive.files if k != "static"}
             static = json.loads(str(archive["static"]))
         return Inputs(workload, size, dtype, params={k[2:]: v for k, v in arrays.items() if k.startswith("p:")},
                       data={k[2:]: v for k, v in arrays.items() if k.startswith("d:")}, static=static,

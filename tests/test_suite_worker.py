@@ -369,3 +369,52 @@ def test_the_phase_rows_of_one_point_read_one_compile_in_one_worker(tmp_path: Pa
     total, wall = sum(seconds[p] for p in compile_phases.PHASES), seconds["first_call"]
     assert all(seconds[p] > 0 for p in compile_phases.PHASES), seconds
     assert abs(wall - total) <= first_call.TOLERANCE * wall + first_call.ABSOLUTE_S, seconds
+
+
+_GUARDED_LATER = """
+import sys
+from tape_vs_trace import suite_worker
+suite_worker.guard_recompiles_when_imported()
+import torch
+assert "torch._dynamo" not in sys.modules, "import torch alone imported TorchDynamo"
+compiled = torch.compile(lambda x: (x * 2).sum(), backend="eager", dynamic=False)
+before = suite_worker.compiled_graphs()
+for size in range(1, 11):
+    compiled(torch.ones(size))
+print(suite_worker.compiled_graphs() - before)
+"""
+
+
+def test_the_guard_set_before_torch_dynamo_is_imported_holds_for_the_first_compile() -> None:
+    """The worker arms the guard before TorchDynamo is imported (a process that compiles nothing never imports it);
+    the first torch.compile imports it, and the ten shapes still get ten graphs, not the default limit's eight."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _GUARDED_LATER], capture_output=True, text=True, timeout=300,
+                          cwd=suite_worker.ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["10"]
+
+
+def test_an_eager_pytorch_worker_imports_neither_torch_dynamo_nor_ml_dtypes(tmp_path: Path) -> None:
+    """The real worker over eager PyTorch gradient steps: the start-up a torch.compile or a bfloat16 would need is
+    not paid by a process that has neither."""
+    import subprocess
+
+    from tape_vs_trace import suite_plan
+
+    benchmarks = suite_plan.discover(log=lambda _: None)
+    selection = suite_plan.select(benchmarks, [r"GradStep_mlp\.time_step\('torch'.*'eager'.*'float32'"])
+    chosen = suite_plan.tasks(benchmarks, selection, rounds=1)[:2]
+    assert chosen
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}))
+    out = tmp_path / "out.json"
+    script = ("import sys; from tape_vs_trace import suite_worker; rc = suite_worker.main(sys.argv[1:]); "
+              "print(rc, 'torch._dynamo' in sys.modules, 'ml_dtypes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script, str(plan), str(out)], capture_output=True, text=True,
+                          timeout=300, cwd=suite_worker.ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-3:] == ["0", "False", "False"]
+    found = json.loads(out.read_text())
+    assert all("samples" in found[t.id] for t in chosen), found
