@@ -4,6 +4,7 @@ host (`host_check.same_host`), with the calibrated comparison offered where they
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from tape_vs_trace import host_check
@@ -68,6 +69,22 @@ def judge(a: dict, b: dict) -> tuple[str, str]:
     kind = "95 % intervals" if ia.kind == "95 % interval" else "IQRs (no samples recorded)"
     overlap = ia.low <= ib.high and ib.low <= ia.high
     return ("agree", f"{kind} overlap") if overlap else ("differ", f"{kind} do not overlap")
+
+
+def host_shift(checks: list[RowCheck]) -> tuple[float, int, int] | None:
+    """How far one host's speed moved between two runs: the median B/A of the timing rows judged on one host (in
+    seconds, both ok and positive, each with an interval), and how many of those agree once run B's times are
+    divided by it (a shift of the whole host moves every row at once; a change of one row stays a disagreement).
+    None without such rows."""
+    timed = [c for c in checks if c.timing and c.verdict in ("agree", "differ") and c.a["unit"] == "seconds"
+             and c.a["status"] == c.b["status"] == "ok" and c.a["value"] > 0 and c.b["value"] > 0
+             and interval(c.a).kind and interval(c.b).kind]
+    if not timed:
+        return None
+    shift = math.exp(statistics.median(math.log(c.b["value"] / c.a["value"]) for c in timed))
+    spread = ("value", "ci_low", "ci_high", "q25", "q75")
+    agree = sum(judge(c.a, {**c.b, **{k: c.b[k] / shift for k in spread if k in c.b}})[0] == "agree" for c in timed)
+    return shift, agree, len(timed)
 
 
 @dataclass

@@ -24,7 +24,7 @@ import numpy as np
 
 from implementations import frameworks
 from tape_vs_trace import host_check
-from tape_vs_trace.agreement import Hosts, Interval, RowCheck, hosts, interval, judge, normalised
+from tape_vs_trace.agreement import Hosts, Interval, RowCheck, host_shift, hosts, interval, judge, normalised
 from tape_vs_trace.intervals import half_width
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report import hosts as hosts_section
@@ -176,6 +176,10 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
     widths = [[half_width(r["value"], r["ci_low"], r["ci_high"]) for r in rows] for rows in
               zip(*((c.a, c.b) for c in timing if c.a["unit"] == "seconds"))]
     lines.append("median 95 % interval half-width, times of 1 ms or more: " + _widths(*(widths or [[], []])))
+    shift = host_shift(checks)
+    if shift:
+        lines.append(f"the host's speed between the runs: B's times a median {shift[0]:.3g}× A's over {shift[2]} "
+                     f"timing rows in seconds; with B's divided by that, {shift[1]} of {shift[2]} agree")
     if undecided:
         lines.append(f"{undecided} row(s) could not be judged (no interval in one run): counted as not agreeing")
     if single:

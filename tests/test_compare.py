@@ -279,3 +279,35 @@ def test_the_median_half_width_line_counts_the_finite_widths_of_each_run() -> No
     from tape_vs_trace import compare
 
     assert compare._widths([0.1, 0.3, math.nan], []) == "A 20.0 % (2 rows), B none (0 rows)"
+
+
+def _faster(factor: float, names: tuple[str, ...]):
+    def change(data: dict) -> None:
+        for name in names:
+            entry = data["results"][name]
+            entry[0] = [v if v is None else v * factor for v in entry[0]]
+            entry[SAMPLES] = [s if s is None else [x * factor for x in s] for s in entry[SAMPLES]]
+    return change
+
+
+def test_a_shift_of_the_whole_host_is_measured_and_divided_out_but_a_changed_row_is_not(runs, capsys) -> None:
+    """Run B on the same host, 4 times faster throughout (every time and sample divided by 4): the rows disagree, the
+    shift line names the factor and finds them agreeing once it is divided out; a row changed on its own (PyTorch's
+    eager step, 5.0-5.4 ms) still disagrees after the division."""
+    a, b = runs
+    rc, out, _ = run(capsys, str(a), str(b))
+    [same] = [x for x in out if x.startswith("the host's speed")]
+    assert same == ("the host's speed between the runs: B's times a median 1× A's over 8 timing rows in seconds; "
+                    "with B's divided by that, 8 of 8 agree")
+    edit(b, _faster(0.25, ("recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step",
+                          "inference.Forward_mlp.time_forward")))
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    [shift] = [x for x in out if x.startswith("the host's speed")]
+    assert shift == ("the host's speed between the runs: B's times a median 0.25× A's over 8 timing rows in "
+                     "seconds; with B's divided by that, 8 of 8 agree")
+    assert out[-2] == "2 of 9 timing rows agree"  # still counted as they were measured
+    edit(b, slow_torch_eager_and_bigger_peak)
+    _, out, _ = run(capsys, str(a), str(b))
+    [shift] = [x for x in out if x.startswith("the host's speed")]
+    assert shift.endswith("with B's divided by that, 7 of 8 agree")
