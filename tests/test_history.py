@@ -67,6 +67,8 @@ def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> No
     layout = record["tape_vs_trace"]["worker_runs"]["layout"]
     assert layout.pop("copies").endswith(f"{suite_plan.COPY_SHARE:g} of the slowest group's cheapest wall, at most "
                                          f"{suite_plan.MAX_COPIES} in all")
+    assert layout.pop("partial").startswith("under a budget, of the round that would not fit whole the processes "
+                                            "that fit run")
     assert layout == {"id": suite_plan.LAYOUT, "settings": [["highest", False]],
                       "compiled_with_eager": ["transforms.TransformStep_mlp.time_step"], "fresh_shared_by_point": []}
     assert history.placement(record["tape_vs_trace"], 0, GRAD) == (APART.words, "recorded by the runner")
