@@ -46,11 +46,11 @@ def key(name: str, index: int) -> str:
 
 def guard_recompiles() -> None:
     """Raise TorchDynamo's recompile limits and make reaching one an error rather than a silent eager fallback."""
-    import torch._dynamo
+    from torch._dynamo import config  # from the module itself: set while its import ends, before torch names it
 
-    torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
-    torch._dynamo.config.accumulated_recompile_limit = ACCUMULATED_RECOMPILE_LIMIT
-    torch._dynamo.config.fail_on_recompile_limit_hit = True
+    config.recompile_limit = RECOMPILE_LIMIT
+    config.accumulated_recompile_limit = ACCUMULATED_RECOMPILE_LIMIT
+    config.fail_on_recompile_limit_hit = True
 
 
 class _ThenLoader(importlib.abc.Loader):
@@ -88,7 +88,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 def guard_recompiles_when_imported() -> None:
     """guard_recompiles once TorchDynamo is imported (the first torch.compile imports it), before anything compiles:
-    a process that compiles nothing never imports it, a second of start-up on a 2-core host."""
+    a process that compiles nothing never pays for importing it (docs/history.md)."""
     if "torch._dynamo" in sys.modules:
         guard_recompiles()
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
