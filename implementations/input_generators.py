@@ -12,8 +12,8 @@ import numpy as np
 
 
 def numpy_dtype(name: str) -> Any:
-    """The numpy type of a dtype name; ml_dtypes (bfloat16) is imported only when asked for, since importing it
-    costs a PyTorch process half a second of start-up (JAX imports it anyway)."""
+    """The numpy type of a dtype name; ml_dtypes (bfloat16) is imported only when asked for, as importing it
+    lengthens a PyTorch process's start-up (JAX imports it anyway; docs/history.md)."""
     if name == "bfloat16":
         import ml_dtypes
 

@@ -198,9 +198,10 @@ def _cached_inputs(folder: Path, workload: str, size: str, dtype: str, seed: int
     # "byname": a file written under the earlier seeding (by sorted index) is never read.
     path = folder / f"{workload}-{dims}-{dtype}-seed{seed}-byname.npz"
     stored = {"float32": np.float32, "float64": np.float64, "bfloat16": np.uint16}[dtype]
+    np_dtype = numpy_dtype(dtype)
     try:
         with np.load(path) as archive:
-            arrays = {k: archive[k].view(numpy_dtype(dtype)) for k in archive.files if k != "static"}
+            arrays = {k: archive[k].view(np_dtype) for k in archive.files if k != "static"}
             static = json.loads(str(archive["static"]))
         return Inputs(workload, size, dtype, params={k[2:]: v for k, v in arrays.items() if k.startswith("p:")},
                       data={k[2:]: v for k, v in arrays.items() if k.startswith("d:")}, static=static,
