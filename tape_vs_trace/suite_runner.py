@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,8 +185,8 @@ def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Cal
     recorded, and the groups it ran more than once."""
     round_started = time.perf_counter()
     plans = round_plans(state.chosen, r, state.repeats()) if plans is None else plans
-    runs_of = [group(framework, batch) for framework, batch in plans]
-    state.runs["copies"].append({g: runs_of.count(g) for g in sorted(set(runs_of)) if g and runs_of.count(g) > 1})
+    runs_of = Counter(group(framework, batch) for framework, batch in plans)
+    state.runs["copies"].append({g: n for g, n in sorted(runs_of.items()) if g and n > 1})
     log(f"[run] round {r + 1}/{state.runs['rounds_planned']}: {len(plans)} processes, "
         f"{sum(len(b) for _, b in plans)} combinations, {time.perf_counter() - t0:.0f} s so far")
     for i, (framework, batch) in enumerate(plans):
