@@ -94,6 +94,17 @@ def test_strict_fails_below_95_percent_of_timing_rows(runs, capsys) -> None:
     assert rc == 1 and "10 of 11 timing rows agree" in err
 
 
+def _times_scaled(factor: float):
+    """A change of a results file: every timed result and sample times `factor`."""
+    def change(data: dict) -> None:
+        for name in ("recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step",
+                     "inference.Forward_mlp.time_forward"):
+            entry = data["results"][name]
+            entry[0] = [v if v is None else v * factor for v in entry[0]]
+            entry[SAMPLES] = [s if s is None else [x * factor for x in s] for s in entry[SAMPLES]]
+    return change
+
+
 def _hosts(a: Path, b: Path, faster: float) -> None:
     """A on one host; B on another CPU model whose calibrated matmul rate is `faster` times A's and whose times
     are divided by `faster` (every timed result and sample)."""
@@ -106,13 +117,7 @@ def _hosts(a: Path, b: Path, faster: float) -> None:
     other = {"cpu": {**FP["cpu"], "model_name": "AMD EPYC 9999", "model": "160"}}
     edit(b, host(other, {**CAL, "matmul_flops_per_s": {"float32": CAL["matmul_flops_per_s"]["float32"] * faster}}))
 
-    def scale(data: dict) -> None:
-        for name in ("recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step",
-                     "inference.Forward_mlp.time_forward"):
-            entry = data["results"][name]
-            entry[0] = [v if v is None else v / faster for v in entry[0]]
-            entry[SAMPLES] = [s if s is None else [x / faster for x in s] for s in entry[SAMPLES]]
-    edit(b, scale)
+    edit(b, _times_scaled(1 / faster))
 
 
 def test_different_hosts_under_one_name_are_flagged_not_compared(runs, capsys) -> None:
@@ -281,15 +286,6 @@ def test_the_median_half_width_line_counts_the_finite_widths_of_each_run() -> No
     assert compare._widths([0.1, 0.3, math.nan], []) == "A 20.0 % (2 rows), B none (0 rows)"
 
 
-def _faster(factor: float, names: tuple[str, ...]):
-    def change(data: dict) -> None:
-        for name in names:
-            entry = data["results"][name]
-            entry[0] = [v if v is None else v * factor for v in entry[0]]
-            entry[SAMPLES] = [s if s is None else [x * factor for x in s] for s in entry[SAMPLES]]
-    return change
-
-
 def test_a_shift_of_the_whole_host_is_measured_and_divided_out_but_a_changed_row_is_not(runs, capsys) -> None:
     """Run B on the same host, 4 times faster throughout (every time and sample divided by 4): the rows disagree, the
     shift line names the factor and finds them agreeing once it is divided out; a row changed on its own (PyTorch's
@@ -299,8 +295,7 @@ def test_a_shift_of_the_whole_host_is_measured_and_divided_out_but_a_changed_row
     [same] = [x for x in out if x.startswith("the host's speed")]
     assert same == ("the host's speed between the runs: B's times a median 1× A's over 8 timing rows in seconds; "
                     "with B's divided by that, 8 of 8 agree")
-    edit(b, _faster(0.25, ("recording.GradStep_mlp.time_step", "remat.RematStep_mlp.time_step",
-                          "inference.Forward_mlp.time_forward")))
+    edit(b, _times_scaled(0.25))
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0
     [shift] = [x for x in out if x.startswith("the host's speed")]
