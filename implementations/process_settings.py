@@ -4,7 +4,11 @@ variables that change what a process measures. Nothing here imports a framework.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 # glibc's dynamic mmap threshold rises with the largest mmapped block a process has freed, so a process's history
@@ -104,3 +108,46 @@ def environment_settings() -> dict[str, str]:
 def graph_settings() -> dict[str, str]:
     """The CUDA-graph settings this process runs with: torch.compile's mode and XLA's command buffers."""
     return {"torch_compile_mode": torch_compile_mode(), "xla_command_buffers": xla_command_buffers()}
+
+
+class _ThenLoader(importlib.abc.Loader):
+    """A module's own loader, with `then` called once the module has run."""
+
+    def __init__(self, loader: Any, then: Callable[[], None]):
+        self.loader, self.then = loader, then
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        self.then()
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...: the module's own loader answers
+        return getattr(self.loader, name)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: once, where `name` is imported, wraps its loader so `then` runs right after it."""
+
+    def __init__(self, name: str, then: Callable[[], None]):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+def after_import(name: str, then: Callable[[], None]) -> None:
+    """Call `then` once module `name` has been imported: now if it has, else right after its import, so that a
+    setting of a module that is slow to import (TorchDynamo, Inductor's config) costs nothing in a process that
+    never imports it. `then` reads the module from sys.modules: its parent does not name it yet when `then` runs."""
+    if name in sys.modules:
+        then()
+    elif not any(isinstance(f, _AfterImport) and (f.name, f.then) == (name, then) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))

@@ -18,8 +18,6 @@ samples (what a plan of a run's cost is made from). A task the process is workin
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import json
 import math
 import os
@@ -30,6 +28,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from implementations import process_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK_DIR = ROOT / "benchmarks"
@@ -53,46 +53,10 @@ def guard_recompiles() -> None:
     config.fail_on_recompile_limit_hit = True
 
 
-class _ThenLoader(importlib.abc.Loader):
-    """A module's own loader, with `then` called once the module has run."""
-
-    def __init__(self, loader: Any, then: Callable[[], None]):
-        self.loader, self.then = loader, then
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self.loader.exec_module(module)
-        self.then()
-
-    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...: the module's own loader answers
-        return getattr(self.loader, name)
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: once, where `name` is imported, wraps its loader so `then` runs right after it."""
-
-    def __init__(self, name: str, then: Callable[[], None]):
-        self.name, self.then = name, then
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _ThenLoader(spec.loader, self.then)
-        return spec
-
-
 def guard_recompiles_when_imported() -> None:
     """guard_recompiles once TorchDynamo is imported (the first torch.compile imports it), before anything compiles:
     a process that compiles nothing never pays for importing it (docs/history.md)."""
-    if "torch._dynamo" in sys.modules:
-        guard_recompiles()
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport("torch._dynamo", guard_recompiles))
+    process_settings.after_import("torch._dynamo", guard_recompiles)
 
 
 def compiled_graphs() -> int:

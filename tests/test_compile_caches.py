@@ -247,3 +247,34 @@ def test_the_paired_cost_workers_get_the_setting_or_a_scratch_folder(configured:
         paired._run_costs("jax", ["x"], tmp_path)
     # One setting for both frameworks' workers: make bench's folder, else the run's scratch folder.
     assert seen[0][frameworks.COMPILE_CACHE_ENV] == (configured or str(tmp_path / "compile-cache"))
+
+
+# A fused attention call, then a selective-checkpoint (remat_dots) block, compiled, then compiled again from an
+# empty in-memory state: the second compile must be served by AOTAutograd's cache. Without the context_fn's
+# cache_hash, or with sdpa_kernel's calls unmarked, AOTAutograd bypasses its cache on every compile.
+_TORCH_SAC_SDPA = """
+import json
+import torch
+from torch._dynamo.utils import counters
+from implementations import frameworks
+fw = frameworks.load("torch")
+from implementations.torch import common, transformer
+def block(h):
+    return (h @ h.transpose(-2, -1)).sin().sum()
+def step(q):
+    return common.remat(block, "remat_dots")(transformer.fused_attention(q, q * 2, q * 3))
+q = torch.randn(1, 2, 8, 4, requires_grad=True)
+def once():
+    torch._dynamo.reset(); counters.clear()
+    torch.autograd.grad(torch.compile(step, dynamic=False)(q), q)
+    return {k: counters["aot_autograd"][k] for k in ("autograd_cache_hit", "autograd_cache_bypass")}
+print(json.dumps([once(), once()]))
+"""
+
+
+@pytest.mark.slow
+def test_a_compiled_fused_attention_and_selective_checkpoint_are_served_from_the_cache(tmp_path: Path) -> None:
+    # Slow: two Inductor compiles of a small attention block, forward and backward.
+    first, second = _in_fresh_process(_TORCH_SAC_SDPA, tmp_path / "cc")
+    assert first == {"autograd_cache_hit": 0, "autograd_cache_bypass": 0}
+    assert second == {"autograd_cache_hit": 1, "autograd_cache_bypass": 0}

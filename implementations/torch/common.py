@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import importlib
+import inspect
 from collections.abc import Callable
 from functools import partial
 from types import ModuleType
@@ -200,6 +202,20 @@ def _save_named(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolic
     return CheckpointPolicy.PREFER_RECOMPUTE
 
 
+def _selective(policy: Callable) -> Callable:
+    """Selective-checkpoint contexts of `policy`, with the cache_hash AOTAutograd's cache keys a compiled SAC graph
+    by (without one it bypasses the cache, and every process compiled that step again): the policy's source and the
+    ops and names it reads."""
+    contexts = partial(create_selective_checkpoint_contexts, policy)
+    contexts.cache_hash = hashlib.sha256("\n".join(
+        (inspect.getsource(policy), repr(_MATMUL_OPS), repr(SAVED_NAMES))).encode()).hexdigest()
+    return contexts
+
+
+# Built once here, not in remat(): remat runs inside the traced forward, where TorchDynamo cannot trace getsource.
+_SAVE_MATMULS, _SAVE_NAMED = _selective(_save_matmuls), _selective(_save_named)
+
+
 def _on_cuda(args: Any) -> bool:
     return any(t.device.type == "cuda" for t in leaves(list(args)) if isinstance(t, torch.Tensor))
 
@@ -219,12 +235,10 @@ def remat(fn: Callable, variant: str) -> Callable:
     if variant == "remat_full" or variant.startswith("remat_every"):
         return lambda *args: checkpoint(fn, *args, use_reentrant=False)
     if variant == "remat_dots":
-        contexts = partial(create_selective_checkpoint_contexts, _save_matmuls)
-        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=contexts)
+        return lambda *args: checkpoint(fn, *args, use_reentrant=False, context_fn=_SAVE_MATMULS)
     if variant == "remat_names":
-        contexts = partial(create_selective_checkpoint_contexts, _save_named)
         named_fn = _names_enabled(fn)
-        return lambda *args: checkpoint(named_fn, *args, use_reentrant=False, context_fn=contexts)
+        return lambda *args: checkpoint(named_fn, *args, use_reentrant=False, context_fn=_SAVE_NAMED)
     if variant == "remat_offload":
         return _offloaded(fn)
     return fn
