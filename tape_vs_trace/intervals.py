@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
+WIDTH_FLOOR_S = 1e-3  # half_width's times: 1 ms or more (shorter ones are nearer the timer's resolution)
 
 
 def median_interval(per_process: list[float]) -> tuple[float, float]:
@@ -28,6 +29,14 @@ def median_interval(per_process: list[float]) -> tuple[float, float]:
         return (float(np.exp(logs.mean())),) * 2
     low, high = sps.t.interval(CONFIDENCE, len(logs) - 1, loc=logs.mean(), scale=sem)
     return float(np.exp(low)), float(np.exp(high))
+
+
+def projected_half_width(log_sd: float, processes: int) -> float:
+    """median_interval's half-width on the log scale (about the relative one) for `processes` per-process medians
+    whose logarithms have the standard deviation `log_sd`: what a further process narrows. inf for fewer than two."""
+    if processes < 2:
+        return math.inf
+    return float(sps.t.ppf(0.5 + CONFIDENCE / 2, processes - 1) * log_sd / math.sqrt(processes))
 
 
 # The resolution of a ratio: what one pair of values in it was measured against.
@@ -73,4 +82,4 @@ def half_width(value: float, low: float, high: float) -> float:
     """Half the 95 % interval as a share of the value, for a time of 1 ms or more (NaN otherwise): the width the
     suite aims to keep near 10 % on a 2-core machine."""
     finite = all(math.isfinite(v) for v in (value, low, high))
-    return (high - low) / 2 / value if finite and value >= 1e-3 else math.nan
+    return (high - low) / 2 / value if finite and value >= WIDTH_FLOOR_S else math.nan

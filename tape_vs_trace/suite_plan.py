@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from implementations import frameworks
+from tape_vs_trace.intervals import projected_half_width
 from tape_vs_trace.suite_results import Task
 from tape_vs_trace.suite_worker import BENCHMARK_DIR, ROOT
 
@@ -26,6 +27,8 @@ METHOD = "method"  # fresh_process_shared_across: the class's fresh methods of o
 # speed, and processes of one round draw independently (docs/history.md), so a cheap process buys processes.
 COPY_SHARE = 0.5
 MAX_COPIES = 3
+# Copies go by spread (spread_copies) once every timed row of 1 ms or more has this many processes; by cost before.
+SPREAD_PROCESSES = 3
 
 
 class RunError(Exception):
@@ -153,6 +156,35 @@ def copies(walls: dict[str, float]) -> dict[str, int]:
         return {}
     budget = COPY_SHARE * max(known.values())
     return {g: max(1, min(MAX_COPIES, int(budget // w))) for g, w in known.items()}
+
+
+def spread_copies(walls: dict[str, float], spreads: dict[str, list[tuple[float, int]]]) -> dict[str, int]:
+    """Processes per round of each shared group, from what a further process of each would narrow: `spreads` holds
+    per group, for each of its timed rows of 1 ms or more, the standard deviation of the logarithms of its
+    per-process medians and its processes so far. Every group runs once; further processes, together within
+    COPY_SHARE of the slowest group's cost (`walls`, as in copies()) and at most MAX_COPIES per group, go one at a
+    time to the group whose next process lowers the sum of its rows' squared half-widths most per second. The
+    spread of a row sets its width on a noisy host more than its group's cost does (docs/history.md). Where a row
+    has fewer than SPREAD_PROCESSES processes its spread is not known yet: copies() decides."""
+    known = {g: w for g, w in walls.items() if w > 0}
+    rows = [n for g in known for _, n in spreads.get(g, [])]
+    if not known or not rows or min(rows) < SPREAD_PROCESSES:
+        return copies(walls)
+    envelope, spent = COPY_SHARE * max(known.values()), 0.0
+    runs = dict.fromkeys(known, 1)
+
+    def gain(g: str) -> float:  # the squared widths one more process of g takes off, per second of its cost
+        k = runs[g] - 1
+        return sum(projected_half_width(sd, n + k) ** 2 - projected_half_width(sd, n + k + 1) ** 2
+                   for sd, n in spreads.get(g, [])) / known[g]
+
+    while True:
+        open_ = [g for g in known if runs[g] < MAX_COPIES and spent + known[g] <= envelope and gain(g) > 0]
+        if not open_:
+            return runs
+        best = max(open_, key=gain)
+        runs[best] += 1
+        spent += known[best]
 
 
 def round_plans(all_tasks: list[Task], r: int, repeats: dict[str, int] | None = None) -> list[tuple[str, list[Task]]]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -41,14 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from implementations import frameworks
 from tape_vs_trace import host_load
+from tape_vs_trace.intervals import WIDTH_FLOOR_S
 from tape_vs_trace.suite_plan import (
     COPY_SHARE,
     LAYOUT,
     MAX_COPIES,
+    SPREAD_PROCESSES,
     RunError,
-    copies,
     discover,
     group,
     next_round_fits,
@@ -56,6 +60,7 @@ from tape_vs_trace.suite_plan import (
     partial_round,
     round_plans,
     select,
+    spread_copies,
     tasks,
 )
 from tape_vs_trace.suite_processes import WORKER_TIMEOUT_S, measure_round, setup_caches
@@ -114,16 +119,30 @@ class _Run:
                                          "host": host})
 
     def repeats(self) -> dict[str, int]:
-        """copies() of each shared group, from the cheapest wall of its processes so far (none before the first
-        round); none in a run without a budget, whose rounds all run (the full profile, a GPU chunk sized by its
-        costs): there a copy would only lengthen the run."""
+        """spread_copies() of each shared group, from the cheapest wall of its processes so far (none before the
+        first round) and the spread of its rows; none in a run without a budget, whose rounds all run (the full
+        profile, a GPU chunk sized by its costs): there a copy would only lengthen the run."""
         if self.runs["budget_s"] is None:
             return {}
         cheapest: dict[str, float] = {}
         for p in self.runs["per_process"]:
             if p["group"]:
                 cheapest[p["group"]] = min(cheapest.get(p["group"], p["wall_s"]), p["wall_s"])
-        return copies(cheapest)
+        return spread_copies(cheapest, self.spreads())
+
+    def spreads(self) -> dict[str, list[tuple[float, int]]]:
+        """Per shared group, for each timed row whose median across processes is 1 ms or more: the standard
+        deviation of the logarithms of its per-process medians (NaN for one process) and its processes so far."""
+        found: dict[str, list[tuple[float, int]]] = {}
+        for t in self.chosen:
+            outcome = self.outcomes.get(t.id)
+            if t.fresh or t.kind != "time" or outcome is None or outcome.error or not outcome.samples:
+                continue
+            logs = np.log([np.median(s) for s in outcome.samples])
+            if np.exp(np.median(logs)) >= WIDTH_FLOOR_S:
+                sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else math.nan
+                found.setdefault(group(t.framework, [t]), []).append((sd, len(logs)))
+        return found
 
     def group_walls(self) -> dict[str, float]:
         """The slowest wall of each shared group's processes since the first round (whose first process of a group
@@ -146,7 +165,10 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
             "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [], "copies": [],
             "layout": {"id": LAYOUT, "copies": f"under a budget, a shared group runs again in its round while its "
                                              f"copies fit in {COPY_SHARE:g} of the slowest group's cheapest wall, "
-                                             f"at most {MAX_COPIES} in all",
+                                             f"at most {MAX_COPIES} in all: each further process to the group it "
+                                             f"narrows most per second (sum of its rows' squared half-widths, times "
+                                             f"of 1 ms or more) once every such row has {SPREAD_PROCESSES} "
+                                             f"processes, by cost alone before",
                        "partial": "under a budget, of the round that would not fit whole the processes that fit run, "
                                   "each expected at its group's slowest wall since the first round; the run ends "
                                   "with it",

@@ -25,6 +25,14 @@ T_975_2 = 4.302653  # Student's t(0.975, 2 degrees of freedom), any t table
 LN2 = math.log(2)
 
 
+def test_the_projected_half_width_is_the_median_intervals_own() -> None:
+    per_process = [2.5e-3, 4.1e-3, 3.0e-3, 2.8e-3]
+    low, high = intervals.median_interval(per_process)
+    sd = float(np.std(np.log(per_process), ddof=1))
+    assert intervals.projected_half_width(sd, len(per_process)) == pytest.approx(math.log(high / low) / 2, rel=1e-12)
+    assert intervals.projected_half_width(sd, 1) == math.inf
+
+
 def test_within_one_process_the_ratio_is_paired_pass_by_pass() -> None:
     # Per-pass ratios 1, 1, 5 / 2, 2, 6 / 4, 4, 1: per-process medians 1, 2, 4; their logs 0, ln 2, 2 ln 2 have
     # mean ln 2 and standard error ln 2 / sqrt 3, so the interval is exp(ln 2 -+ t ln 2 / sqrt 3).

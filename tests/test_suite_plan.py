@@ -5,6 +5,7 @@ budget rule for a later round. Uses the suite's discovery; no worker runs."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -154,6 +155,29 @@ def test_a_shared_group_is_copied_while_its_copies_fit_in_half_the_slowest_group
         "a": 1, "b": 2, "c": 1, "d": 1, "e": 1}  # 2 x 6 = 12 fits in half of 24, 2 x 6.1 does not
     assert suite_plan.copies({"a": 100.0, "b": 1.0}) == {"a": 1, "b": suite_plan.MAX_COPIES}
     assert suite_plan.copies({}) == {} and suite_plan.copies({"a": 0.0}) == {}
+
+
+def test_copies_go_to_the_group_whose_next_process_narrows_its_rows_most_per_second() -> None:
+    walls = {"slow": 24.0, "noisy": 6.0, "steady": 4.0, "tiny rows": 2.0}
+    spreads = {"slow": [(0.1, 3)] * 4, "noisy": [(0.2, 3)] * 5, "steady": [(0.01, 3)] * 5}
+    # by cost the cheap steady group would get the copies; by spread the noisy one gets them, up to MAX_COPIES
+    # within half the slowest wall (6 + 6 = 12), and a group with no row of 1 ms or more gets none
+    assert suite_plan.copies(walls) == {"slow": 1, "noisy": 2, "steady": 3, "tiny rows": 3}
+    assert suite_plan.spread_copies(walls, spreads) == {"slow": 1, "noisy": 3, "steady": 1, "tiny rows": 1}
+    # the gain is per second: of two groups of one spread, the cheaper takes the copies that fit
+    assert suite_plan.spread_copies({"slow": 20.0, "a": 8.0, "b": 2.0}, {"a": [(0.1, 3)], "b": [(0.1, 3)]}) == {
+        "slow": 1, "a": 1, "b": 3}
+    # no spread anywhere: nothing to narrow, no copies
+    assert suite_plan.spread_copies(walls, {g: [(0.0, 5)] for g in walls}) == dict.fromkeys(walls, 1)
+
+
+def test_copies_go_by_cost_until_every_row_has_enough_processes_for_its_spread() -> None:
+    walls = {"slow": 24.0, "noisy": 6.0, "steady": 4.0}
+    spreads = {"slow": [(math.nan, suite_plan.SPREAD_PROCESSES - 1)], "noisy": [(0.2, 3)] * 5,
+               "steady": [(0.01, 3)] * 5}
+    assert suite_plan.spread_copies(walls, spreads) == suite_plan.copies(walls)
+    assert suite_plan.spread_copies(walls, {}) == suite_plan.copies(walls)
+    assert suite_plan.spread_copies({}, spreads) == {}
 
 
 def test_a_copied_group_runs_again_in_its_round_rotated_one_further_and_without_the_counts() -> None:

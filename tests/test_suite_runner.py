@@ -104,6 +104,29 @@ def test_a_cheap_group_is_copied_from_the_second_round_of_a_budgeted_run_and_the
     assert json.loads(unbounded.path.read_text())["tape_vs_trace"]["worker_runs"]["copies"] == [{}, {}, {}]
 
 
+def test_once_every_row_has_its_spread_the_copies_go_to_the_noisy_group(monkeypatch, tmp_path: Path) -> None:
+    """From the round after every timed row has SPREAD_PROCESSES processes, copies go where they narrow intervals:
+    PyTorch's eager process draws its own speed every time, JAX's is steady, so only PyTorch's is copied."""
+    _fake_clock(monkeypatch, lambda batch: 20.0 if batch[0].compiled else 4.0)
+    measured = suite_runner.measure_round
+    drawn = iter([1.0, 1.3, 0.8, 1.1, 0.9, 1.4, 1.2, 0.7] * 4)
+
+    def speeds(batch, framework, *args):
+        found = measured(batch, framework, *args)
+        if framework == "torch" and not batch[0].compiled:
+            speed = next(drawn)
+            found.update({t.id: {"samples": [0.01 * speed] * t.repeat, "number": 1} for t in batch})
+        return found
+
+    monkeypatch.setattr(suite_runner, "measure_round", speeds)
+    done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=5, log=lambda _: None, budget=1000.0)
+    record = json.loads(done.path.read_text())["tape_vs_trace"]["worker_runs"]
+    by_cost = {"torch others highest": 2, "jax others highest": 2}
+    # rounds 2 and 3 by cost (the compiled rows have 1 and 2 processes); then by spread, two copies in 10 s
+    assert record["copies"] == [{}, by_cost, by_cost, {"torch others highest": 3}, {"torch others highest": 3}]
+    assert "narrows most per second" in record["layout"]["copies"]
+
+
 def test_each_process_records_what_the_host_did_while_it_ran(monkeypatch, tmp_path: Path) -> None:
     """The runner reads /proc/stat around every worker: a process that ran while the hypervisor stole time is told
     apart from one whose framework was slow (host_load's shares of the ticks between the two readings)."""
