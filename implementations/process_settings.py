@@ -1,6 +1,7 @@
 """The settings every framework process holds and records with its results: glibc's host allocator thresholds,
 JAX's preallocation off, the CUDA-graph pairing (torch.compile's mode, XLA's command buffers) and the environment
-variables that change what a process measures. Nothing here imports a framework."""
+variables that change what a process measures; and after_import, which applies a setting of a module the moment it
+is imported. Nothing here imports a framework."""
 
 from __future__ import annotations
 
