@@ -65,8 +65,10 @@ def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> No
     done = suite_runner.run(tmp_path, [r"GradStep_mlp\.time_step"], rounds=1, log=lambda _: None)
     record = json.loads(done.path.read_text())
     layout = record["tape_vs_trace"]["worker_runs"]["layout"]
-    assert layout.pop("copies").endswith(f"{suite_plan.COPY_SHARE:g} of the slowest group's cheapest wall, at most "
-                                         f"{suite_plan.MAX_COPIES} in all")
+    copies = layout.pop("copies")
+    assert f"{suite_plan.COPY_SHARE:g} of the slowest group's cheapest wall, at most {suite_plan.MAX_COPIES} in all" \
+        in copies and copies.endswith(f"once every such row has {suite_plan.SPREAD_PROCESSES} processes, by cost "
+                                      "alone before")
     assert layout.pop("partial").startswith("under a budget, of the round that would not fit whole the processes "
                                             "that fit run")
     assert layout == {"id": suite_plan.LAYOUT, "settings": [["highest", False]],
