@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tape_vs_trace import machine, suite_results, suite_runner
@@ -125,6 +126,29 @@ def test_once_every_row_has_its_spread_the_copies_go_to_the_noisy_group(monkeypa
     # rounds 2 and 3 by cost (the compiled rows have 1 and 2 processes); then by spread, two copies in 10 s
     assert record["copies"] == [{}, by_cost, by_cost, {"torch others highest": 3}, {"torch others highest": 3}]
     assert "narrows most per second" in record["layout"]["copies"]
+
+
+def test_a_groups_spread_is_read_from_its_timed_rows_of_a_millisecond_or_more() -> None:
+    """_Run.spreads: per shared group, each timed row of 1 ms or more gives the SD of its log per-process medians and
+    its processes; a shorter row, a fresh one, a count and a failed one give nothing."""
+
+    def task(name: str, **kw) -> suite_results.Task:
+        return suite_results.Task(name, 0, kw.pop("framework", "torch"), kw.pop("kind", "time"), 3, 5,
+                                  kw.pop("fresh", False), **kw)
+
+    rows = {"a": task("m.A.time_step"), "short": task("m.B.time_step"), "fresh": task("m.C.time_step", fresh=True),
+            "count": task("m.D.track_n", kind="track"), "failed": task("m.E.time_step"),
+            "compiled": task("m.F.time_step", framework="jax", compiled=True)}
+    medians = {"a": [0.010, 0.012, 0.011], "short": [0.0005, 0.0009, 0.0007], "fresh": [0.01, 0.02, 0.03],
+               "count": [0.01, 0.02, 0.03], "failed": [0.01, 0.02, 0.03], "compiled": [0.004, 0.004]}
+    outcomes = {rows[k].id: Outcome(samples=[[m * f for f in (0.9, 1.0, 1.2)] for m in v]) for k, v in medians.items()}
+    outcomes[rows["failed"].id].error = "boom"
+    state = suite_runner._Run([], list(rows.values()), {}, Path("."), "", 0, {}, None, outcomes)
+    found = state.spreads()
+    assert set(found) == {"torch others highest", "jax compiled highest"}
+    (sd, n), = found["torch others highest"]
+    assert n == 3 and sd == pytest.approx(float(np.std(np.log(medians["a"]), ddof=1)), rel=1e-12)
+    assert found["jax compiled highest"] == [(0.0, 2)]
 
 
 def test_each_process_records_what_the_host_did_while_it_ran(monkeypatch, tmp_path: Path) -> None:
