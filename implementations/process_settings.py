@@ -112,27 +112,28 @@ def graph_settings() -> dict[str, str]:
 
 
 class _ThenLoader(importlib.abc.Loader):
-    """A module's own loader, with `then` called once the module has run."""
+    """A module's own loader, with each of `thens` called once the module has run."""
 
-    def __init__(self, loader: Any, then: Callable[[], None]):
-        self.loader, self.then = loader, then
+    def __init__(self, loader: Any, thens: list[Callable[[], None]]):
+        self.loader, self.thens = loader, thens
 
     def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
         self.loader.exec_module(module)
-        self.then()
+        for then in self.thens:
+            then()
 
     def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...: the module's own loader answers
         return getattr(self.loader, name)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: once, where `name` is imported, wraps its loader so `then` runs right after it."""
+    """Finds nothing itself: once, where `name` is imported, wraps its loader so `thens` run right after it."""
 
-    def __init__(self, name: str, then: Callable[[], None]):
-        self.name, self.then = name, then
+    def __init__(self, name: str):
+        self.name, self.thens = name, []
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != self.name:
@@ -140,15 +141,21 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is not None and spec.loader is not None:
-            spec.loader = _ThenLoader(spec.loader, self.then)
+            spec.loader = _ThenLoader(spec.loader, self.thens)
         return spec
 
 
 def after_import(name: str, then: Callable[[], None]) -> None:
     """Call `then` once module `name` has been imported: now if it has, else right after its import, so that a
     setting of a module that is slow to import (TorchDynamo, Inductor's config) costs nothing in a process that
-    never imports it. `then` reads the module from sys.modules: its parent does not name it yet when `then` runs."""
+    never imports it. `then` reads the module from sys.modules: its parent does not name it yet when `then` runs.
+    One finder per module holds every setting asked for it, each once: a finder stops the search for that module."""
     if name in sys.modules:
         then()
-    elif not any(isinstance(f, _AfterImport) and (f.name, f.then) == (name, then) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(name, then))
+        return
+    finder = next((f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name), None)
+    if finder is None:
+        finder = _AfterImport(name)
+        sys.meta_path.insert(0, finder)
+    if then not in finder.thens:
+        finder.thens.append(then)

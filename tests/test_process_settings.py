@@ -34,6 +34,15 @@ def test_the_setting_waits_for_the_import_and_runs_once_right_after_it(module_di
     assert seen == [1]
 
 
+def test_two_settings_of_one_module_both_run_after_its_import(module_dir: Path) -> None:
+    seen = []
+    process_settings.after_import("tvt_later", lambda: seen.append("first"))
+    process_settings.after_import("tvt_later", lambda: seen.append("second"))
+    import tvt_later  # noqa: F401
+
+    assert seen == ["first", "second"]
+
+
 def test_a_module_already_imported_gets_the_setting_at_once(module_dir: Path) -> None:
     import tvt_later  # noqa: F401
 
