@@ -278,3 +278,46 @@ def test_a_compiled_fused_attention_and_selective_checkpoint_are_served_from_the
     first, second = _in_fresh_process(_TORCH_SAC_SDPA, tmp_path / "cc")
     assert first == {"autograd_cache_hit": 0, "autograd_cache_bypass": 0}
     assert second == {"autograd_cache_hit": 1, "autograd_cache_bypass": 0}
+
+
+# A step through torch's scan, compiled, then compiled again from an empty in-memory state: the second compile must
+# be served by AOTAutograd's cache (unmarked, the higher-order op bypasses it on every compile). The body's scale
+# is set per process: a body that differs must miss the cache and give its own loss and gradient.
+_TORCH_SCAN = """
+import json
+import torch
+from torch._dynamo.utils import counters
+from implementations import frameworks
+fw = frameworks.load("torch")
+from torch._higher_order_ops.scan import scan
+from implementations.torch import steps
+def body(c, x):
+    n = c * 0.5 + torch.sin(x) * SCALE
+    return n, n.sum()
+def loss(w, xs):
+    c, ys = scan(body, w, xs)
+    return c.sum() + ys.sum()
+xs = torch.arange(12.0).reshape(3, 4)
+def once(f):
+    torch._dynamo.reset(); counters.clear()
+    w = torch.ones(4, requires_grad=True)
+    with steps._scan_lowering("scan"):
+        value = f(w, xs)
+        grad, = torch.autograd.grad(value, w)
+    return [value.item(), grad.tolist(), {k: counters["aot_autograd"][k] for k in ("autograd_cache_hit",
+                                                                                 "autograd_cache_bypass")}]
+eager = once(loss)[:2]
+print(json.dumps([eager, once(torch.compile(loss, dynamic=False)), once(torch.compile(loss, dynamic=False))]))
+"""
+
+
+@pytest.mark.slow
+def test_a_compiled_scan_is_served_from_the_cache_and_a_changed_body_is_not(tmp_path: Path) -> None:
+    # Slow: three Inductor compiles of a small scan, forward and backward.
+    runs = {scale: _in_fresh_process(_TORCH_SCAN.replace("SCALE", scale), tmp_path / "cc") for scale in ("1.0", "2.0")}
+    for scale, (eager, first, second) in runs.items():
+        assert first[2] == {"autograd_cache_hit": 0, "autograd_cache_bypass": 0}, scale
+        assert second[2] == {"autograd_cache_hit": 1, "autograd_cache_bypass": 0}, scale
+        for compiled in (first, second):
+            assert compiled[0] == pytest.approx(eager[0], rel=1e-6) and compiled[1] == pytest.approx(eager[1], rel=1e-6)
+    assert runs["1.0"][0][0] != pytest.approx(runs["2.0"][0][0], rel=1e-3)

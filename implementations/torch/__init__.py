@@ -7,17 +7,19 @@ import torch
 
 from implementations import process_settings
 
-# sdpa_kernel under torch.compile puts two calls into the graph, a lookup of each backend by its name and the call
-# that selects them, functions AOTAutograd's cache does not know: it bypassed its cache, and every process traced
-# the fused transformer's step again. Both run while the graph is traced (they pick the attention op traced in) and
-# depend only on the backend names, which the graph, and so the cache key, holds.
-_SDPA_CALLS = ("torch.nn.attention._backend_from_string", "torch.nn.attention._sdpa_kernel")
+# Calls in a traced graph that AOTAutograd's cache does not know: it bypassed its cache on them, and every process
+# traced those steps again. sdpa_kernel puts two into the graph, a lookup of each backend by its name and the call
+# that selects them; both run while the graph is traced (they pick the attention op traced in) and depend only on
+# the backend names, which the graph, and so the cache key, holds. torch's scan (the LSTM's scan formulation) is a
+# higher-order op, none of which the cache stores unless marked; its body is a subgraph whose code the key holds.
+_CACHEABLE_CALLS = ("torch.nn.attention._backend_from_string", "torch.nn.attention._sdpa_kernel",
+                    "torch.ops.higher_order.scan")
 
 
-def _cacheable_sdpa_calls() -> None:
-    """Mark sdpa_kernel's calls cacheable, keyed by the torch version."""
+def _mark_cacheable_calls() -> None:
+    """Mark _CACHEABLE_CALLS cacheable, keyed by the torch version."""
     marked = sys.modules["torch._inductor.config"].unsafe_marked_cacheable_functions
-    marked.update(dict.fromkeys(_SDPA_CALLS, torch.__version__))
+    marked.update(dict.fromkeys(_CACHEABLE_CALLS, torch.__version__))
 
 
 def configure(precision: str = "highest", threads: int | None = None, float64: bool = False,
@@ -31,7 +33,7 @@ def configure(precision: str = "highest", threads: int | None = None, float64: b
     # XLA accumulates bfloat16 products in float32; cuBLAS may reduce split-K partial sums in bfloat16 unless
     # PyTorch forbids it.
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-    process_settings.after_import("torch._inductor.config", _cacheable_sdpa_calls)
+    process_settings.after_import("torch._inductor.config", _mark_cacheable_calls)
     if compile_cache:
         # Inductor reads the variable at every cache lookup (cache_dir_utils.cache_dir); Triton's kernel cache is
         # set once per process from it, so it is named here too, as XLA's autotune cache follows JAX's folder.
