@@ -52,6 +52,9 @@ ARMS = {
     "jax": Arm("jax"),
     "jax-again": Arm("jax"),
     "jax-thp": Arm("jax", (("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1"),)),
+    # OpenMP threads sleep when idle instead of spinning: a spinning thread holds a core a neighbour wants
+    "torch-passive": Arm("torch", (("OMP_WAIT_POLICY", "PASSIVE"),)),
+    "jax-passive": Arm("jax", (("OMP_WAIT_POLICY", "PASSIVE"),)),
 }
 
 
