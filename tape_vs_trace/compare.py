@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from implementations import frameworks
-from tape_vs_trace import host_check
+from tape_vs_trace import host_check, host_load
 from tape_vs_trace.agreement import Hosts, Interval, RowCheck, host_shift, hosts, interval, judge, normalised
 from tape_vs_trace.intervals import half_width
 from tape_vs_trace.report import fmt, roofline, stats
@@ -163,7 +163,8 @@ def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report
     host = hosts(a, b, {(k[0], k[2]) for k in common})
     checks = _checks(rows_a, rows_b, common, host, normalise)
     direction_lines, directions_line = _direction_lines(rows_a, rows_b)
-    lines = _host_lines(host, normalise) + hosts_section.layout_notes(
+    loads = [host_load.load_line(f"{m} @ {c[:8]}", a.details.get((m, c)), b.details.get((m, c))) for m, c in host.same]
+    lines = _host_lines(host, normalise) + [x for x in loads if x] + hosts_section.layout_notes(
         [(rows_a[k], rows_b[k]) for k in common], a.details, b.details) + \
         [_check_line(c) for c in checks] + direction_lines
     single = [c for c in checks if c.verdict == "not judged"]

@@ -37,3 +37,32 @@ def shares(before: list[int] | None, after: list[int] | None) -> dict[str, float
     steal = delta[STEAL] / total
     idle = (delta[IDLE] + delta[IOWAIT]) / total
     return {"steal": round(steal, 4), "busy": round(1.0 - idle - steal, 4)}
+
+
+# Two runs' median busy shares this far apart: one of them shared the host with other work. Runs of one profile on
+# an undisturbed 2-core host stay within a few points of each other (docs/history.md).
+BUSIER = 0.10
+
+
+def run_busy(details: dict | None) -> float | None:
+    """The median `busy` share over a run's worker processes (the result file's tape_vs_trace.worker_runs), None
+    where the run recorded none (asv run, older files, no /proc/stat)."""
+    processes = ((details or {}).get("worker_runs") or {}).get("per_process") or []
+    busy = sorted(p["host"]["busy"] for p in processes if (p.get("host") or {}).get("busy") is not None)
+    if not busy:
+        return None
+    middle = len(busy) // 2
+    return busy[middle] if len(busy) % 2 else (busy[middle - 1] + busy[middle]) / 2
+
+
+def load_line(label: str, details_a: dict | None, details_b: dict | None) -> str | None:
+    """For the rerun check: how busy the host was during each run's worker processes, and a question where one run
+    was busier by BUSIER or more; None unless both runs recorded it."""
+    a, b = run_busy(details_a), run_busy(details_b)
+    if a is None or b is None:
+        return None
+    line = (f"host load: {label}: the CPUs busy a median {a:.0%} of the time during A's worker processes, {b:.0%} "
+            "during B's (their own work included)")
+    if abs(b - a) >= BUSIER - 1e-9:
+        line += f"; {'B' if b > a else 'A'} shared the host with other work?"
+    return line

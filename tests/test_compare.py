@@ -167,6 +167,26 @@ def test_runs_of_another_runner_layout_are_compared_with_a_note(runs, capsys) ->
     assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
 
 
+def test_the_hosts_load_in_each_run_is_a_line_and_a_busier_run_is_asked_about(runs, capsys) -> None:
+    """Both runs recorded the host's busy share per worker process: one line with each run's median; run B's
+    processes ran on a host 18 points busier, so the line asks whether it shared the host."""
+    a, b = runs
+    for folder, busy in ((a, (0.62, 0.63, 0.64)), (b, (0.80, 0.81, 0.82))):
+        processes = [{"round": 1, "host": {"steal": 0.0, "busy": x}} for x in busy]
+        edit(folder, lambda data, p=processes: data.setdefault("tape_vs_trace", {}).update(
+            worker_runs={"per_process": p}))
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert rc == 0
+    assert "host load: box @ abc12300: the CPUs busy a median 63% of the time during A's worker processes, 81% " \
+        "during B's (their own work included); B shared the host with other work?" in out
+    assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
+
+
+def test_no_load_line_without_the_records(runs, capsys) -> None:
+    rc, out, _ = run(capsys, *map(str, runs))
+    assert rc == 0 and not any(x.startswith("host load") for x in out)
+
+
 def test_normalised_times_are_labelled_calibrated(runs, capsys) -> None:
     a, b = runs
     _hosts(a, b, 2.0)  # twice the matmul rate, half the time: the same work in calibrated units
