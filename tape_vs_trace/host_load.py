@@ -6,6 +6,7 @@ spread."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 STAT = Path("/proc/stat")
@@ -48,11 +49,8 @@ def run_busy(details: dict | None) -> float | None:
     """The median `busy` share over a run's worker processes (the result file's tape_vs_trace.worker_runs), None
     where the run recorded none (asv run, older files, no /proc/stat)."""
     processes = ((details or {}).get("worker_runs") or {}).get("per_process") or []
-    busy = sorted(p["host"]["busy"] for p in processes if (p.get("host") or {}).get("busy") is not None)
-    if not busy:
-        return None
-    middle = len(busy) // 2
-    return busy[middle] if len(busy) % 2 else (busy[middle - 1] + busy[middle]) / 2
+    busy = [p["host"]["busy"] for p in processes if (p.get("host") or {}).get("busy") is not None]
+    return statistics.median(busy) if busy else None
 
 
 def load_line(label: str, details_a: dict | None, details_b: dict | None) -> str | None:
@@ -63,6 +61,6 @@ def load_line(label: str, details_a: dict | None, details_b: dict | None) -> str
         return None
     line = (f"host load: {label}: the CPUs busy a median {a:.0%} of the time during A's worker processes, {b:.0%} "
             "during B's (their own work included)")
-    if abs(b - a) >= BUSIER - 1e-9:
+    if round(abs(b - a), 4) >= BUSIER:  # the shares are recorded to 4 places; so is their difference
         line += f"; {'B' if b > a else 'A'} shared the host with other work?"
     return line
