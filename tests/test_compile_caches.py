@@ -318,6 +318,9 @@ def test_a_compiled_scan_is_served_from_the_cache_and_a_changed_body_is_not(tmp_
     for scale, (eager, first, second) in runs.items():
         assert first[2] == {"autograd_cache_hit": 0, "autograd_cache_bypass": 0}, scale
         assert second[2] == {"autograd_cache_hit": 1, "autograd_cache_bypass": 0}, scale
+        # float32: a few ulps relative, and as many of the largest gradient for an element near zero
+        scale = 1e-6 * max(map(abs, eager[1]))
         for compiled in (first, second):
-            assert compiled[0] == pytest.approx(eager[0], rel=1e-6) and compiled[1] == pytest.approx(eager[1], rel=1e-6)
+            assert compiled[0] == pytest.approx(eager[0], rel=1e-6)
+            assert compiled[1] == pytest.approx(eager[1], rel=1e-6, abs=scale)
     assert runs["1.0"][0][0] != pytest.approx(runs["2.0"][0][0], rel=1e-3)
