@@ -18,6 +18,11 @@ class Interval:
     kind: str  # "exact", "95 % interval", "IQR", or "" (none)
 
 
+def overlaps(a: Interval, b: Interval) -> bool:
+    """Whether two intervals share a value; False where either end is not finite (no interval)."""
+    return all(math.isfinite(v) for v in (a.low, a.high, b.low, b.high)) and a.low <= b.high and b.low <= a.high
+
+
 def interval(row: dict) -> Interval:
     """The interval a row is judged by: the value itself (exact), the 95 % between-process interval, asv's
     interquartile range where no samples were recorded (weaker: it holds half the samples, and they all come from
@@ -67,7 +72,7 @@ def judge(a: dict, b: dict) -> tuple[str, str]:
     if ia.kind != ib.kind:  # a 95 % interval against an IQR: judged by the weaker, and said so
         ia, ib = (Interval(r["q25"], r["q75"], "IQR") for r in (a, b))
     kind = "95 % intervals" if ia.kind == "95 % interval" else "IQRs (no samples recorded)"
-    overlap = ia.low <= ib.high and ib.low <= ia.high
+    overlap = overlaps(ia, ib)
     return ("agree", f"{kind} overlap") if overlap else ("differ", f"{kind} do not overlap")
 
 

@@ -6,7 +6,9 @@ samples have no between-process interval; there asv's own interquartile range st
 JAX/PyTorch ratio stated as a difference in either run (its interval excludes every change up to the report's
 resolution, `stats.Comparison.differs`) must not point the other way in the other run: it agrees when the other run
 states the same difference, or has its ratio on the same side of 1 without stating it ("in one run only"); it flipped
-when the other run's ratio lies on the other side. Absolute times of two runs
+when the other run's ratio lies on the other side and the two ratio intervals do not overlap (two stated opposite
+differences never overlap); a ratio on the other side whose interval overlaps the stating run's neither agrees nor
+flips ("other run across 1"): the other run states nothing the first contradicts. Absolute times of two runs
 are only compared when `host_check.same_host` finds the same host by its fingerprint (a calibration that moved under
 load is noted, not another host); otherwise they are flagged, and offered in calibrated units
 (`host_check.normalised`), never as seconds.
@@ -24,7 +26,7 @@ import numpy as np
 
 from implementations import frameworks
 from tape_vs_trace import host_check, host_load
-from tape_vs_trace.agreement import Hosts, Interval, RowCheck, host_shift, hosts, interval, judge, normalised
+from tape_vs_trace.agreement import Hosts, Interval, RowCheck, host_shift, hosts, interval, judge, normalised, overlaps
 from tape_vs_trace.intervals import half_width
 from tape_vs_trace.report import fmt, roofline, stats
 from tape_vs_trace.report import hosts as hosts_section
@@ -133,24 +135,30 @@ def _check_line(c: RowCheck) -> str:
             f"{c.why}" + (f"; {c.normalised}" if c.normalised else ""))
 
 
+SAME_WAY, ONE_RUN, ACROSS, FLIPPED = "same direction", "in one run only", "other run across 1", "direction flipped"
+
+
+def direction(ca: stats.Comparison, cb: stats.Comparison) -> str:
+    """How two runs' verdicts on one ratio, stated as a difference in at least one of them, relate (one of SAME_WAY,
+    ONE_RUN, ACROSS, FLIPPED). A ratio on the other side of 1 contradicts only where the two intervals do not overlap:
+    an interval that holds the stating run's ratio states nothing against it."""
+    if (ca.ratio > 1) == (cb.ratio > 1):
+        return SAME_WAY if ca.differs and cb.differs else ONE_RUN
+    return ACROSS if overlaps(Interval(ca.low, ca.high, ""), Interval(cb.low, cb.high, "")) else FLIPPED
+
+
 def _direction_lines(rows_a: dict[tuple, dict], rows_b: dict[tuple, dict]) -> tuple[list[str], str]:
     """A line per JAX/PyTorch ratio stated as a difference in either run, and the directions summary line."""
     dir_a, dir_b = _directions(rows_a), _directions(rows_b)
     decided = [k for k in dir_a if k in dir_b and (dir_a[k].differs or dir_b[k].differs)]
-    same_way = one_run = 0
+    labels = []
     lines = [f"{frameworks.label(OTHER)}/{frameworks.label(BASE)} ratios whose interval excludes 1 in either run:"]
     for k in decided:
         ca, cb = dir_a[k], dir_b[k]
-        ok = bool(ca.differs and cb.differs and (ca.ratio > 1) == (cb.ratio > 1))
-        # a difference in one run whose ratio lies on the same side in the other, where its interval holds 1: the
-        # verdict changed, the direction did not
-        single_run = not ok and not (ca.differs and cb.differs) and (ca.ratio > 1) == (cb.ratio > 1)
-        same_way += ok
-        one_run += single_run
-        label = "same direction" if ok else ("in one run only" if single_run else "direction flipped")
-        lines.append(f"  {label:<17} {k[3].benchmark} "
+        labels.append(direction(ca, cb))
+        lines.append(f"  {labels[-1]:<18} {k[3].benchmark} "
                      f"{_params(k[3].params())} [{k[0]} @ {k[2][:8]}]: A {_ratio(ca)} | B {_ratio(cb)}")
-    return lines, directions(same_way, one_run, len(decided))
+    return lines, directions(labels)
 
 
 def compare_runs(a: Results, b: Results, normalise: str | None = None) -> Report:
@@ -218,7 +226,8 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
     if not names:
         return ["paired: no paired results of one machine and commit in both runs"] if files_a or files_b else []
     lines: list[str] = []
-    agree = total = same_way = decided = flipped = 0
+    agree = total = 0
+    labels: list[str] = []
     widths: tuple[list[float], list[float]] = ([], [])
     for name in names:
         try:
@@ -233,8 +242,7 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
             where = f"paired {ra['experiment']}: {ra['point']} [{name}]"
             ia = Interval(ra["time_ci_low"], ra["time_ci_high"], "95 % interval")
             ib = Interval(rb["time_ci_low"], rb["time_ci_high"], "95 % interval")
-            ok = all(math.isfinite(v) for v in (ia.low, ia.high, ib.low, ib.high)) and \
-                ia.low <= ib.high and ib.low <= ia.high
+            ok = overlaps(ia, ib)
             total += 1
             agree += ok
             for width, r, i in zip(widths, (ra, rb), (ia, ib)):
@@ -246,16 +254,10 @@ def compare_paired(folder_a: Path, folder_b: Path) -> list[str]:
             ca, cb = paired_section.paired_ratio(ra), paired_section.paired_ratio(rb)
             if ra["point"] == ra["baseline"] or not (ca.differs or cb.differs):
                 continue
-            decided += 1
-            both = bool(ca.differs and cb.differs)
-            same_side = (ca.ratio > 1) == (cb.ratio > 1)
-            same_way += both and same_side
-            flipped += not same_side
-            label = "same direction" if both and same_side else ("in one run only" if same_side
-                                                                 else "direction flipped")
-            lines.append(f"  {label:<17} {where} against {ra['baseline']}: A {_ratio(ca)} | B {_ratio(cb)}")
+            labels.append(direction(ca, cb))
+            lines.append(f"  {labels[-1]:<18} {where} against {ra['baseline']}: A {_ratio(ca)} | B {_ratio(cb)}")
     lines.append("paired: median 95 % interval half-width, times of 1 ms or more: " + _widths(*widths))
-    lines.append("paired: " + directions(same_way, decided - same_way - flipped, decided))
+    lines.append("paired: " + directions(labels))
     lines.append(f"paired: {agree} of {total} timing rows agree")
     return lines
 
@@ -269,11 +271,15 @@ def _widths(a: list[float], b: list[float]) -> str:
     return f"A {one(a)}, B {one(b)}"
 
 
-def directions(both: int, one_run: int, decided: int) -> str:
-    """The directions line: of the ratios stated as a difference in either run, how many the other run does not
-    contradict (stated the same way in both, or in one run only with the other's ratio on the same side of 1)."""
-    return (f"{both + one_run} of {decided} directions agree ({decided - both - one_run} flipped; {both} stated in "
-            f"both runs, {one_run} in one run only with the other run's ratio on the same side of 1)")
+def directions(labels: list[str]) -> str:
+    """The directions line: of the ratios stated as a difference in either run (one `direction` label each), how many
+    the other run agrees with (stated the same way, or in one run only with the other's ratio on the same side of 1),
+    how many flipped, and how many the other run leaves across 1 with an interval that holds the stating run's
+    ratio."""
+    n = {label: labels.count(label) for label in (SAME_WAY, ONE_RUN, ACROSS, FLIPPED)}
+    return (f"{n[SAME_WAY] + n[ONE_RUN]} of {len(labels)} directions agree ({n[FLIPPED]} flipped; {n[SAME_WAY]} "
+            f"stated in both runs, {n[ONE_RUN]} in one run only with the other run's ratio on the same side of 1, "
+            f"{n[ACROSS]} in one run only with the other run's ratio across 1 and its interval overlapping)")
 
 
 def run(folder_a: Path, folder_b: Path, normalise: str | None, strict: bool, warn: Callable[[str], None],

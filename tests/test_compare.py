@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 from tape_vs_trace import cli
-from tape_vs_trace.compare import directions
+from tape_vs_trace.compare import ACROSS, FLIPPED, ONE_RUN, directions
+from tape_vs_trace.compare import SAME_WAY as BOTH
 from tests.report.helpers import chunk, write_results
 
 SAME_WAY = "2 of 2 directions agree (0 flipped; 2 stated in both runs, 0 in one run only with the other run's ratio " \
-    "on the same side of 1)"
+    "on the same side of 1, 0 in one run only with the other run's ratio across 1 and its interval overlapping)"
 
 RESULT = Path("box") / "abc12300-existing-venv.json"
 SAMPLES = 11  # position of "samples" in the synthetic result_columns
@@ -75,7 +76,7 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     edit(b, slow_torch_eager_and_bigger_peak)
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0  # a report, not a gate
-    assert out[-3:] == [directions(2, 0, 3), "10 of 11 timing rows agree", "19 of 21 rows agree"]
+    assert out[-3:] == [directions([BOTH, BOTH, FLIPPED]), "10 of 11 timing rows agree", "19 of 21 rows agree"]
     [line] = [x for x in out if "GradStep_mlp.time_step framework=torch" in x and "mode=eager" in x]
     assert line.startswith("differ") and "95 % intervals do not overlap" in line
     # t intervals on the logs (see tests/report/helpers.py): A [0.7192, 3.405] ms; B: sd of the logs 0.03846,
@@ -83,7 +84,28 @@ def test_disagreements_are_counted_row_by_row(runs, capsys) -> None:
     assert "A 1.565 ms [0.7192–3.405]" in line and "B 5.197 ms [4.724–5.719]" in line  # geometric means
     [peak] = [x for x in out if "track_peak_bytes framework=torch" in x and "variant=plain" in x]
     assert peak.startswith("differ") and "exact values differ" in peak
+    # A 2.04x [0.975-4.28] holds 1, B 0.615x [0.541-0.699] states JAX faster: the intervals do not overlap
     assert any(x.strip().startswith("direction flipped") and "GradStep_mlp" in x for x in out)
+
+
+def test_a_ratio_across_1_whose_interval_holds_the_other_runs_is_no_flip(runs, capsys) -> None:
+    """Run A states JAX faster in the eager GradStep (PyTorch 5.0-5.4 ms); in run B PyTorch's processes spread over
+    1.5-5.0 ms, its ratio above 1 with an interval reaching below A's: B states nothing against A."""
+    a, b = runs
+    edit(a, slow_torch_eager_and_bigger_peak)
+
+    def spread_torch_eager(data: dict) -> None:
+        grad = data["results"]["recording.GradStep_mlp.time_step"]
+        grad[SAMPLES][0] = [x for m in (1.5, 2.5, 5.0) for x in chunk(m)]
+        grad[0][0] = 2.5e-3
+
+    edit(b, spread_torch_eager)
+    rc, out, _ = run(capsys, str(a), str(b))
+    [line] = [x for x in out if "GradStep_mlp" in x and x.startswith("  ")]
+    assert line.strip().startswith(ACROSS) and "A 0.615×" in line, line
+    assert out[-3] == directions([BOTH, BOTH, ACROSS])
+    assert out[-3].startswith("2 of 3 directions agree (0 flipped;")
+    assert out[-3].endswith(", 1 in one run only with the other run's ratio across 1 and its interval overlapping)")
 
 
 def test_strict_fails_below_95_percent_of_timing_rows(runs, capsys) -> None:
@@ -258,7 +280,7 @@ def test_paired_rows_are_compared_by_interval_and_direction(runs, capsys) -> Non
                     ("remat_names", 0.013, 0.012, 0.014, 1.1, 0.9, 1.3)])
     rc, out, _ = run(capsys, str(a), str(b))
     assert rc == 0
-    assert "paired: " + directions(1, 1, 3) in out
+    assert "paired: " + directions([BOTH, FLIPPED, ONE_RUN]) in out
     assert "paired: 2 of 4 timing rows agree" in out  # remat_full and remat_dots do not overlap
     # half-widths over the value: A 1/10, 1/21, 0.5/9, 1/12 -> median (0.05556 + 0.08333) / 2 = 6.9 %;
     # B 0.75/11, 1/26, 0.5/12, 1/13 -> median (0.04167 + 0.06818) / 2 = 5.5 %
@@ -267,6 +289,21 @@ def test_paired_rows_are_compared_by_interval_and_direction(runs, capsys) -> Non
     assert any("direction flipped" in line and "remat_dots" in line for line in out)
     assert any("in one run only" in line and "remat_names" in line for line in out)
     assert out[-3:] == [SAME_WAY, "11 of 11 timing rows agree", "21 of 21 rows agree"]
+
+
+def test_a_paired_ratio_across_1_overlapping_the_other_runs_interval_is_no_flip(runs, capsys) -> None:
+    a, b = runs
+    # remat_dots states 0.85 [0.8-0.9] in A; B's 1.05 [0.85-1.3] lies across 1 and holds 0.85; remat_full states 0.85
+    # [0.8-0.9] in A and B's 1.05 [0.95-1.15] does not reach it: flipped
+    _paired_csv(a, [("plain", 0.010, 0.009, 0.011, 1, 1, 1), ("remat_dots", 0.0085, 0.008, 0.009, 0.85, 0.8, 0.9),
+                    ("remat_full", 0.0085, 0.008, 0.009, 0.85, 0.8, 0.9)])
+    _paired_csv(b, [("plain", 0.010, 0.009, 0.011, 1, 1, 1), ("remat_dots", 0.0105, 0.009, 0.012, 1.05, 0.85, 1.3),
+                    ("remat_full", 0.0105, 0.0095, 0.0115, 1.05, 0.95, 1.15)])
+    rc, out, _ = run(capsys, str(a), str(b))
+    assert any(line.strip().startswith(ACROSS) and "remat_dots" in line for line in out)
+    assert any(line.strip().startswith(FLIPPED) and "remat_full" in line for line in out)
+    assert "paired: " + directions([ACROSS, FLIPPED]) in out
+    assert "paired: 0 of 2 directions agree (1 flipped;" in "\n".join(out)
 
 
 def test_paired_results_in_one_run_only_are_said(runs, capsys) -> None:
