@@ -21,6 +21,10 @@ _CPU_HARDWARE = ("flags", "caches")
 # Recorded and named when they differ, never deciding: a VM's memory grows and its kernel is updated between runs.
 _HOST_NOTES = (("ram_bytes", "memory (bytes)"), ("kernel", "kernel"))
 SAME = "same host by fingerprint"  # same_host's reason when nothing else is worth saying
+# The likely cause a moved calibration is named with: load, unless the kernel changed too, when the machine was
+# started again and may have landed on other hardware of the same CPU model (a VM's name does not pin its host).
+UNDER_LOAD = "run under load?"
+RESTARTED = "the kernel differs too: started again, on other hardware under this name?"
 
 
 def _relative_gap(a: float, b: float) -> float:
@@ -33,7 +37,8 @@ def same_host(details_a: dict[str, Any], details_b: dict[str, Any]) -> tuple[boo
     Different when the CPU identity (vendor, model name, family, model, stepping), its instruction-set flags or
     caches, the number of cores the run saw, or the GPU (name, memory) differ. A key one record lacks (an older
     fingerprint) is not compared. Memory size and kernel are named when they differ, and so is a calibration rate
-    that moved by more than CALIBRATION_TOLERANCE (`calibration_moves`): load moves a calibration, not the host. A
+    that moved by more than CALIBRATION_TOLERANCE (`calibration_moves`), asked about as load, or as other hardware
+    where the kernel changed too: either moves a calibration, neither the fingerprint. A
     record without fingerprint counts as not comparable: absolute times of two runs are only put side by side when
     both say where they ran.
     """
@@ -55,7 +60,9 @@ def same_host(details_a: dict[str, Any], details_b: dict[str, Any]) -> tuple[boo
         return False, "; ".join(reasons)
     notes = [f"{label} differs: {fa[key]} vs {fb[key]}" for key, label in _HOST_NOTES
              if key in fa and key in fb and fa[key] != fb[key]]
-    notes += calibration_moves(details_a.get("calibration") or {}, details_b.get("calibration") or {})
+    restarted = fa.get("kernel") is not None and fb.get("kernel") is not None and fa["kernel"] != fb["kernel"]
+    notes += calibration_moves(details_a.get("calibration") or {}, details_b.get("calibration") or {},
+                               cause=RESTARTED if restarted else UNDER_LOAD)
     return True, SAME + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -68,10 +75,10 @@ _RATES = (("float32 matmul rate (flop/s, torch)", ("matmul_flops_per_s", "float3
           ("jax dispatch cost (s/op)", ("dispatch_seconds_per_op", "jax")))
 
 
-def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any],
-                      tolerance: float = CALIBRATION_TOLERANCE) -> list[str]:
+def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any], tolerance: float = CALIBRATION_TOLERANCE,
+                      cause: str = UNDER_LOAD) -> list[str]:
     """One phrase per calibration rate of two runs that moved by more than `tolerance` (relative to the smaller),
-    ending with the likely cause; empty when none did (or a run has no calibration)."""
+    ending with the likely `cause`; empty when none did (or a run has no calibration)."""
     moved = []
     for label, path in _RATES:
         va, vb = calibrated_value(cal_a, path), calibrated_value(cal_b, path)
@@ -79,7 +86,7 @@ def calibration_moves(cal_a: dict[str, Any], cal_b: dict[str, Any],
             moved.append(f"{label} {va:.4g} vs {vb:.4g}, {_relative_gap(va, vb):.0%} apart")
     if not moved:
         return []
-    return [f"calibration moved by more than {tolerance:.0%}: {', '.join(moved)}; run under load?"]
+    return [f"calibration moved by more than {tolerance:.0%}: {', '.join(moved)}; {cause}"]
 
 
 def calibrated_value(data: dict[str, Any], path: tuple[str, ...]) -> float | None:

@@ -56,6 +56,25 @@ def test_a_moved_calibration_is_named_not_another_host() -> None:
     assert same and "memory (bytes) differs" in reason
 
 
+def test_a_moved_calibration_beside_another_kernel_is_asked_about_as_other_hardware_not_load() -> None:
+    # The Intel host on two days: another kernel build and a 36 % faster matmul rate, as busy in both runs.
+    faster = _details(matmul_flops_per_s={"float32": 5.0e10 * 1.36})
+    faster["fingerprint"] = {**faster["fingerprint"], "kernel": "6.18.44-fc-v1300"}
+    before = _details()
+    before["fingerprint"] = {**before["fingerprint"], "kernel": "6.18.44-fc-v1252"}
+    same, reason = host_check.same_host(before, faster)
+    assert same, reason
+    assert "kernel differs: 6.18.44-fc-v1252 vs 6.18.44-fc-v1300" in reason
+    assert reason.endswith(f"36% apart; {host_check.RESTARTED})") and "under load" not in reason
+    # the same kernel: load stays the question
+    faster["fingerprint"]["kernel"] = "6.18.44-fc-v1252"
+    assert host_check.same_host(before, faster)[1].endswith("run under load?)")
+    # another kernel and a calibration within the tolerance: the kernel is named, no cause is asked for
+    same, reason = host_check.same_host(before, {**faster, "calibration": CALIBRATION,
+                                                 "fingerprint": {**faster["fingerprint"], "kernel": "v1300"}})
+    assert same and reason.endswith("kernel differs: 6.18.44-fc-v1252 vs v1300)") and "?" not in reason
+
+
 def _record(name: str) -> dict:
     return json.loads((RECORDS / name).read_text())["tape_vs_trace"]
 
