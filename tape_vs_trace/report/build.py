@@ -136,7 +136,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         top = headline.build(data, staging)
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, compiled),
                                             encoding="utf-8")
-        for name, text in markdown.pages(data, drawn, compiled).items():
+        for name, text in markdown.pages(data, drawn, compiled, top).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")
         if readme_path is not None:

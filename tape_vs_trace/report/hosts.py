@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -227,6 +228,31 @@ def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
             f"matmul rate for compiled ones) accounts for {counts['accounts for it']}, for part of "
             f"{counts['accounts for part of it']}, moved the same way by more in {counts['the same way, by more']} "
             f"and does not account for {counts['does not account for it']}."]
+
+
+PAGE = "hosts.md"  # the differences between machines, beside the front page: they grow with every pair of machines
+
+
+def page(rows: list[Row], details: dict[tuple[str, str], dict]) -> str | None:
+    """hosts.md: every ratio that differs between like machines against both frameworks' calibrations (`explain`);
+    None where none differs."""
+    lines = explain(rows, details)
+    if not lines:
+        return None
+    return "\n".join(["# Ratios that differ between machines", "", "[Back to the report](summary.md)", *lines, ""])
+
+
+def front_lines(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+    """The front page's word on the differences between machines: `explain`'s count and a link to PAGE; empty where
+    none differs."""
+    lines = explain(rows, details)
+    if not lines:
+        return []
+    counted = re.sub(r"^Of (\d+) such difference\(s\)", lambda m: f"Of the {m.group(1)} ratio(s) that differ between "
+                     f"like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun moves them (intervals "
+                     "apart)", lines[-1])
+    return ["", f"{counted} Each of them against the calibrations each run recorded of both frameworks: "
+                f"[{PAGE}]({PAGE})."]
 
 
 def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:

@@ -1,6 +1,7 @@
 """summary.md, the front page: what the report is, each machine's scale, the headline (sentences, chart, the table
-across machines), each framework at its best per machine, and a link to each machine's page of its own
-(report.machine_page: findings, tables, provenance). Every number is computed from the tidy table (summary.csv)."""
+across machines, how many ratios differ between machines with a link to hosts.PAGE), each framework at its best per
+machine, and a link to each machine's page of its own (report.machine_page: findings, tables, provenance). Every
+number is computed from the tidy table (summary.csv)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def headline_section(top: Headline | None, details: dict | None = None,
     if table:
         lines += ["", "Across machines (a finding holds on a machine where its ratio points the same way beyond the "
                   "band a rerun moves it; only like runs meet in a verdict):", "", *table,
-                  *hosts.explain(top.rows, details)]
+                  *hosts.front_lines(top.rows, details)]
     return lines + [""]
 
 
@@ -75,11 +76,15 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     return "\n".join(lines)
 
 
-def pages(data: Results, figures: dict[str, list[str]],
-          compiled: dict[str, list[str]] | None = None) -> dict[str, str]:
-    """Each machine's page by its path relative to the front (machine_page.path)."""
+def pages(data: Results, figures: dict[str, list[str]], compiled: dict[str, list[str]] | None = None,
+          top: Headline | None = None) -> dict[str, str]:
+    """Each machine's page by its path relative to the front (machine_page.path), and where ratios differ between
+    machines of the headline (`top`), hosts.PAGE."""
     compiled = compiled or {}
     out = {}
+    between = hosts.page(top.rows, data.details) if top is not None else None
+    if between:
+        out[hosts.PAGE] = between
     for group, rows in latest(data.table).items():
         scaled = scale.words(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}))
         out[machine_page.path(group)] = machine_page.page(data, group, rows, figures.get(group, []), scaled,

@@ -223,6 +223,15 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
                          "in 0 and does not account for 1.")
     # within the band, or intervals that overlap: nothing to explain
     assert hosts.explain([rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)], details) == []
+    # the front page counts them and links their page, which holds every row of the table
+    front = hosts.front_lines(rows, details)
+    assert front[-1].startswith("Of the 2 ratio(s) that differ between like machines beyond the 10 % a rerun moves "
+                                "them (intervals apart), the calibration of the step's kind")
+    assert front[-1].endswith(f"[{hosts.PAGE}]({hosts.PAGE}).") and not any(x.startswith("| ") for x in front)
+    page = hosts.page(rows, details)
+    assert eager in page.splitlines() and compiled in page.splitlines() and "](summary.md)" in page
+    close = [rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)]
+    assert hosts.page(close, details) is None and hosts.front_lines(close, details) == []
 
 
 def test_accounts_compares_the_two_changes() -> None:
