@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -165,7 +164,7 @@ def accounts(change: float, predicted: float | None) -> str:
     rest within the band), 'accounts for part of it' (the same way, more left), 'the same way, by more', or 'does
     not account for it' (the other way, or no change)."""
     if predicted is None:
-        return "no calibration of this kind in both runs"
+        return NO_CALIBRATION
     rest = math.log(change / predicted)
     if predicted == 1 or (predicted > 1) != (change > 1):
         return "does not account for it"
@@ -187,11 +186,11 @@ def _calibration_table(machines: list[tuple[str, str]], details: dict) -> list[s
     return lines
 
 
-def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
-    """For every step-time ratio that differs between two like machines (`like_machines`) beyond the band a rerun
-    moves it, with intervals apart: each framework's calibration on each machine, and whether the JAX/PyTorch ratio
-    of the calibration of the step's kind (RELEVANT) moved the same way and by as much (`accounts`); then in how
-    many of those differences it does. Empty where no ratio differs."""
+NO_CALIBRATION = "no calibration of this kind in both runs"
+
+
+def _differences(rows: list[Row], details: dict[tuple[str, str], dict]) -> tuple[list[str], list[str], list]:
+    """The table rows of `explain`, each one's verdict (`accounts`, without its factor) and the runs they name."""
     by_case: dict[tuple, dict[str, Row]] = {}
     for r in rows:
         if r.measure == "step time":
@@ -215,19 +214,35 @@ def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
                 found.append(f"| {headline.case_label(case)} | {ma} → {mb} | {a.comparison.ratio:.3g}× → "
                              f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {shown} | "
                              f"{'n/a' if predicted is None else f'{predicted:.3g}×'} | {accounts(change, predicted)} |")
+    return found, verdicts, list(machines)
+
+
+def _counted(verdicts: list[str], subject: str) -> str:
+    """How many of `verdicts` each kind is, as one sentence about `subject`."""
+    counts = {v: verdicts.count(v) for v in (*KINDS_OF_VERDICT, NO_CALIBRATION)}
+    return (f"Of {subject}, the calibration of the step's kind (dispatch cost for eager steps, matmul rate for "
+            f"compiled ones) accounts for {counts['accounts for it']}, for part of "
+            f"{counts['accounts for part of it']}, moved the same way by more in {counts['the same way, by more']} "
+            f"and does not account for {counts['does not account for it']}"
+            + (f"; {counts[NO_CALIBRATION]} have no such calibration in both runs" if counts[NO_CALIBRATION] else "")
+            + ".")
+
+
+def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+    """For every step-time ratio that differs between two like machines (`like_machines`) beyond the band a rerun
+    moves it, with intervals apart: each framework's calibration on each machine, and whether the JAX/PyTorch ratio
+    of the calibration of the step's kind (RELEVANT) moved the same way and by as much (`accounts`); then in how
+    many of those differences it does. Empty where no ratio differs."""
+    found, verdicts, machines = _differences(rows, details)
     if not found:
         return []
-    counts = {v: verdicts.count(v) for v in KINDS_OF_VERDICT}
     return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
             "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
-            *_calibration_table(list(machines), details), "",
+            *_calibration_table(machines, details), "",
             "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | "
             "does it account for the change? |",
             "|---|---|---|---:|---|---:|---|", *found, "",
-            f"Of {len(found)} such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-            f"matmul rate for compiled ones) accounts for {counts['accounts for it']}, for part of "
-            f"{counts['accounts for part of it']}, moved the same way by more in {counts['the same way, by more']} "
-            f"and does not account for {counts['does not account for it']}."]
+            _counted(verdicts, f"{len(found)} such difference(s)")]
 
 
 PAGE = "hosts.md"  # the differences between machines, beside the front page: they grow with every pair of machines
@@ -243,16 +258,14 @@ def page(rows: list[Row], details: dict[tuple[str, str], dict]) -> str | None:
 
 
 def front_lines(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
-    """The front page's word on the differences between machines: `explain`'s count and a link to PAGE; empty where
-    none differs."""
-    lines = explain(rows, details)
-    if not lines:
+    """The front page's word on the differences between machines: how many, by verdict, and a link to PAGE; empty
+    where none differs."""
+    found, verdicts, _ = _differences(rows, details)
+    if not found:
         return []
-    counted = re.sub(r"^Of (\d+) such difference\(s\)", lambda m: f"Of the {m.group(1)} ratio(s) that differ between "
-                     f"like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun moves them (intervals "
-                     "apart)", lines[-1])
-    return ["", f"{counted} Each of them against the calibrations each run recorded of both frameworks: "
-                f"[{PAGE}]({PAGE})."]
+    subject = (f"the {len(found)} ratio(s) that differ between like machines beyond the "
+               f"{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves them (intervals apart)")
+    return ["", f"{_counted(verdicts, subject)} Each, with both runs' calibrations, is on [{PAGE}]({PAGE})."]
 
 
 def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:

@@ -242,3 +242,11 @@ def test_accounts_compares_the_two_changes() -> None:
     assert hosts.accounts(1.5, 0.8) == "does not account for it"
     assert hosts.accounts(0.5, 1.0) == "does not account for it"
     assert hosts.accounts(1.5, None) == "no calibration of this kind in both runs"
+
+
+def test_the_count_of_differences_names_those_without_a_calibration() -> None:
+    said = hosts._counted(["accounts for it", hosts.NO_CALIBRATION, "does not account for it"], "3 such difference(s)")
+    assert said == ("Of 3 such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
+                    "matmul rate for compiled ones) accounts for 1, for part of 0, moved the same way by more in 0 "
+                    "and does not account for 1; 1 have no such calibration in both runs.")
+    assert "no such calibration" not in hosts._counted(["accounts for it"], "1 such difference(s)")

@@ -12,7 +12,7 @@ import pytest
 
 from implementations import workloads
 from tape_vs_trace import cite
-from tape_vs_trace.report import best, compile_growth, load, machine_page, scale, write_report
+from tape_vs_trace.report import best, compile_growth, hosts, load, machine_page, scale, write_report
 from tests.report.helpers import unrendered
 
 RESULTS = Path(__file__).parents[2] / "results"
@@ -64,6 +64,10 @@ def test_each_machine_has_a_page_linked_from_the_front(built: Path) -> None:
     # short: per machine its scale, headline sentence, fastest-mode table and compile growth; the rest on its page
     assert len(pages) >= 2 and len(front.splitlines()) < 30 + 30 * len(pages)
     assert "## All results" not in front
+    # the committed machines' ratios differ between hosts: their table is a page of its own, linked, back-linked
+    between = built / hosts.PAGE
+    assert between.exists() and f"]({hosts.PAGE})" in front and "](summary.md)" in between.read_text()
+    assert "| case | machines | JAX/PyTorch |" in between.read_text() and "| case | machines |" not in front
     for page in pages:
         link = machine_page.path(page.parent.name)
         assert f"]({link})" in front
