@@ -2,18 +2,20 @@
 (times of 1 ms or more) of `make bench`'s worker runner, from a result file alone.
 
 Each timed row of a shared process group keeps the between-process SD of the logarithms of its process medians in
-that file; each group costs its median process wall after round 1 there. Rounds after the first are replayed with
-what the runner would do: every group once a round and its copies by `suite_plan.spread_copies` (the committed rule,
-the runner's own function), until the budget left after the file's first round runs out (the last round in part,
-whole processes that fit). Each row's half-width is then `intervals.projected_half_width` of its SD at the
-processes it got. The alternative rule `parts` gives a copy only the combinations of a group that a further
-process narrows most per second (each combination's set-up and samples from a costs file that `costs` measures on
-this host, scaled to the file's group walls; the group's start-up paid once per copy), within the same envelope.
+that file; each group's process costs its median wall after round 1 there. The rounds after the file's first are
+replayed as the runner decides them: a round starts while `suite_plan.next_round_fits` says it fits; its processes
+follow `suite_plan.round_plans`' order, each group once and its copies by `suite_plan.spread_copies` (reading each
+group's cheapest wall, where the runner reads the cheapest so far); of the first round that does not fit, the
+processes that fit at their group's slowest wall run, and the run ends. Each row's half-width is then
+`intervals.projected_half_width` of its SD at the processes it got. The alternative rule `parts` gives a copy only
+the combinations of a group that a further process narrows most per second (each combination's set-up and samples
+from a costs file that `costs` measures on this host, scaled to the file's group walls; the group's start-up paid
+once per copy), within the same envelope.
 
     python scripts/copies_model.py costs --out /tmp/costs.json        # one process per group, this host
     python scripts/copies_model.py project RESULT.json [...] [--budgets 480,540,600] [--costs /tmp/costs.json]
 
-A projection, not a measurement: the model holds each row's spread fixed and each group's wall at its median.
+A projection, not a measurement: the model holds each row's spread and each group's walls fixed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from tape_vs_trace import result_files  # noqa: E402
 from tape_vs_trace.intervals import WIDTH_FLOOR_S, projected_half_width  # noqa: E402
-from tape_vs_trace.suite_plan import COPY_SHARE, spread_copies  # noqa: E402
+from tape_vs_trace.suite_plan import COPY_SHARE, next_round_fits, spread_copies  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -51,82 +54,128 @@ def median_width(rows: list[Row], processes: dict[str, int]) -> float:
     return float(np.median([projected_half_width(r.sd, processes[r.key]) for r in rows]))
 
 
-def committed(rows: list[Row], walls: dict[str, float], left: float) -> dict[str, int]:
-    """Processes per row after round 1 (one each) and the rounds `left` seconds hold under the committed rule."""
-    processes = {r.key: 1 for r in rows}
-    while True:
-        spreads: dict[str, list[tuple[float, int]]] = {}
-        for r in rows:
-            spreads.setdefault(r.group, []).append((r.sd, processes[r.key]))
-        runs = spread_copies(walls, spreads)
-        ran = False
-        for g in sorted(walls, key=lambda g: -walls[g]):
-            for _ in range(runs.get(g, 1)):
-                if walls[g] > left:
-                    continue
-                left -= walls[g]
-                ran = True
-                for r in rows:
-                    if r.group == g:
-                        processes[r.key] += 1
-        if not ran:
-            return processes
+@dataclass(frozen=True)
+class Walls:
+    """A group's process walls after round 1 in the file: what a process costs in the replay (the median), what the
+    runner's copies rule reads (its cheapest; the runner's is the cheapest so far) and what its partial round
+    expects (its slowest)."""
+
+    typical: float
+    cheapest: float
+    slowest: float
 
 
-def parts(rows: list[Row], walls: dict[str, float], left: float) -> dict[str, int]:
-    """As committed(), but each round's copies hold single combinations chosen one at a time where they narrow most
-    per second (their group's start-up paid by the first of a group), within COPY_SHARE of the slowest wall."""
-    startup = {g: max(0.0, w - sum(r.cost for r in rows if r.group == g)) for g, w in walls.items()}
-    envelope = COPY_SHARE * max(walls.values())
-    processes = {r.key: 1 for r in rows}
+Plan = list[tuple[str, list[str], float, float]]  # a round's processes in order: group, rows, cost, expected cost
+
+
+def _order(groups: list[str], r: int) -> list[str]:
+    """The groups in round `r`'s order (suite_plan.round_plans): frameworks alternate, and within one the compiled
+    and the other process."""
+    frameworks = ["torch", "jax"] if r % 2 == 0 else ["jax", "torch"]
+    kinds = ["others", "compiled"] if r % 2 == 0 else ["compiled", "others"]
+    ranked = {(f, k): i for i, (f, k) in enumerate((f, k) for f in frameworks for k in kinds)}
+    return sorted(groups, key=lambda g: (ranked.get(tuple(g.split()[:2]), len(ranked)), g))
+
+
+def committed(rows: list[Row], walls: dict[str, Walls], processes: dict[str, int], r: int) -> Plan:
+    """Round `r` under the committed rule: each group once and its copies by `suite_plan.spread_copies`, which reads
+    each group's cheapest wall and its rows' spreads at the processes they have."""
+    spreads: dict[str, list[tuple[float, int]]] = {}
+    for row in rows:
+        spreads.setdefault(row.group, []).append((row.sd, processes[row.key]))
+    runs = spread_copies({g: w.cheapest for g, w in walls.items()}, spreads)
+    return [(g, [row.key for row in rows if row.group == g], walls[g].typical, walls[g].slowest)
+            for g in _order(list(walls), r) for _ in range(runs.get(g, 1))]
+
+
+def parts(rows: list[Row], walls: dict[str, Walls], processes: dict[str, int], r: int) -> Plan:
+    """Round `r` with copies of single combinations instead: each group once, then, within COPY_SHARE of the
+    slowest group's cheapest wall, combinations chosen one at a time where they narrow most per second (their
+    group's start-up paid by the first of a group), each group's copy right after it."""
+    startup = {g: max(0.0, w.typical - sum(row.cost for row in rows if row.group == g)) for g, w in walls.items()}
+    envelope = COPY_SHARE * max(w.cheapest for w in walls.values())
+    extra: dict[str, list[str]] = {}
+    spent = 0.0
     while True:
-        extra: dict[str, set[str]] = {}
-        spent = 0.0
-        while True:
-            best, best_gain, best_cost = None, 0.0, 0.0
-            for r in rows:
-                taken = extra.get(r.group, set())
-                if r.key in taken:
-                    continue
-                cost = r.cost + (0.0 if taken else startup[r.group])
-                if spent + cost > envelope or cost <= 0:
-                    continue
-                n = processes[r.key] + 1  # after this round's whole process
-                gain = (projected_half_width(r.sd, n) ** 2 - projected_half_width(r.sd, n + 1) ** 2) / cost
-                if gain > best_gain:
-                    best, best_gain, best_cost = r, gain, cost
-            if best is None:
-                break
-            extra.setdefault(best.group, set()).add(best.key)
-            spent += best_cost
-        round_cost = sum(walls.values()) + spent
-        if round_cost > left:
-            return processes
-        left -= round_cost
-        for r in rows:
-            processes[r.key] += 1 + (r.key in extra.get(r.group, set()))
+        best, best_gain, best_cost = None, 0.0, 0.0
+        for row in rows:
+            taken = extra.get(row.group, [])
+            cost = row.cost + (0.0 if taken else startup[row.group])
+            if row.key in taken or cost <= 0 or spent + cost > envelope:
+                continue
+            n = processes[row.key] + 1  # after this round's whole process
+            gain = (projected_half_width(row.sd, n) ** 2 - projected_half_width(row.sd, n + 1) ** 2) / cost
+            if gain > best_gain:
+                best, best_gain, best_cost = row, gain, cost
+        if best is None:
+            break
+        extra.setdefault(best.group, []).append(best.key)
+        spent += best_cost
+    plan: Plan = []
+    for g in _order(list(walls), r):
+        plan.append((g, [row.key for row in rows if row.group == g], walls[g].typical, walls[g].slowest))
+        if g in extra:
+            cost = startup[g] + sum(row.cost for row in rows if row.key in extra[g])
+            plan.append((g, extra[g], cost, cost))
+    return plan
 
 
 RULES = {"committed": committed, "parts": parts}
 
 
-def read_run(path: Path, costs: dict | None = None) -> tuple[list[Row], dict[str, float], float, float, float]:
-    """The file's timed rows of 1 ms or more in shared groups (three processes at least), each group's median wall
-    after round 1, its first round's wall, its budget and its measured median half-width over those rows."""
+def replay(rows: list[Row], walls: dict[str, Walls], first: float, budget: float, rounds: int,
+           rule: Callable[[list[Row], dict[str, Walls], dict[str, int], int], Plan]) -> dict[str, int]:
+    """Processes per row after the file's first round (one each) and the rounds after it that `budget` holds, as
+    the runner decides them: a round starts while suite_plan.next_round_fits says it fits; of the first that does
+    not, the processes that fit at their expected cost run in the round's order, and the run ends there."""
+    processes = {row.key: 1 for row in rows}
+    round_walls, elapsed = [first], first
+    for r in range(1, rounds):
+        plan = rule(rows, walls, processes, r)
+        fits, _ = next_round_fits(r, elapsed, round_walls, budget)
+        if not fits:
+            left, spent = budget - elapsed, 0.0
+            for _, keys, _, expected in plan:
+                if spent + expected <= left:
+                    spent += expected
+                    for k in keys:
+                        processes[k] += 1
+            return processes
+        for _, keys, _, _ in plan:
+            for k in keys:
+                processes[k] += 1
+        round_walls.append(sum(cost for _, _, cost, _ in plan))
+        elapsed += round_walls[-1]
+    return processes
 
+
+@dataclass(frozen=True)
+class Run:
+    rows: list[Row]
+    walls: dict[str, Walls]
+    first: float  # the file's first round's wall (discovery, the shared counts and the cold compiles included)
+    budget: float
+    rounds: int  # the rounds its profile plans
+    measured: float  # the median of its rows' t half-widths at the processes they had
+    left_out: int  # timed rows in a group the file ran no process of after round 1
+
+
+def read_run(path: Path, costs: dict | None = None) -> Run:
+    """The file's timed rows of 1 ms or more in shared groups (three processes at least) and its runner's record."""
     rf = result_files.read(path)
     runs = (rf.details or {}).get("worker_runs") or {}
-    if not runs.get("per_process") or not runs.get("budget_s"):
-        raise SystemExit(f"error: {path} holds no worker run under a budget (make bench's runner writes one)")
+    per_process = [p for p in runs.get("per_process") or [] if p.get("group") and p.get("round", 0) > 1]
+    if not per_process or not runs.get("budget_s") or not runs.get("round_wall_s"):
+        raise ValueError(f"{path}: no worker run under a budget with its processes' groups (the worker runner's "
+                         "newer files record them)")
     walls_of: dict[str, list[float]] = {}
-    for p in runs["per_process"]:
-        if p["group"] and p["round"] > 1:
-            walls_of.setdefault(p["group"], []).append(p["wall_s"])
-    walls = {g: statistics.median(w) for g, w in walls_of.items()}
+    for p in per_process:
+        walls_of.setdefault(p["group"], []).append(p["wall_s"])
+    walls = {g: Walls(statistics.median(w), min(w), max(w)) for g, w in walls_of.items()}
     groups = _groups()
-    scale = {g: walls[g] / costs[g]["wall"] for g in walls if costs and g in costs}
+    scale = {g: walls[g].typical / costs[g]["wall"] for g in walls if costs and g in costs}
     bench_meta = json.loads((path.parents[1] / "benchmarks.json").read_text())
-    rows, measured = [], []
+    rows, measured, left_out = [], [], 0
     for c in rf.records(bench_meta):
         key = f"{c.benchmark}-{c.index}"
         if key not in groups or not c.measured:
@@ -138,12 +187,18 @@ def read_run(path: Path, costs: dict | None = None) -> tuple[list[Row], dict[str
         if math.exp(float(np.median(logs))) < WIDTH_FLOOR_S:
             continue
         g = groups[key]
+        if g not in walls:
+            left_out += 1
+            continue
         seconds = ((costs or {}).get(g) or {}).get("seconds", {}).get(key)
         cost = (seconds["setup"] + seconds["samples"]) * scale[g] if seconds and g in scale else 0.0
         sd = float(np.std(logs, ddof=1))
         rows.append(Row(key, g, sd, cost))
         measured.append(projected_half_width(sd, len(procs)))
-    return rows, walls, runs["round_wall_s"][0], runs["budget_s"], float(np.median(measured))
+    if not rows:
+        raise ValueError(f"{path}: no timed row of 1 ms or more with three processes in a shared group")
+    return Run(rows, walls, runs["round_wall_s"][0], runs["budget_s"], runs.get("rounds_planned") or 12,
+               float(np.median(measured)), left_out)
 
 
 def _groups() -> dict[str, str]:
@@ -159,15 +214,18 @@ def _groups() -> dict[str, str]:
 def project(paths: list[Path], budgets: list[float] | None, costs: dict | None) -> list[str]:
     lines = []
     for path in paths:
-        rows, walls, first, budget, measured = read_run(path, costs)
-        lines.append(f"{path.name}: {len(rows)} rows, measured {measured:.1%} (t half-widths of its own processes); "
-                     f"group walls after round 1 " + ", ".join(f"{g} {w:.1f} s" for g, w in sorted(walls.items())))
-        for b in budgets or [budget]:
+        run = read_run(path, costs)
+        lines.append(f"{path.name}: {len(run.rows)} rows, measured {run.measured:.1%} (t half-widths of its own "
+                     "processes); group walls after round 1 (median) "
+                     + ", ".join(f"{g} {w.typical:.1f} s" for g, w in sorted(run.walls.items()))
+                     + (f"; {run.left_out} rows left out, their group not run after round 1" if run.left_out else ""))
+        for b in budgets or [run.budget]:
             cells = []
             for name, rule in RULES.items():
-                if name == "parts" and not all(r.cost > 0 for r in rows):
+                if name == "parts" and not all(r.cost > 0 for r in run.rows):
                     continue
-                cells.append(f"{name} {median_width(rows, rule(rows, walls, b - first)):.1%}")
+                processes = replay(run.rows, run.walls, run.first, b, run.rounds, rule)
+                cells.append(f"{name} {median_width(run.rows, processes):.1%}")
             lines.append(f"  runner budget {b:.0f} s: " + ", ".join(cells))
     return lines
 
