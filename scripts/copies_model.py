@@ -201,14 +201,20 @@ def read_run(path: Path, costs: dict | None = None) -> Run:
                float(np.median(measured)), left_out)
 
 
-def _groups() -> dict[str, str]:
-    """The cited profile's timed combinations in shared groups, by worker key."""
+def _cited() -> tuple[list, list]:
+    """The suite's benchmarks and the cited profile's tasks, as `make bench`'s runner chooses them."""
     from tape_vs_trace import profiles, suite_runner
-    from tape_vs_trace.suite_plan import group
 
     benchmarks = suite_runner.discover(lambda _: None)
-    chosen = suite_runner.tasks(benchmarks, suite_runner.select(benchmarks, list(profiles.get("cited").bench)), None)
-    return {t.id: group(t.framework, [t]) for t in chosen if not t.fresh and t.kind == "time"}
+    selection = suite_runner.select(benchmarks, list(profiles.get("cited").bench))
+    return benchmarks, suite_runner.tasks(benchmarks, selection, None)
+
+
+def _groups() -> dict[str, str]:
+    """The cited profile's timed combinations in shared groups, by worker key."""
+    from tape_vs_trace.suite_plan import group
+
+    return {t.id: group(t.framework, [t]) for t in _cited()[1] if not t.fresh and t.kind == "time"}
 
 
 def project(paths: list[Path], budgets: list[float] | None, costs: dict | None) -> list[str]:
@@ -233,12 +239,10 @@ def project(paths: list[Path], budgets: list[float] | None, costs: dict | None) 
 def measure_costs(out: Path) -> None:
     """One worker process of each shared group of the cited profile's round 2, alone on this host: its wall and
     each combination's set-up and samples (the worker's "seconds")."""
-    from tape_vs_trace import profiles, suite_runner
     from tape_vs_trace.suite_plan import group, round_plans
     from tape_vs_trace.suite_processes import run_worker, setup_caches
 
-    benchmarks = suite_runner.discover(lambda _: None)
-    chosen = suite_runner.tasks(benchmarks, suite_runner.select(benchmarks, list(profiles.get("cited").bench)), None)
+    benchmarks, chosen = _cited()
     found_all = {}
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
