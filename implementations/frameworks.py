@@ -14,6 +14,8 @@ import shutil
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from implementations.process_settings import ALLOCATOR_ENVIRONMENT as ALLOCATOR_ENVIRONMENT
+
 # the process settings, read through the registry by every process that loads a framework
 from implementations.process_settings import FOLDER_VARIABLES as FOLDER_VARIABLES
 from implementations.process_settings import SETTING_VARIABLES as SETTING_VARIABLES

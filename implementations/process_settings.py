@@ -48,10 +48,24 @@ def host_allocator(libc: Any = None) -> str:
     return _host_allocator
 
 
+# JAX's allocator as every framework process runs it: no preallocation (else its peak is the pool, not the step's)
+# and the default BFC allocator (the platform allocator keeps no peak_bytes_in_use). Set outright: an image's preset
+# would otherwise survive. A value it replaced is named in REPLACED_VARIABLE, which children inherit, and recorded.
+ALLOCATOR_ENVIRONMENT = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "XLA_PYTHON_CLIENT_ALLOCATOR": None}
+REPLACED_VARIABLE = "TVT_REPLACED_ALLOCATOR_SETTINGS"
+
+
 def isolate_allocators() -> None:
-    """Before any import of jax: allocator peaks mean what they say only without preallocation. The one place
-    that sets it; every entry point that may import jax calls this first."""
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    """Before any import of jax: ALLOCATOR_ENVIRONMENT set outright, a preset it replaces named in
+    REPLACED_VARIABLE. The one place that sets it; every entry point that may import jax calls this first."""
+    replaced = [f"{name}={preset}" for name, preset in replaced_presets().items()]
+    for name, value in ALLOCATOR_ENVIRONMENT.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if replaced:
+        os.environ[REPLACED_VARIABLE] = ";".join(dict.fromkeys(replaced))
 
 
 # CUDA graphs are a setting on both sides, so a fair comparison states the pair it ran. The default pairing is each
@@ -98,11 +112,23 @@ FOLDER_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")
 
 
 def environment_settings() -> dict[str, str]:
-    """Each of SETTING_VARIABLES as a benchmark process sees it: its value, or "unset"; preallocation as
-    isolate_allocators leaves it; a folder variable as "set", never its path."""
+    """Each of SETTING_VARIABLES as a benchmark process sees it: its value, or "unset"; the allocator's as
+    isolate_allocators sets them, with any preset it replaced; a folder variable as "set", never its path."""
     found = {name: os.environ.get(name, "unset") for name in SETTING_VARIABLES}
     found.update({name: "set" for name in FOLDER_VARIABLES if name in os.environ})
-    found["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    found.update({name: value or "unset" for name, value in ALLOCATOR_ENVIRONMENT.items()})
+    found.update({name: f"{found[name]} (replaced the preset {value!r})" for name, value in replaced_presets().items()})
+    return found
+
+
+def replaced_presets() -> dict[str, str]:
+    """The allocator presets isolate_allocators replaced (or, in a process that has not called it yet, will replace
+    in every framework process it starts): variable -> the preset's value."""
+    found = dict(r.split("=", 1) for r in os.environ.get(REPLACED_VARIABLE, "").split(";") if "=" in r)
+    for name, value in ALLOCATOR_ENVIRONMENT.items():
+        preset = os.environ.get(name)
+        if preset is not None and preset != value and not (value == "false" and preset.lower() == "false"):
+            found[name] = preset
     return found
 
 

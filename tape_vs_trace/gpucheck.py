@@ -134,7 +134,14 @@ def measure(framework: str, workload: str, size: str, device: str, mode: str | N
             "method": peak.method, "resident_bytes": resident, "saved_bytes": saved, "returned_bytes": returned,
             "workspace_bytes": peak.workspace_bytes,
             "lower_bytes": expected.lower, "upper_bytes": expected.upper,
-            "verdict": verdict(measured, expected, peak.method)}
+            "verdict": verdict(measured, expected, peak.method), "allocator": allocator_settings()}
+
+
+def allocator_settings() -> dict[str, str]:
+    """The allocator settings this process measured under (isolate_allocators' outright values, any preset they
+    replaced named), recorded with each peak."""
+    env = frameworks.environment_settings()
+    return {name: env[name] for name in (*frameworks.ALLOCATOR_ENVIRONMENT, "PYTORCH_CUDA_ALLOC_CONF")}
 
 
 def run_all(device: str) -> list[dict]:
@@ -186,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure(*args.measure, device, args.mode)))
         return 0
     rows = run_all(device)
+    print("allocator settings: " + ", ".join(f"{k}={v}" for k, v in allocator_settings().items()))
     print("\n".join(format_rows(rows)))
     # 1: a measurement failed or is no measurement; 2: all measured, some outside their bounds.
     if any(row["verdict"].startswith("error") for row in rows):

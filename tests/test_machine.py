@@ -148,5 +148,5 @@ def test_the_details_record_the_environment_that_changes_numbers(monkeypatch: py
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/home/someone/cache")
     env = machine.details()["environment"]
-    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false (replaced the preset 'true')"  # set outright
     assert env["TORCHINDUCTOR_CACHE_DIR"] == "set"  # results carry no path of the machine
