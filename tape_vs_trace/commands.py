@@ -106,6 +106,9 @@ COMMANDS: tuple[Command, ...] = (
                             help="seconds for the whole run: a round after the third starts only while it is "
                                  "expected to end within them (default: the profile's, else none)"),
                        _arg("--machine", default=None, help="machine name (default: tape-vs-trace machine's)"),
+                       _arg("--extend", action="store_true",
+                            help="add to this commit's result file only the rounds each selected combination lacks "
+                                 "(a GPU contact after one that was cut); what it holds whole is not run"),
                        _arg("--worker-timeout", type=float, default=3600.0,
                             help="seconds one worker process may take before it is stopped (default 3600)")),
             errors=("tape_vs_trace.suite_runner:RunError", "tape_vs_trace.profiles:ProfileError")),

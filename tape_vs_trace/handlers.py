@@ -80,7 +80,7 @@ def handle_run(args: argparse.Namespace) -> int:
         print(f"[run] profile {chosen.name}: {chosen.summary if not args.bench else 'the -b selection'}, "
               f"{rounds} rounds" + (f", within a {budget:.0f} s budget" if budget else ""), flush=True)
     done = suite_runner.run(args.results, bench, rounds, args.machine, timeout=args.worker_timeout, budget=budget,
-                            profile=chosen.name if chosen and not args.bench else None)
+                            profile=chosen.name if chosen and not args.bench else None, extend=args.extend)
     print(f"wrote {done.path}")
     return 2 if done.failed else 0  # as asv run: failed benchmarks are recorded, and the status says so
 

@@ -109,8 +109,20 @@ def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
         if from_old:
             kept[name] = from_old
     union = {name: sorted(set(before.get(name, [])) | set(now.get(name, []))) for name in merged["results"]}
-    merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union}
+    merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union,
+                               "failures": merged_failures(old.get("tape_vs_trace"), new.get("tape_vs_trace"))}
     return merged, {name: idx for name, idx in sorted(kept.items()) if idx}
+
+
+def merged_failures(old: dict | None, new: dict | None) -> dict[str, list[dict]]:
+    """Every run's failures of each combination (id -> [{run, error}]), old first, each run's once: a GPU contact
+    retries a combination that failed once and leaves it out after its second failure (scripts/gpu_resume.py)."""
+    found: dict[str, list[dict]] = {}
+    for record in (old or {}, new or {}):
+        for combo, entries in (record.get("failures") or {}).items():
+            have = found.setdefault(combo, [])
+            have += [e for e in entries if e not in have and all(e.get("run") != h.get("run") for h in have)]
+    return found
 
 
 def _merge_into(target: Path, data: dict) -> dict:

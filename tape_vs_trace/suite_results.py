@@ -108,10 +108,12 @@ def to_results(benchmarks: list[dict[str, Any]], outcomes: dict[str, Outcome], c
     return results
 
 
-def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task]) -> Path:
+def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task],
+         failures: dict[str, list[dict[str, str]]] | None = None) -> Path:
     """Write the asv result file (asv's save, a fresh file that scrub-results names and merges), with this
-    runner's record and its choice of combinations (NaN is asv's n/a for a skip and for one not chosen alike: the
-    merge keeps an earlier run's value of one not chosen), then scrub: returns the scrubbed file."""
+    runner's record, its choice of combinations (NaN is asv's n/a for a skip and for one not chosen alike: the
+    merge keeps an earlier run's value of one not chosen) and its failures (combination id -> the run and its
+    error; the merge keeps every run's), then scrub: returns the scrubbed file."""
     from asv.results import get_filename
 
     from tape_vs_trace import asv_results, result_files
@@ -119,7 +121,8 @@ def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task]) -
     results.save(str(folder.parent))
     path = folder.parent / get_filename(folder.name, results.commit_hash, results.env_name)
     choice = {name: sorted(t.index for t in chosen if t.name == name) for name in dict.fromkeys(t.name for t in chosen)}
-    result_files.write(path, record={"runner": RUNNER, "worker_runs": runs, "chosen": choice})
+    result_files.write(path, record={"runner": RUNNER, "worker_runs": runs, "chosen": choice,
+                                     "failures": failures or {}})
     scrubbed = asv_results.scrub_results(folder.parent)
     return next((p for p in scrubbed if p.parent == path.parent), path)
 

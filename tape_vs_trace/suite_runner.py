@@ -29,6 +29,7 @@ path, with full isolation.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -47,6 +48,7 @@ import numpy as np
 from implementations import frameworks
 from tape_vs_trace import host_load
 from tape_vs_trace.intervals import WIDTH_FLOOR_S
+from tape_vs_trace.result_merge import ENV_NAME
 from tape_vs_trace.suite_plan import (
     COPY_SHARE,
     LAYOUT,
@@ -98,7 +100,10 @@ class _Run:
     def save(self) -> Path:
         results = to_results(self.benchmarks, self.outcomes, self.chosen, self.fields, sys.executable, self.commit,
                              self.date, self.started, self.durations)
-        return save(results, self.folder / self.fields["machine"], self.runs, self.chosen)
+        failed = [t for t in self.chosen if self.outcomes.get(t.id) and self.outcomes[t.id].error]
+        run = self.started.isoformat()
+        failures = {t.id: [{"run": run, "error": self.outcomes[t.id].error.strip().splitlines()[-1]}] for t in failed}
+        return save(results, self.folder / self.fields["machine"], self.runs, self.chosen, failures)
 
     def add_process(self, r: int, framework: str, batch: list[Task], found: dict[str, Any], wall: float,
                     host: dict[str, float]) -> None:
@@ -178,7 +183,7 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
 
 
 def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, machine_name: str | None,
-           log: Callable[[str], None], budget: float | None, profile: str | None) -> _Run:
+           log: Callable[[str], None], budget: float | None, profile: str | None, extend: bool = False) -> _Run:
     """The machine recorded, the benchmarks discovered and chosen, the results folder ready."""
     from tape_vs_trace import machine
 
@@ -192,13 +197,52 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     if not selection:
         raise RunError(f"no benchmark matches {' '.join(regexes or [])!r}")
     chosen = tasks(benchmarks, selection, rounds)
+    held: dict[str, Outcome] = {}
+    if extend:
+        chosen, held = _extend(chosen, results_dir / fields["machine"] / f"{commit[:8]}-{ENV_NAME}.json", log)
+        if not chosen:
+            raise RunError("nothing to run: this commit's result file holds every round of the selection")
     results_dir.mkdir(parents=True, exist_ok=True)
     write_benchmarks_json(benchmarks, results_dir)
     (results_dir / fields["machine"]).mkdir(exist_ok=True)
     (results_dir / fields["machine"] / "machine.json").write_text(json.dumps({**fields, "version": 1}, indent=4))
     started = datetime.datetime.now(datetime.UTC)
     return _Run(benchmarks, chosen, fields, results_dir, commit, date,
-                _record(profile, regexes, budget, chosen, started), started)
+                _record(profile, regexes, budget, chosen, started), started, outcomes=held)
+
+
+def _extend(chosen: list[Task], path: Path, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Outcome]]:
+    """The tasks with the processes `path` (this commit's result file) already holds of each time combination taken
+    off its rounds, and those held samples as their outcomes' first rounds: a contact that was cut keeps the rounds
+    it completed and the next one adds the missing rounds only. A count it holds, and a time with every round, drop
+    out; one whose samples do not split into processes of its repeat runs all its rounds again."""
+    from tape_vs_trace import result_files
+
+    if not path.exists():
+        return chosen, {}
+    try:
+        file = result_files.read(path)
+    except result_files.ResultFileError as exc:
+        raise RunError(f"cannot extend: {exc}") from None
+    combos = {(c.benchmark, c.index): c for name in file.benchmarks for c in file.combinations(name)}
+    kept, held = [], {}
+    for t in chosen:
+        c = combos.get((t.name, t.index))
+        if c is None or not c.measured:
+            kept.append(t)
+        elif t.kind != "time":
+            continue
+        elif isinstance(c.samples, list) and c.samples and len(c.samples) % t.repeat == 0:
+            rounds = [list(c.samples[i:i + t.repeat]) for i in range(0, len(c.samples), t.repeat)]
+            if len(rounds) < t.rounds:
+                held[t.id] = Outcome(samples=rounds)
+                kept.append(dataclasses.replace(t, rounds=t.rounds - len(rounds)))
+        else:
+            log(f"[run] {t.id}: {len(c.samples or [])} held samples are no processes of {t.repeat}: all rounds again")
+            kept.append(t)
+    log(f"[run] extending {path.name}: {len(chosen) - len(kept)} combinations complete, {len(held)} of "
+        f"{len(kept)} to run adding the rounds they lack")
+    return kept, held
 
 
 def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Callable[[str], None],
@@ -227,17 +271,18 @@ def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Cal
 
 def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None = None, machine_name: str | None = None,
         log: Callable[[str], None] = print, timeout: float = WORKER_TIMEOUT_S, budget: float | None = None,
-        profile: str | None = None) -> Finished:
+        profile: str | None = None, extend: bool = False) -> Finished:
     """Measure the selected benchmarks (every one without `regexes`) in worker rounds, saving the asv result file
     of HEAD for this machine after every round; returns its path and the combinations that failed. With `budget`
     (seconds from the start, set-up included), a round after the first MIN_ROUNDS starts only while it is expected
-    to end within it; `profile` names the selection in the result file."""
+    to end within it; `profile` names the selection in the result file. `extend`: add to what this commit's result
+    file holds only the rounds each combination lacks (_extend)."""
     if rounds is not None and rounds < 1:
         raise RunError(f"--rounds must be at least 1, not {rounds}")
     if budget is not None and not budget > 0:
         raise RunError(f"--budget must be a positive number of seconds, not {budget}")
     t0 = time.perf_counter()  # the budget and the wall time count from here: discovery and set-up included
-    state = _start(results_dir, regexes, rounds, machine_name, log, budget, profile)
+    state = _start(results_dir, regexes, rounds, machine_name, log, budget, profile, extend)
     path = results_dir
     with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
         scratch = Path(tmp)

@@ -320,3 +320,38 @@ def test_a_real_run_of_timed_and_counted_benchmarks_saves_every_value(monkeypatc
     assert min(expected) == 10 and runs["copies"][0] == {}  # two rounds; no copies before a wall is known
     saved = data["results"]["recording.GraphCost_chain.track_saved_bytes"][0]
     assert all(isinstance(v, (int, float)) and v > 0 for v in saved)
+
+
+def test_extend_adds_only_the_rounds_a_cut_run_lacks_and_keeps_its_samples(monkeypatch, tmp_path: Path) -> None:
+    # A contact cut after round 2 of 3, then the next contact with --extend: it runs one round, and the file holds
+    # the first contact's two rounds beside it.
+    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "none.json"))
+    torch_eager = [r"GradStep_mlp\.time_step\('torch'.*'eager'"]
+    _fake_rounds(monkeypatch, stop_after=2)
+    with pytest.raises(Stop):
+        suite_runner.run(tmp_path, torch_eager, rounds=3, log=lambda _: None)
+    assert _step_entry(tmp_path)[1][0] == [0.01] * 5 + [0.02] * 5
+    seen = _fake_rounds(monkeypatch, scale=10.0)
+    lines: list[str] = []
+    suite_runner.run(tmp_path, torch_eager, rounds=3, log=lines.append, extend=True)
+    assert sorted(set(seen)) == [0]  # one round: the one missing
+    values, samples = _step_entry(tmp_path)
+    assert samples[0] == pytest.approx([0.01] * 5 + [0.02] * 5 + [0.1] * 5)
+    assert values[0] == pytest.approx(0.02)
+    assert any("2 of 2 to run adding the rounds they lack" in line for line in lines)
+    # Every round held: nothing to run, said in one line.
+    with pytest.raises(suite_runner.RunError, match="holds every round"):
+        suite_runner.run(tmp_path, torch_eager, rounds=3, log=lambda _: None, extend=True)
+
+
+def test_every_runs_failure_of_a_combination_is_kept_in_the_files_record(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TVT_CALIBRATION", str(tmp_path / "none.json"))
+    torch_eager = [r"GradStep_mlp\.time_step\('torch'.*'eager'"]
+    for _ in range(2):
+        _fake_rounds(monkeypatch, failing=frozenset({f"{STEP}-1"}))
+        suite_runner.run(tmp_path, torch_eager, rounds=2, log=lambda _: None)
+    [path] = [p for p in tmp_path.glob("*/*-existing-venv.json")]
+    failures = json.loads(path.read_text())["tape_vs_trace"]["failures"]
+    assert list(failures) == [f"{STEP}-1"]
+    assert [f["error"] for f in failures[f"{STEP}-1"]] == ["boom", "boom"]  # two runs, each once
+    assert len({f["run"] for f in failures[f"{STEP}-1"]}) == 2
