@@ -35,7 +35,9 @@ class Planned:
     cumulative_s: float | None  # None: not run (done, it does not fit in the budget, or selects nothing)
     todo: list[Combo] = field(default_factory=list)  # the combinations still to run
     done: int = 0  # live combinations the results already hold
-    failed: int = 0  # of those, failed at this commit (not retried)
+    failed: int = 0  # of those, failed at this commit more than gpu_resume.RETRIES times: not run again
+    retried: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # to run again after a failure: errors
+    given_up: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # the `failed` ones, with their errors
 
     @property
     def empty(self) -> bool:
@@ -78,7 +80,10 @@ def plan(chunks: list[Chunk], combos: list[Combo], costs: Costs, runner: str, bu
         live = [c for c in select(chunk, combos) if not c.skipped]
         todo = [c for c in live if not gpu_resume.done(held.get(c.name), c.kind,
                                                           rounds_of(c, chunk.rounds, runner) * c.repeat)]
-        failed = sum(1 for c in live if (s := held.get(c.name)) is not None and s.failed)
+        failures = [(c, s) for c in live if (s := held.get(c.name)) is not None and s.failed]
+        retried = [(c.name, s.errors) for c, s in failures if c in todo]
+        given_up = [(c.name, s.errors) for c, s in failures if c not in todo]
+        failed = len(given_up)
         whole = estimate(chunk, combos, costs, runner, picked=todo)
         parts = split(chunk, todo, costs, runner, budget_s - spent_s) \
             if budget_s and whole.seconds > budget_s - spent_s else [todo]
@@ -90,7 +95,8 @@ def plan(chunks: list[Chunk], combos: list[Combo], costs: Costs, runner: str, bu
             fits = bool(part) and (not budget_s or at + est.seconds <= budget_s)
             if fits:
                 at += est.seconds
-            found.append(Planned(named, est, at if fits else None, part, len(live) - len(todo), failed))
+            found.append(Planned(named, est, at if fits else None, part, len(live) - len(todo), failed,
+                                 [r for r in retried if any(c.name == r[0] for c in part)], given_up if i == 0 else []))
     return found
 
 

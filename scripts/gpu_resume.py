@@ -2,8 +2,10 @@
 runs only what is missing (scripts/gpu_chunks.py plan --results FILE), read through tape_vs_trace.result_files.
 
 A combination counts as done when its file holds a value for it (a count) or samples of at least the rounds its
-chunk asks for (a time: `rounds x repeat` samples); one that failed at this commit is done too, and named, as a
-rerun on the same code fails again. One skipped or not run (asv's NaN) is still to run.
+chunk asks for (a time: `rounds x repeat` samples; fewer are still to run, and the runner's --extend adds only the
+rounds missing). One that failed at this commit is tried once more (a first GPU run's failure may be a one-off: an
+out-of-memory beside another process, a compiler crash) and done after its second failure, both errors kept in the
+file's record ("failures") and named in the plan. One skipped or not run (asv's NaN) is still to run.
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ class ResultsError(Exception):
     """A result file that cannot be read: one line on stderr."""
 
 
+RETRIES = 1  # a combination that failed is run again this many times before it is left out at this commit
+
+
 @dataclass(frozen=True)
 class State:
     failed: bool = False
     samples: int = 0  # samples held (a time); a count's value counts as one
     measured: bool = False
+    errors: tuple[str, ...] = ()  # every run's error, oldest first, where it failed
+
+
+def _errors(details: dict | None, combo: str) -> tuple[str, ...]:
+    return tuple(str(e.get("error", "")) for e in ((details or {}).get("failures") or {}).get(combo, []))
 
 
 def read(path: Path | None, commit: str | None = None) -> dict[str, State]:
@@ -39,7 +49,8 @@ def read(path: Path | None, commit: str | None = None) -> dict[str, State]:
         for name in file.benchmarks:
             for c in file.combinations(name):
                 if c.outcome == result_files.FAILED:
-                    found[c.name] = State(failed=True)
+                    # A file of before the record of failures holds one failure: its own.
+                    found[c.name] = State(failed=True, errors=_errors(file.details, f"{name}-{c.index}") or ("",))
                 elif c.measured:
                     found[c.name] = State(samples=len(c.samples) if isinstance(c.samples, list) else 1, measured=True)
     except result_files.ResultFileError as exc:
@@ -52,9 +63,10 @@ def read(path: Path | None, commit: str | None = None) -> dict[str, State]:
 
 
 def done(state: State | None, kind: str, samples_wanted: int) -> bool:
-    """Whether a combination in `state` needs no run: failed here, or measured with the samples wanted."""
+    """Whether a combination in `state` needs no run: failed here more than RETRIES times, or measured with the
+    samples wanted."""
     if state is None:
         return False
     if state.failed:
-        return True
+        return len(state.errors) > RETRIES
     return state.measured and (kind != "time" or state.samples >= samples_wanted)
