@@ -3,7 +3,11 @@
 # chunks that this machine's results for this commit still lack, run them at the GPU sizes chunk by chunk within a
 # budget, check allocator peaks against their analytic bounds, and leave at most 8 flat files in OUTDIR.
 #
+#   scripts/gpu_bench.sh prepare             (in the repository: the commit and wheels a device call carries)
 #   scripts/gpu_bench.sh "$OUT" quick         (the profile: quick, the default, or full; TVT_OFFLINE=1 without network)
+#
+# The device receives the tree without .git: a contact files its results under the commit prepare carried in
+# .gpu-contact/ (scripts/gpu_commit.sh), and refuses a tree whose measured code differs from it.
 #
 # OUTDIR receives: results.tar.gz (results/<machine>/machine.json and this commit's result file, results/paired/'s
 # CSV of this run, to unpack at the repository's root: `tar -xzf OUTDIR/results.tar.gz`), benchmarks.json (this
@@ -14,7 +18,7 @@
 # the new values into the file. k contacts complete the quick profile (`python scripts/gpu_chunks.py estimate`).
 #
 # quick: the most cited benchmarks (tape_vs_trace/profiles.py QUICK), each timed chunk in 3 rounds, within
-#        TVT_BUDGET_S (default 420 s, set-up included). A chunk too long for one contact is planned in parts; a
+#        TVT_BUDGET_S (default 510 s, set-up included, 15 % short of the device's 600 s command limit). A chunk too long for one contact is planned in parts; a
 #        part starts only while its estimate fits in what is left, and its timeout never reaches past the budget.
 # full:  every benchmark, one chunk per class, most cited first; no budget.
 # After the chunks (worker runner), `tape-vs-trace paired` divides their samples into the paired comparisons and
@@ -25,8 +29,8 @@
 # and its pre-flight after them, where its budget is left: its phases would repeat their first round. Each chunk
 # is one `tape-vs-trace run -b REGEX --rounds 3` under its own `timeout`; it saves after every round.
 # TVT_RUNNER=asv runs each as `asv run -b REGEX` instead (saved only when a run ends).
-# It refuses a tree whose measured code (implementations/, benchmarks/, tape_vs_trace/, scripts/, asv.conf.json)
-# differs from HEAD: results are recorded under HEAD. Set-up: scripts/setup_offline.sh (TVT_OFFLINE=1, or where
+# It refuses a tree whose measured code (the Makefile's RECORDED_SOURCES) differs from that commit.
+# Set-up: scripts/setup_offline.sh (TVT_OFFLINE=1, or where
 # python3 already has a CUDA torch and a jax CUDA plugin; wheels from scripts/download_wheels.sh in TVT_WHEELS), else
 # `make setup`. TVT_DEVICE=cpu rehearses the same path on a CPU (CPU sizes, no nvidia-smi).
 # TVT_CHUNKS="name ..." runs those chunks of the profile alone, TVT_PLANNED_ONLY=1 only what the plan fits (not
@@ -36,15 +40,16 @@
 # TVT_CLI the tape-vs-trace command (default: the interpreter's tape_vs_trace.cli), TVT_PAIRED_TIMEOUT_S the
 # paired step's own timeout (default 3600 s).
 set -euo pipefail
-out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full]}
+out=${1:?usage: scripts/gpu_bench.sh OUTDIR [quick|full], or scripts/gpu_bench.sh prepare}
 profile=${2:-quick}
 cd "$(dirname "$0")/.."
+[ "$out" != prepare ] || exec scripts/gpu_commit.sh prepare
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 exec > >(tee "$out/log.txt") 2>&1
 start=$(date +%s)
 case "$profile" in
-    quick) budget=${TVT_BUDGET_S:-420} ;;
+    quick) budget=${TVT_BUDGET_S:-510} ;;  # gpu_chunks.py's QUICK_BUDGET_S: 15 % short of the device's 600 s
     full) budget=${TVT_BUDGET_S:-0} ;;  # 0: no budget
     *) echo "error: unknown profile '$profile'; valid choices: quick, full"; exit 1 ;;
 esac
@@ -59,13 +64,9 @@ case "$device" in
     cpu) echo "device cpu: a rehearsal of the GPU path at the CPU sizes" ;;
     *) echo "error: unknown TVT_DEVICE '$device'; valid choices: cuda, cpu"; exit 1 ;;
 esac
-# The paths whose content measures or records a result: the Makefile's one list (make bench refuses the same).
-read -ra measured <<< "$(sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' Makefile 2>/dev/null |
-                         sed -n 's/^RECORDED_SOURCES *:= *//p')"
-[ ${#measured[@]} -gt 0 ] || { echo "error: the Makefile defines no RECORDED_SOURCES"; exit 1; }
-if git rev-parse --git-dir >/dev/null 2>&1 && [ -n "$(git status --porcelain -- "${measured[@]}")" ]; then
-    echo "error: commit ${measured[*]} first: results are recorded under HEAD"; exit 1
-fi
+# The commit measured: this repository's HEAD, or on a device (no .git) the one prepare carried; a tree whose
+# measured code (the Makefile's RECORDED_SOURCES) differs from it is refused.
+scripts/gpu_commit.sh restore || exit 1
 py=${TVT_PYTHON:-.venv/bin/python}
 asv=${TVT_ASV:-.venv/bin/asv}
 if [ -n "${TVT_CLI:-}" ]; then tvt=("$TVT_CLI"); else tvt=("$py" -m tape_vs_trace.cli); fi
@@ -95,7 +96,7 @@ if sys.argv[1] == "cuda":
 PY
 fi
 export TVT_DEVICE=$device
-commit=$(git rev-parse HEAD)  # after the set-up, which commits a snapshot where there is no repository
+commit=$(git rev-parse HEAD)  # the commit restored above: results are filed under it
 python_abs=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")  # the venv's own path, not its symlink's target
 machine=$("$py" -m tape_vs_trace.cli machine)  # fails on a bad TVT_TORCH_COMPILE_MODE
 echo "machine: $machine, profile: $profile, runner: $runner, budget: ${budget}s (0: none), commit: ${commit:0:8}"
@@ -163,9 +164,9 @@ run_chunks() {  # each chunk of $1 (plan's lines) while its estimate fits in wha
             lost="its results are lost (asv saves when a run ends)"
         else
             [ "$rounds" -eq 0 ] || attr=(--rounds "$rounds")
-            cmd=("${tvt[@]}" run -b "$regex" "${attr[@]}" --machine "$machine" --results results
+            cmd=("${tvt[@]}" run -b "$regex" "${attr[@]}" --machine "$machine" --results results --extend
                  --worker-timeout "$timeout_s")
-            lost="the round in progress is lost (tape-vs-trace run saves after every round)"
+            lost="the round in progress is lost (tape-vs-trace run saves after every round; the next contact adds the rounds missing)"
         fi
         echo "== chunk $name (timeout ${timeout_s}s, estimate ${estimate_s}s${attr[*]:+, ${attr[*]}}): -b '$regex'"
         rc=0

@@ -11,7 +11,8 @@
 # machines may lack), with a `tape-vs-trace` launcher. What $PYTHON lacks of requirements/h200.txt (asv,
 # asv-runner and their dependencies, exact pins) is installed from local wheels (scripts/download_wheels.sh) with
 # pip --no-index --no-deps --find-links $TVT_WHEELS, and the imports are checked before anything else runs. asv
-# needs a git commit on branch `main` (asv.conf.json): a copy without .git gets one snapshot commit.
+# needs a git commit on branch `main` (asv.conf.json): a copy without .git gets the commit .gpu-contact/ carries
+# (scripts/gpu_commit.sh restore), else one snapshot commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -61,8 +62,11 @@ if [ ! -x "$venv/bin/asv" ]; then
     chmod +x "$venv/bin/asv"
 fi
 
-if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$root" ]; then
-    echo "no git repository here: committing a snapshot for asv, which records results under a commit"
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$root" ] && [ -d .gpu-contact/head.git ]; then
+    scripts/gpu_commit.sh restore  # the commit scripts/gpu_bench.sh prepare carried
+elif [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$root" ]; then
+    echo "no git repository here: committing a snapshot for asv, which records results under a commit (one no" \
+         "other repository has: scripts/gpu_bench.sh prepare carries the real one)"
     git init -q
     git add -A
     git -c user.name=tape-vs-trace -c user.email=tape-vs-trace@localhost commit -q -m "Snapshot for asv"
