@@ -42,18 +42,23 @@ import gpu_resume  # noqa: E402
 from gpu_costs import DEFAULTS, SAVE_S, WARM_COMPILE_SHARE, Costs, CostsError, rounds_of  # noqa: E402,F401
 from gpu_plan import Planned, contacts, estimate, plan, select, split  # noqa: E402,F401  (one module's API)
 
-from tape_vs_trace import profiles  # noqa: E402
+from tape_vs_trace import machine, profiles  # noqa: E402
 from tape_vs_trace.profiles import QUICK, Chunk, Combo  # noqa: E402,F401
 
-# A contact's device time, the machine's start included (the issue's target), and that start at its longest (1-2
-# minutes); the command's budget leaves the rest for the tarball's transfer and the tool's own steps.
-CONTACT_S = 600
-MACHINE_START_S = 120
-# One H200 contact's command, everything included: set-up, calibration, pre-flight, the chunks, the copies.
-QUICK_BUDGET_S = 420
+# The device's limits (docs/gpu.md): one command runs at most COMMAND_LIMIT_S, its machine's start and the transfers
+# not counted; a lease holds the machine for at most LEASE_S of device time, its start, every call and the idle wait
+# after each call included; a machine given back is gone with what was installed on it.
+COMMAND_LIMIT_S = 600
+LEASE_S = 900
+IDLE_S = 30
+# A quick contact's plan ends MARGIN short of the command's limit: estimates from defaults may run long, and the
+# rest of the command copies the results out before the device stops it.
+MARGIN = 0.15
+QUICK_BUDGET_S = int(COMMAND_LIMIT_S * (1 - MARGIN))
 # What a quick run spends before the chunks when nobody has timed it (the estimate command; gpu_bench.sh passes
-# what it spent): offline set-up, machine record and calibration, assumed; and the pre-flight's budget.
-SETUP_S = 40.0
+# what it spent): offline set-up, machine record and calibration, as a contact measured them (docs/history.md),
+# rounded up; and the pre-flight's budget.
+SETUP_S = 45.0
 PREFLIGHT_S = 60.0
 # gpu_bench.sh runs a first contact's pre-flight after its first chunks only with this much left: the pre-flight's
 # budget, its timeout's margin and the 20 s a chunk needs at least.
@@ -90,7 +95,7 @@ def _status(p: Planned) -> str:
         return f"{math.ceil(p.cumulative_s):12}" + (f"  {p.done} of {p.done + len(p.todo)} held" if p.done else "")
     if p.finished:
         return f"{'-':>12}  done at this commit ({p.done} combinations" + (
-            f", {p.failed} failed: not retried)" if p.failed else ")")
+            f", {p.failed} failed twice: not run again)" if p.failed else ")")
     return f"{'-':>12}  {'selects nothing on this grid' if p.empty else 'does not fit'}"
 
 
@@ -109,10 +114,18 @@ def format_plan(title: str, planned: list[Planned], costs: Costs, budget_s: floa
     for p in planned:
         lines.append(f"  {p.chunk.name:40} {p.estimate.combinations:12} {p.estimate.rounds:6} "
                      f"{math.ceil(p.estimate.seconds):10} {_status(p)}")
+    for p in planned:
+        lines += [f"  retried after a failure at this commit: {name}: {' | '.join(errors)}"
+                  for name, errors in p.retried]
+        lines += [f"  failed twice at this commit, not run again: {name}: {' | '.join(errors)}"
+                  for name, errors in p.given_up]
     left_out = [p.chunk.name for p in planned if p.cumulative_s is None and p.todo]
     if budget_s:
         end = math.ceil(max((p.cumulative_s for p in fitting), default=spent_s))
+        margin = (f" (the command's limit {COMMAND_LIMIT_S} s: margin {1 - end / COMMAND_LIMIT_S:.0%})"
+                  if budget_s <= COMMAND_LIMIT_S else "")
         lines.append(f"  fits: {len(fitting)} of {len(planned)} chunks, ending at about {end} s of {budget_s:.0f}"
+                     + margin
                      + (f"; not run (over the budget): {', '.join(left_out)}" if left_out else ""))
     assumed = sorted(set().union(*(p.estimate.assumed for p in planned)))
     if costs.measured is None:
@@ -202,7 +215,7 @@ def main(argv: list[str]) -> int:
         total = sum(p.estimate.seconds for p in planned)
         basis = f"this machine's pre-flight ({costs.source})" if costs.measured else "the stated defaults (an H200's)"
         print(f"estimated from {basis}: the full suite under {runner_name} takes {_duration(total)} "
-              f"({sum(p.estimate.processes for p in planned)} processes); for {QUICK_BUDGET_S // 60} minutes of the "
+              f"({sum(p.estimate.processes for p in planned)} processes); for contacts of {QUICK_BUDGET_S} s of the "
               "most cited benchmarks: scripts/gpu_bench.sh OUTDIR quick")
         return 0
     for name in args.profile or ("quick", "full"):
@@ -261,12 +274,45 @@ def _print_contacts(chunks: list[Chunk], combos: list[Combo], costs: Costs, runn
         for line in format_plan(f"quick under {runner_name}, {title}", planned, costs, QUICK_BUDGET_S, spent, label):
             print(line)
     rounds = [found.first + found.after, *found.later]
-    print(f"  contacts of {QUICK_BUDGET_S} s each that complete it (estimated): {len(rounds)}"
+    ends = [math.ceil(found.first_end_s if i == 0 else SETUP_S + PREFLIGHT_S + sum(p.estimate.seconds for p in taken))
+            for i, taken in enumerate(rounds)]
+    print(f"  contacts that complete it (estimated): {len(rounds)}, each one command planned to end by "
+          f"{QUICK_BUDGET_S} s, {MARGIN:.0%} short of the command's {COMMAND_LIMIT_S} s limit"
           + (f"; fits in none: {', '.join(p.chunk.name for p in found.never)}" if found.never else ""))
-    for i, taken in enumerate(rounds, 1):
-        end = math.ceil(found.first_end_s if i == 1 else SETUP_S + PREFLIGHT_S + sum(p.estimate.seconds for p in taken))
-        print(f"    {i}: {', '.join(p.chunk.name for p in taken)} (ending at about {end} s; "
-              f"{end + MACHINE_START_S} s of {CONTACT_S} with a machine start of {MACHINE_START_S} s)")
+    for i, (taken, end) in enumerate(zip(rounds, ends), 1):
+        print(f"    {i}: {', '.join(p.chunk.name for p in taken)} (ending at about {end} s of {COMMAND_LIMIT_S}: "
+              f"margin {1 - end / COMMAND_LIMIT_S:.0%})")
+    for kind in machine.DEVICE_KINDS.values():
+        for line in lease_lines(kind, ends, costs):
+            print(line)
+
+
+def leases(ends: list[int], start_s: float) -> list[list[int]]:
+    """The contacts (their indices) each lease of the machine holds, in order: a lease starts the machine and takes
+    calls while its start, every call (to its planned end) and the idle wait after each fit in LEASE_S."""
+    found: list[list[int]] = []
+    used = LEASE_S
+    for i, end in enumerate(ends):
+        if used + end + IDLE_S > LEASE_S:
+            found.append([])
+            used = start_s
+        found[-1].append(i)
+        used += end + IDLE_S
+    return found
+
+
+def lease_lines(kind: machine.DeviceKind, ends: list[int], costs: Costs) -> list[str]:
+    """One kind's leases for the contacts ending at `ends`: each lease's device time, start and idle included."""
+    held = leases(ends, kind.start_s)
+    basis = f"this machine's pre-flight ({costs.source})" if costs.measured else kind.costs
+    lines = [f"  on {kind.kind} ({kind.machine}; costs: {basis}; machine start {kind.start_s:.0f} s, assumed): "
+             f"{len(held)} leases of at most {LEASE_S} s of device time"]
+    for n, calls in enumerate(held, 1):
+        spent = kind.start_s + sum(ends[i] + IDLE_S for i in calls)
+        lines.append(f"    lease {n}: start {kind.start_s:.0f} s + "
+                     + " + ".join(f"contact {i + 1} {ends[i]} s + idle {IDLE_S} s" for i in calls)
+                     + f" = {spent:.0f} s of {LEASE_S}")
+    return lines
 
 
 def to_json(combos: list[Combo]) -> str:

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,30 @@ def cuda_stack() -> dict[str, str]:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """A kind of GPU machine the suite is lent: the device tool's name for it, the GPU nvidia-smi reports there (its
+    results' machine name follows from it, as `record` names any GPU), where the plan's default costs come from, and
+    its machine start as assumed (scripts/gpu_chunks.py's leases)."""
+
+    kind: str
+    gpu: str
+    costs: str
+    start_s: float = 120.0
+
+    @property
+    def machine(self) -> str:
+        return f"gpu-{_slug(self.gpu)}"
+
+
+# A call that names no kind gets an H100 80 GB; an H200 only when named (docs/gpu.md). The stated default costs
+# come from H200 runs; no H100 has been timed, so they are assumed for it until its pre-flight replaces them.
+DEVICE_KINDS = {k.kind: k for k in (
+    DeviceKind("nvidia-h100-x1", "NVIDIA H100 80GB HBM3", "the stated defaults, an H200's, assumed for an H100"),
+    DeviceKind("nvidia-h200", "NVIDIA H200", "the stated defaults (an H200's)"),
+)}
 
 
 def cpu_slug(cpu: dict[str, Any]) -> str:
