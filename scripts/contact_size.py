@@ -1,10 +1,10 @@
 """What a device contact sends, measured: the files that travel (tracked, and untracked that git does not ignore)
-and the ignored paths a call carries (the wheels of requirements/h200.txt), against the tool's limit and the suite's
-budget; with the largest folders, so a reader sees where the bytes are. `.git` does not travel (the device tool's
-limit counts the tree, shared/ and carried paths; setup_offline.sh commits a snapshot there). Exits 1 when the tree
-is over the budget.
+and the ignored paths a call carries (scripts/gpu_bench.sh prepare's: the commit in .gpu-contact/ and the wheels of
+requirements/h200.txt), against the tool's limit and the suite's budget; with the largest folders, so a reader sees
+where the bytes are. `.git` does not travel (the device tool's limit counts the tree, shared/ and carried paths).
+Exits 1 when the tree is over the budget.
 
-    python scripts/contact_size.py [--root DIR] [--carry .whl ...] [--budget-mib 48]
+    python scripts/contact_size.py [--root DIR] [--carry .gpu-contact .whl ...] [--budget-mib 48]
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def measure(root: Path, carry: list[str]) -> dict[str, int]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/contact_size.py", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
-    parser.add_argument("--carry", nargs="*", default=[".whl"], help="ignored paths a call carries (default .whl)")
+    parser.add_argument("--carry", nargs="*", default=[".gpu-contact", ".whl"],
+                        help="ignored paths a call carries (default: prepare's, .gpu-contact .whl)")
     parser.add_argument("--budget-mib", type=float, default=BUDGET_MIB,
                         help=f"the size to stay under (default {BUDGET_MIB:g})")
     args = parser.parse_args(argv)

@@ -769,6 +769,20 @@ def test_jax_cuda_plugin_follows_torch_cuda() -> None:
             jax_cuda.jax_cuda_requirement(bad, "0.11.2")
 
 
+def device_copy(source: Path, dest: Path, carried: tuple[str, ...] = ()) -> Path:
+    """What the device tool sends of `source`: its tracked files and the untracked ones git does not ignore, and the
+    `carried` paths (ignored ones a call names), without .git."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=source, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if (source / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, dest / name)
+    for name in carried:
+        shutil.copytree(source / name, dest / name, symlinks=True)
+    return dest
+
+
 def _offline_machine(tmp_path: Path, also_missing: tuple[str, ...] = ()) -> tuple[Path, dict]:
     """The GPU machine's python3 is itself a venv with torch and jax; no network. Here: venv A of the base
     interpreter, the frameworks 'preinstalled' in A by a .pth to a folder of links into this test's own
@@ -786,18 +800,93 @@ def _offline_machine(tmp_path: Path, also_missing: tuple[str, ...] = ()) -> tupl
             (links / entry.name).symlink_to(entry)
     [a_site] = (tmp_path / "A" / "lib").glob("python3*/site-packages")
     (a_site / "preinstalled.pth").write_text(f"{links}\n")
-    copy = tmp_path / "copy"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, copy / name)
+    copy = device_copy(ROOT, tmp_path / "copy")
     # An index that cannot answer: any attempt to reach one fails instead of downloading.
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHON": str(tmp_path / "A" / "bin" / "python"),
            "DEVICE": "cpu", "TVT_WHEELS": str(tmp_path / "no-wheels"), "PIP_INDEX_URL": "http://127.0.0.1:9/",
            "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}
     return copy, env
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", *args], cwd=cwd,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def prepared(tmp_path: Path) -> Path:
+    """A small repository (the Makefile's list of measured paths, gpu_commit.sh, one measured file, an ignored
+    folder), committed, with `scripts/gpu_commit.sh prepare` run in it (wheels present: nothing fetched)."""
+    src = tmp_path / "src"
+    (src / "scripts").mkdir(parents=True)
+    (src / "implementations").mkdir()
+    (src / ".whl").mkdir()
+    (src / ".whl" / "asv-0.6.6-py3-none-any.whl").write_text("w")
+    shutil.copy2(ROOT / "scripts" / "gpu_commit.sh", src / "scripts" / "gpu_commit.sh")
+    (src / "Makefile").write_text("RECORDED_SOURCES := Makefile implementations \\\n\tscripts\n")
+    (src / "implementations" / "step.py").write_text("STEP = 1\n")
+    (src / ".gitignore").write_text(".whl/\n.gpu-contact/\n")
+    _git(src, "init", "-q", "-b", "main")
+    _git(src, "add", "-A")
+    _git(src, "commit", "-q", "-m", "measured", "--date", "2026-01-02T03:04:05+00:00")
+    done = subprocess.run(["bash", "scripts/gpu_commit.sh", "prepare"], cwd=src, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "carry: .gpu-contact .whl"
+    return src
+
+
+def _restore(copy: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "scripts/gpu_commit.sh", "restore"], cwd=copy, capture_output=True, text=True)
+
+
+def test_a_copy_without_git_is_filed_under_the_prepared_commit(prepared: Path, tmp_path: Path) -> None:
+    copy = device_copy(prepared, tmp_path / "device", (".gpu-contact", ".whl"))
+    assert not (copy / ".git").exists()
+    done = _restore(copy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    head = _git(prepared, "rev-parse", "HEAD")
+    assert _git(copy, "rev-parse", "HEAD") == head and _git(copy, "show", "-s", "--format=%cI", "HEAD") == \
+        _git(prepared, "show", "-s", "--format=%cI", "HEAD")
+    assert _git(copy, "rev-parse", "main") == head  # asv.conf.json's branch
+    assert f"commit {head[:8]}" in done.stdout
+    # Results unpacked into the tree are no measured code; a second restore (a warm machine's next call) agrees.
+    (copy / "results").mkdir()
+    (copy / "results" / "r.json").write_text("{}")
+    assert _restore(copy).returncode == 0 and _git(copy, "rev-parse", "HEAD") == head
+
+
+def test_a_contact_refuses_code_other_than_the_prepared_commits(prepared: Path, tmp_path: Path) -> None:
+    copy = device_copy(prepared, tmp_path / "device", (".gpu-contact",))
+    (copy / "implementations" / "step.py").write_text("STEP = 2\n")
+    done = _restore(copy)
+    assert done.returncode == 1
+    assert done.stdout.strip().splitlines()[-1].startswith("error: the measured code differs from commit ")
+    assert "implementations/step.py" in done.stdout
+
+
+def test_a_contact_without_git_and_without_a_carried_commit_refuses_to_run(prepared: Path, tmp_path: Path) -> None:
+    copy = device_copy(prepared, tmp_path / "device")
+    done = _restore(copy)
+    assert done.returncode == 1 and not (copy / ".git").exists()
+    [line] = done.stdout.strip().splitlines()
+    assert line.startswith("error: no .git and no carried commit: run scripts/gpu_bench.sh prepare")
+
+
+def test_the_gpu_script_refuses_a_copy_without_a_commit_before_any_set_up(tmp_path: Path) -> None:
+    copy = device_copy(ROOT, tmp_path / "device")
+    done = subprocess.run(["bash", "scripts/gpu_bench.sh", str(tmp_path / "out"), "quick"], cwd=copy,
+                          capture_output=True, text=True, env={**os.environ, "TVT_DEVICE": "cpu"}, timeout=60)
+    assert done.returncode == 1 and not (copy / ".venv").exists() and not (copy / ".git").exists()
+    assert "error: no .git and no carried commit" in done.stdout
+
+
+def test_a_prepared_commit_of_another_head_leaves_a_repository_of_ones_own_alone(prepared: Path) -> None:
+    head = _git(prepared, "rev-parse", "HEAD")
+    (prepared / "implementations" / "step.py").write_text("STEP = 3\n")
+    _git(prepared, "commit", "-q", "-am", "next")
+    done = _restore(prepared)
+    assert done.returncode == 0 and "not this repository's HEAD" in done.stdout
+    assert _git(prepared, "rev-parse", "HEAD") != head  # its own HEAD, not the stale carried one
 
 
 def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
