@@ -35,7 +35,8 @@ class State:
 
 
 def _errors(details: dict | None, combo: str) -> tuple[str, ...]:
-    return tuple(str(e.get("error", "")) for e in ((details or {}).get("failures") or {}).get(combo, []))
+    entries = ((details or {}).get("failures") or {}).get(combo, [])
+    return tuple(map(str, (e.get("error", "") for e in entries)))
 
 
 def read(path: Path | None, commit: str | None = None) -> dict[str, State]:

@@ -31,6 +31,8 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                                     "step then raises or hangs"),
         ("TVT_RANK_DEADLINE_S", "internal: seconds a distributed step's rank worker runs before it stops itself"),
         ("TVT_RANK_PARENT", "internal: the process a rank worker watches; it stops once that one is gone"),
+        ("TVT_REPLACED_ALLOCATOR_SETTINGS", "internal: the allocator presets isolate_allocators replaced, for the "
+                                            "record of every process after it"),
     )),
     ("make setup", (
         ("TVT_OFFLINE", "1: set up .venv without network, reusing the installed torch and jax (also "
@@ -44,7 +46,7 @@ ENVIRONMENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("TVT_WHEEL_PYTHON", "the Python version whose wheels it fetches (default 3.12, the H200's)"),
     )),
     ("scripts/gpu_bench.sh", (
-        ("TVT_BUDGET_S", "seconds the quick profile may take, set-up included (default 420; full: no budget)"),
+        ("TVT_BUDGET_S", "seconds the quick profile may take, set-up included (default 510; full: no budget)"),
         ("TVT_RUNNER", "worker (tape-vs-trace run, the default) or asv (asv run)"),
         ("TVT_GPU_BENCHMARKS", "\"regex ...\": these chunks instead of the profile's"),
         ("TVT_CHUNKS", "\"name ...\": these chunks of the profile alone (its plan and resumption still apply)"),

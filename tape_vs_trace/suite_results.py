@@ -3,9 +3,11 @@ own API (asv.results.Results) with the runner's record, then scrubbed and merged
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import itertools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,39 @@ def write_benchmarks_json(benchmarks: list[dict[str, Any]], results_dir: Path) -
     from asv import util
 
     util.write_json(str(results_dir / "benchmarks.json"), {b["name"]: b for b in benchmarks}, 2)
+
+
+def held_rounds(chosen: list[Task], path: Path, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Outcome]]:
+    """The tasks with the processes `path` (this commit's result file) already holds of each time combination taken
+    off its rounds, and those held samples as their outcomes' first rounds: a contact that was cut keeps the rounds
+    it completed and the next one adds the missing rounds only. A count it holds, and a time with every round, drop
+    out; one whose samples do not split into processes of its repeat runs all its rounds again. A file that cannot
+    be read: ValueError, in one line."""
+    from tape_vs_trace import result_files
+
+    if not path.exists():
+        return chosen, {}
+    try:
+        file = result_files.read(path)
+    except result_files.ResultFileError as exc:
+        raise ValueError(f"cannot extend: {exc}") from None
+    combos = {(c.benchmark, c.index): c for name in file.benchmarks for c in file.combinations(name)}
+    kept, held = [], {}
+    for t in chosen:
+        c = combos.get((t.name, t.index))
+        if c is None or not c.measured:
+            kept.append(t)
+        elif t.kind != "time":
+            continue
+        elif isinstance(c.samples, list) and c.samples and len(c.samples) % t.repeat == 0:
+            rounds = [list(c.samples[i:i + t.repeat]) for i in range(0, len(c.samples), t.repeat)]
+            if len(rounds) < t.rounds:
+                held[t.id] = Outcome(samples=rounds)
+                kept.append(dataclasses.replace(t, rounds=t.rounds - len(rounds)))
+        else:
+            log(f"[run] {t.id}: {len(c.samples or [])} held samples are no processes of {t.repeat}: all rounds again")
+            kept.append(t)
+    log(f"[run] extending {path.name}: {len(chosen) - len(kept)} combinations complete, {len(held)} of "
+        f"{len(kept)} to run adding the rounds they lack")
+    return kept, held
+

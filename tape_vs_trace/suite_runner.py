@@ -29,7 +29,6 @@ path, with full isolation.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import math
@@ -66,7 +65,7 @@ from tape_vs_trace.suite_plan import (
     tasks,
 )
 from tape_vs_trace.suite_processes import WORKER_TIMEOUT_S, measure_round, setup_caches
-from tape_vs_trace.suite_results import Outcome, Task, record, save, to_results, write_benchmarks_json
+from tape_vs_trace.suite_results import Outcome, Task, held_rounds, record, save, to_results, write_benchmarks_json
 from tape_vs_trace.suite_worker import ROOT
 
 
@@ -199,7 +198,10 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     chosen = tasks(benchmarks, selection, rounds)
     held: dict[str, Outcome] = {}
     if extend:
-        chosen, held = _extend(chosen, results_dir / fields["machine"] / f"{commit[:8]}-{ENV_NAME}.json", log)
+        try:
+            chosen, held = held_rounds(chosen, results_dir / fields["machine"] / f"{commit[:8]}-{ENV_NAME}.json", log)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
         if not chosen:
             raise RunError("nothing to run: this commit's result file holds every round of the selection")
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -209,40 +211,6 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     started = datetime.datetime.now(datetime.UTC)
     return _Run(benchmarks, chosen, fields, results_dir, commit, date,
                 _record(profile, regexes, budget, chosen, started), started, outcomes=held)
-
-
-def _extend(chosen: list[Task], path: Path, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Outcome]]:
-    """The tasks with the processes `path` (this commit's result file) already holds of each time combination taken
-    off its rounds, and those held samples as their outcomes' first rounds: a contact that was cut keeps the rounds
-    it completed and the next one adds the missing rounds only. A count it holds, and a time with every round, drop
-    out; one whose samples do not split into processes of its repeat runs all its rounds again."""
-    from tape_vs_trace import result_files
-
-    if not path.exists():
-        return chosen, {}
-    try:
-        file = result_files.read(path)
-    except result_files.ResultFileError as exc:
-        raise RunError(f"cannot extend: {exc}") from None
-    combos = {(c.benchmark, c.index): c for name in file.benchmarks for c in file.combinations(name)}
-    kept, held = [], {}
-    for t in chosen:
-        c = combos.get((t.name, t.index))
-        if c is None or not c.measured:
-            kept.append(t)
-        elif t.kind != "time":
-            continue
-        elif isinstance(c.samples, list) and c.samples and len(c.samples) % t.repeat == 0:
-            rounds = [list(c.samples[i:i + t.repeat]) for i in range(0, len(c.samples), t.repeat)]
-            if len(rounds) < t.rounds:
-                held[t.id] = Outcome(samples=rounds)
-                kept.append(dataclasses.replace(t, rounds=t.rounds - len(rounds)))
-        else:
-            log(f"[run] {t.id}: {len(c.samples or [])} held samples are no processes of {t.repeat}: all rounds again")
-            kept.append(t)
-    log(f"[run] extending {path.name}: {len(chosen) - len(kept)} combinations complete, {len(held)} of "
-        f"{len(kept)} to run adding the rounds they lack")
-    return kept, held
 
 
 def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Callable[[str], None],
@@ -276,7 +244,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     of HEAD for this machine after every round; returns its path and the combinations that failed. With `budget`
     (seconds from the start, set-up included), a round after the first MIN_ROUNDS starts only while it is expected
     to end within it; `profile` names the selection in the result file. `extend`: add to what this commit's result
-    file holds only the rounds each combination lacks (_extend)."""
+    file holds only the rounds each combination lacks (suite_results.held_rounds)."""
     if rounds is not None and rounds < 1:
         raise RunError(f"--rounds must be at least 1, not {rounds}")
     if budget is not None and not budget > 0:
