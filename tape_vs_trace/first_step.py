@@ -154,6 +154,10 @@ def measure_point(point: tuple[str, str, str, str, str], cache_dir: Path, proces
         raise FirstStepError(f"{framework} {mode} {workload} {size}: the warm point's cache folder holds no entry: "
                              "it would measure a cold compile")
     record = child(framework, mode, workload, size, device, cache_dir, timeout)
+    read_from = Path(record["cache_settings"]["dir"]).resolve()
+    if not read_from.is_relative_to(cache_dir.resolve()):
+        raise FirstStepError(f"{framework} {mode} {workload} {size}: the framework's cache was not the point's "
+                             "folder: a cache of another process could have served it")
     if cache == "warm" and not record["cache_reads"]["hits"]:
         raise FirstStepError(f"{framework} {mode} {workload} {size}: the warm point read no cache entry "
                              f"({record['cache_reads']['misses']:.0f} misses): it measured a cold compile")

@@ -133,3 +133,10 @@ def test_the_written_file_carries_no_path_of_the_machine(tmp_path: Path) -> None
     text = path.read_text()
     assert path.name == "some-machine-01234567.csv"
     assert str(tmp_path) not in text and str(Path.home()) not in text
+
+
+def test_a_process_whose_cache_was_elsewhere_is_an_error(monkeypatch, tmp_path: Path) -> None:
+    elsewhere = {"cache_settings": {"dir": str(tmp_path.parent / "elsewhere")}, "cache_reads": {"hits": 1.0}}
+    monkeypatch.setattr(fs, "child", lambda *args, **kwargs: elsewhere)
+    with pytest.raises(fs.FirstStepError, match="not the point's folder"):
+        _measured("jax", "compiled", "cold", tmp_path)
