@@ -22,6 +22,9 @@ import json  # noqa: E402
 import sys  # noqa: E402
 
 PARTS = ("import", "harness", "backend_start", "compiler_start", "first_step")
+# The wall time the parts may leave unattributed (the gaps between the child's readings, the pipe to the parent):
+# this share of it plus ABSOLUTE_S; a part the child left untimed is larger than that.
+TOLERANCE, ABSOLUTE_S = 0.01, 0.03
 DONE = "first-step-done"  # the line the child prints the moment its first step has returned
 # What `import` imports: the framework as a user's script does (jax.numpy is where JAX's users start).
 IMPORTS = {"torch": ("torch",), "jax": ("jax", "jax.numpy")}

@@ -28,11 +28,11 @@ from importlib import metadata
 from pathlib import Path
 
 from implementations import frameworks, workloads
-from implementations.first_step import DONE, PARTS
+from implementations.first_step import ABSOLUTE_S, DONE, PARTS, TOLERANCE
 from tape_vs_trace import compile_caches, host_load
+from tape_vs_trace.schema import FIRST_STEP_FIELDS as FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = "first_step"
 # The points of a process round, in the order they run: a warm point reads the folder its cold point filled.
 POINTS: tuple[tuple[str, str], ...] = (("compiled", "cold"), ("compiled", "warm"), ("eager", "cold"))
 # Workloads and depths per profile: the cited profile (make bench) the chain at depth 8, the issue's example; the
@@ -40,15 +40,7 @@ POINTS: tuple[tuple[str, str], ...] = (("compiled", "cold"), ("compiled", "warm"
 PROFILES: dict[str, dict[str, tuple[int, ...] | None]] = {"cited": {"chain": (8,)},
                                                            "full": {"chain": None, "transformer": None}}
 PROCESSES = 3
-# The wall time the parts may leave unattributed (the gaps between the child's readings, the pipe to the parent):
-# this share of it plus ABSOLUTE_S; a part the child left untimed is larger than that.
-TOLERANCE, ABSOLUTE_S = 0.01, 0.03
 TIMEOUT_S = 600.0
-FIELDS = ("machine", "commit", "device", "framework", "mode", "workload", "size", "cache", "process", "wall_s",
-          "interpreter_s", *(f"{part}_s" for part in PARTS), "compile_s", "first_execution_s", "unattributed_s",
-          "steady_step_s", "phases", "cache_hits", "cache_misses", "cache_entries_before", "cache_settings", "start",
-          "host_busy", "host_steal", "versions", "written", "status")
-_POINT_KEY = ("framework", "mode", "workload", "size", "cache")
 # Inherited settings that would point a framework's cache elsewhere than the point's folder.
 _CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR",
                     "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "TORCHINDUCTOR_FX_GRAPH_CACHE",
@@ -206,8 +198,14 @@ def _kept(path: Path, new: list[dict]) -> list[dict]:
         old = list(csv.DictReader(fh))
     if not old or list(old[0]) != list(FIELDS):
         return []
-    measured = {tuple(str(r[k]) for k in _POINT_KEY) for r in new}
-    return [r for r in old if tuple(r[k] for k in _POINT_KEY) not in measured]
+    measured = {point_of(r) for r in new}
+    return [r for r in old if point_of(r) not in measured]
+
+
+def point_of(values: dict) -> tuple[str, str, str, str, str]:
+    """The point a CSV row measured, as plan() names it: (framework, workload, size, mode, cache)."""
+    return (str(values["framework"]), str(values["workload"]), str(values["size"]), str(values["mode"]),
+            str(values["cache"]))
 
 
 def write(rows: list[dict], out: Path, machine_name: str, commit: str, device: str) -> Path:

@@ -27,6 +27,10 @@ def _values(**seconds: float) -> dict:
     return {**parts, "wall_s": sum(parts.values()) + 0.004}
 
 
+def test_the_file_has_a_column_for_every_part() -> None:
+    assert all(f"{part}_s" in fs.FIELDS for part in ("interpreter", *PARTS))
+
+
 def test_parts_that_add_up_pass_the_check() -> None:
     assert fs.check(_values()) == "ok"
 

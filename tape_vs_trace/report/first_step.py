@@ -2,7 +2,8 @@
 wait from a fresh interpreter to the first gradient step done, per framework, step and cache, with the one-time
 start shown apart from the step's compile and first execution: a longer program grows the compile, not the start.
 
-`section(results, warn)` is the markdown; `append(page, results, warn)` adds it to a page of the report.
+`section(results, warn)` is the markdown; `append(page, results, warn)` writes it as its own page and links it from
+`page` (the front page, summary.md).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace.first_step import ABSOLUTE_S as TOLERANCE_S
-from tape_vs_trace.first_step import FIELDS, FOLDER, TOLERANCE
+from implementations.first_step import ABSOLUTE_S as TOLERANCE_S
+from implementations.first_step import TOLERANCE
 from tape_vs_trace.intervals import median_interval
 from tape_vs_trace.report.load import Warn, read_side_csv, side_files
+from tape_vs_trace.schema import FIRST_STEP_FIELDS as FIELDS
+from tape_vs_trace.schema import FIRST_STEP_FOLDER as FOLDER
 
 # The columns of the table: (heading, the CSV's seconds columns it adds up).
 COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -116,8 +119,17 @@ def section(results: Path, warn: Warn) -> str:
     return "\n".join(out)
 
 
+PAGE = "first_step.md"
+
+
 def append(page: Path, results: Path, warn: Warn) -> None:
-    """Add `section` to the end of `page` (nothing without results/first_step)."""
+    """Write `section` as its own page (PAGE) beside `page` and add a short section linking it to `page`'s end, so
+    that the front page stays short; nothing without results/first_step."""
     text = section(results, warn)
-    if text:
-        page.write_text(page.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + text, encoding="utf-8")
+    if not text:
+        return
+    (page.parent / PAGE).write_text(text + "\n", encoding="utf-8")
+    link = ("## Time to first step\n\nFrom a fresh interpreter to the first gradient step done, each framework's "
+            "compiled step with empty and with warm caches and its eager step, the one-time start apart from the "
+            f"compile: [{PAGE}]({PAGE}).\n")
+    page.write_text(page.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + link, encoding="utf-8")

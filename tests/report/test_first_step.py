@@ -1,6 +1,6 @@
 """The report's "time to first step" section (tape_vs_trace.report.first_step): one row per framework, step and
 cache with the one-time start apart from the compile, intervals from the processes, processes whose parts did not
-add up left out and counted, and the section in summary.md when results/first_step exists."""
+add up left out and counted, and the section's page linked from summary.md when results/first_step exists."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _write(folder: Path) -> Path:
     rows += [_row("torch", "eager", "cold", i, 0.0, 0.0) for i in range(3)]
     bad = {**_row("jax", "compiled", "cold", 3, 0.0, 0.5), "wall_s": 9.0}
     rows.append({**bad, "status": fs.check(bad)})
-    return fs.write(rows, folder / fs.FOLDER, "some-machine", "0123456789abcdef", "cpu")
+    return fs.write(rows, folder / section.FOLDER, "some-machine", "0123456789abcdef", "cpu")
 
 
 def test_the_section_shows_the_start_apart_with_intervals(tmp_path: Path) -> None:
@@ -62,4 +62,6 @@ def test_the_report_build_puts_the_section_in_summary_md(tmp_path: Path) -> None
     shutil.copytree(FIXTURE, results)
     _write(results)
     build.write_report(results, tmp_path / "report", lambda message: None)
-    assert "## Time to first step" in (tmp_path / "report" / "summary.md").read_text()
+    front = (tmp_path / "report" / "summary.md").read_text()
+    assert "## Time to first step" in front and f"]({section.PAGE})" in front
+    assert "| chain d8-4x64 | PyTorch | torch.compile | cold |" in (tmp_path / "report" / section.PAGE).read_text()
