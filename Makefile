@@ -50,7 +50,7 @@ test-all: $(STAMP) lint
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # PROFILE picks what the worker runner measures (tape_vs_trace/profiles.py): `cited` (the default on CPU machines:
 # the rows the report cites first and every count, 12 rounds, each round after the third started only while the
-# runner's 480 s budget has room for it) or `full` (the default on CUDA machines: every
+# runner's 400 s budget has room for it) or `full` (the default on CUDA machines: every
 # benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
 # RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, per framework and round one process
 # for the compiled combinations and one for the others, under the budget a cheap one again in its round;
@@ -71,6 +71,13 @@ ROUNDS ?=
 GPU_COUNT = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),$(if $(filter-out 0 1,$(GPU_COUNT)),1,0),$(if $(filter full,$(PROFILE)),1,0))
 DISTRIBUTED_ARGS ?=
+# Then the time to a first gradient step (tape-vs-trace first-step, docs/compile-time.md): each framework's compiled
+# step with empty and with warm caches and its eager step, each from a fresh interpreter, 3 processes per point, the
+# chain at depth 8 (about 2 minutes on a 2-core host, 3 under load: the cited profile's budget is that much
+# smaller); FIRST_STEP=0 leaves it out, FIRST_STEP_ARGS passes options (e.g. '--profile full --processes 5': the
+# chain's and the transformer's depth series).
+FIRST_STEP ?= 1
+FIRST_STEP_ARGS ?=
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -106,6 +113,9 @@ bench: $(STAMP)
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
+	$(if $(filter 0,$(FIRST_STEP)),echo "skipped the time to first step (FIRST_STEP=0)",\
+		{ TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace first-step --out results/first_step $(FIRST_STEP_ARGS) || \
+		echo "warning: no time-to-first-step results (above)"; }) && \
 	$(if $(filter 0,$(DISTRIBUTED)),echo "skipped the distributed steps (DISTRIBUTED=0)",\
 		{ $(VENV)/bin/tape-vs-trace distributed --out results/distributed $(DISTRIBUTED_ARGS) || \
 		echo "warning: the distributed steps above did not all run; their measured rows were saved"; }) && \

@@ -179,6 +179,22 @@ COMMANDS: tuple[Command, ...] = (
                             help="seconds one launch may take before its ranks are killed and its row fails "
                                  "(default %(default)s)")),
             errors=("tape_vs_trace.distributed_plan:DistributedError",)),
+    Command("first-step", "time to a first gradient step from a fresh process, cold and warm caches, as CSV",
+            handlers.handle_first_step,
+            description="Per framework, workload and size of the profile: the compiled step with empty caches and "
+                        "with the warm caches an earlier process left, and the eager step, each in PROCESSES fresh "
+                        "processes; the wait from the interpreter's start to the first step done, split into "
+                        "import, harness, backend and compiler start, the step's compile phases and the rest; "
+                        "writes OUT/<machine>-<commit8>.csv, which the report reads.",
+            arguments=(_arg("--out", type=Path, default=Path("results/first_step"),
+                            help="folder of the CSV (default: results/first_step)"),
+                       _arg("--profile", default="cited",
+                            help="cited (default: the chain at depth 8) or full (every depth of the chain's and "
+                                 "the transformer's compile-time series)"),
+                       _arg("--processes", type=int, default=3,
+                            help="fresh processes per point, at least 2 (default %(default)s)"),
+                       _arg("--frameworks", help="comma-separated frameworks (default: all)")),
+            errors=("tape_vs_trace.first_step:FirstStepError",)),
     Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", handlers.handle_calibrate,
             description="Fresh process per framework; writes the calibration that scrub-results stores with every "
                         "result and the roofline divides by.",

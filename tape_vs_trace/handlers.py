@@ -69,6 +69,15 @@ def handle_paired(args: argparse.Namespace) -> int:
     return 0
 
 
+def handle_first_step(args: argparse.Namespace) -> int:
+    from implementations import frameworks
+    from tape_vs_trace import first_step
+
+    names = tuple(args.frameworks.split(",")) if args.frameworks else frameworks.NAMES
+    print(f"wrote {first_step.run(args.out, args.profile, args.processes, names)}")
+    return 0
+
+
 def handle_run(args: argparse.Namespace) -> int:
     from tape_vs_trace import suite_runner
 

@@ -42,3 +42,13 @@ def roofline_rate(calibration: dict[str, Any], dtype: str, precision: str) -> fl
         if isinstance(rate, int | float) and rate > 0:
             return float(rate)
     return None
+
+
+# tape-vs-trace first-step's file (tape_vs_trace/first_step.py), results/first_step/<machine>-<commit8>.csv: one row
+# per process; the seconds of implementations.first_step.PARTS each as <part>_s.
+FIRST_STEP_FOLDER = "first_step"
+FIRST_STEP_FIELDS = (
+    "machine", "commit", "device", "framework", "mode", "workload", "size", "cache", "process", "wall_s",
+    "interpreter_s", "import_s", "harness_s", "backend_start_s", "compiler_start_s", "first_step_s", "compile_s",
+    "first_execution_s", "unattributed_s", "steady_step_s", "phases", "cache_hits", "cache_misses",
+    "cache_entries_before", "cache_settings", "start", "host_busy", "host_steal", "versions", "written", "status")

@@ -12,7 +12,8 @@ import pytest
 from tape_vs_trace import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_COMMANDS = ["cite", "compare", "report", "run", "publish", "saved", "paired", "distributed", "calibrate"]
+USER_COMMANDS = ["cite", "compare", "report", "run", "publish", "saved", "paired", "distributed", "first-step",
+                 "calibrate"]
 PLUMBING_COMMANDS = ["machine", "saved-all", "scrub-results"]
 # Where a TVT_* variable can be read: the packages, the suite, the Makefile and the scripts.
 SOURCES = ["tape_vs_trace", "implementations", "benchmarks", "scripts", "Makefile"]

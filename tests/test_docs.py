@@ -43,6 +43,8 @@ NOT_RUN = {
     "asv": "builds a virtualenv per framework release, then runs benchmarks: minutes",
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
     "tape-vs-trace calibrate": "measures this host for about 10 s",
+    "tape-vs-trace first-step": "starts fresh processes of both frameworks, a torch.compile each (about 2 minutes "
+                                "at the defaults); tests/test_first_step.py runs its points",
     "tape-vs-trace distributed": "starts rank processes for every combination (about 45 minutes at the defaults), "
                                  "and refuses an uncommitted implementations/",
 }

@@ -16,6 +16,7 @@ from tape_vs_trace.report import (
     distributed_figure,
     distributed_results,
     figures,
+    first_step,
     headline,
     markdown,
     paired_results,
@@ -136,6 +137,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         top = headline.build(data, staging)
         (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, compiled),
                                             encoding="utf-8")
+        first_step.append(staging / "summary.md", results, warn)
         for name, text in markdown.pages(data, drawn, compiled, top).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")

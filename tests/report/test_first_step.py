@@ -1,0 +1,67 @@
+"""The report's "time to first step" section (tape_vs_trace.report.first_step): one row per framework, step and
+cache with the one-time start apart from the compile, intervals from the processes, processes whose parts did not
+add up left out and counted, and the section's page linked from summary.md when results/first_step exists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tape_vs_trace import first_step as fs
+from tape_vs_trace.report import build
+from tape_vs_trace.report import first_step as section
+from tests.report.helpers import FIXTURE
+
+PARTS = {"interpreter_s": 0.04, "import_s": 1.5, "harness_s": 0.06, "backend_start_s": 0.01, "unattributed_s": 0.0,
+         "steady_step_s": 0.001, "cache_hits": 0, "cache_misses": 1, "cache_entries_before": 0,
+         "cache_settings": "{}", "start": "{}", "host_busy": 0.5, "host_steal": 0.0}
+
+
+def _row(framework: str, mode: str, cache: str, process: int, compiler: float, compile_s: float) -> dict:
+    phases = {"dynamo": compile_s / 2, "inductor": compile_s / 2} if framework == "torch" else {"xla": compile_s}
+    row = {**PARTS, "framework": framework, "mode": mode, "workload": "chain", "size": "d8-4x64", "cache": cache,
+           "process": process, "compiler_start_s": compiler, "compile_s": compile_s, "first_execution_s": 0.01,
+           "first_step_s": compile_s + 0.01, "phases": json.dumps(phases)}
+    row["wall_s"] = sum(row[k] for k in ("interpreter_s", "import_s", "harness_s", "backend_start_s",
+                                         "compiler_start_s", "first_step_s"))
+    return {**row, "status": fs.check(row)}
+
+
+def _write(folder: Path) -> Path:
+    rows = [_row("torch", "compiled", cache, i, 6.0 + 0.1 * i, (5.0 if cache == "cold" else 0.9) + 0.1 * i)
+            for i in range(3) for cache in ("cold", "warm")]
+    rows += [_row("jax", "compiled", "cold", i, 0.0, 0.5 + 0.01 * i) for i in range(3)]
+    rows += [_row("torch", "eager", "cold", i, 0.0, 0.0) for i in range(3)]
+    bad = {**_row("jax", "compiled", "cold", 3, 0.0, 0.5), "wall_s": 9.0}
+    rows.append({**bad, "status": fs.check(bad)})
+    return fs.write(rows, folder / section.FOLDER, "some-machine", "0123456789abcdef", "cpu")
+
+
+def test_the_section_shows_the_start_apart_with_intervals(tmp_path: Path) -> None:
+    _write(tmp_path)
+    text = section.section(tmp_path, print)
+    assert text.startswith("## Time to first step")
+    lines = [line for line in text.splitlines() if line.startswith("| chain")]
+    assert len(lines) == 4  # torch cold, torch warm, jax cold, torch eager
+    torch_cold = next(line for line in lines if "torch.compile | cold" in line)
+    cells = [c.strip() for c in torch_cold.split("|")]
+    # the one-time start (the backend's 0.01 s with the compiler's), then the compile
+    assert cells[7].startswith("6.11 s [") and cells[8].startswith("5.10 s [")
+    assert "| 3 |" in torch_cold and "dynamo 2.55 s" in torch_cold
+    assert "eager (tape)" in text and "1 process(es) left out" in text
+
+
+def test_no_results_no_section(tmp_path: Path) -> None:
+    assert section.section(tmp_path, print) == ""
+
+
+def test_the_report_build_puts_the_section_in_summary_md(tmp_path: Path) -> None:
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURE, results)
+    _write(results)
+    build.write_report(results, tmp_path / "report", lambda message: None)
+    front = (tmp_path / "report" / "summary.md").read_text()
+    assert "## Time to first step" in front and f"]({section.PAGE})" in front
+    assert "| chain d8-4x64 | PyTorch | torch.compile | cold |" in (tmp_path / "report" / section.PAGE).read_text()
