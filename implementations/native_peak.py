@@ -22,10 +22,9 @@ import re
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from implementations.probe_results import PeakBytes
 
 METHOD = "memray native heap peak above the call's start (PYTHONMALLOC=malloc)"
 PYTHONMALLOC = "malloc"
@@ -58,29 +57,45 @@ def _tracker(path: Path) -> Any:
 # (XLA:CPU's DotThunk), YNNPACK's slinky buffers (XLA:CPU's fusions), oneDNN and MKL (aten's matmuls), BLAS
 GEMM_FRAMES = re.compile(r"TensorContraction|slinky::|ynn_|dnnl|mkldnn|mkl_serv|gemm|blas", re.IGNORECASE)
 INNER_FRAMES = 4  # deep enough to pass the allocator's own wrappers, shallow enough not to reach the op's caller
+# Below this an allocation is bookkeeping, not an array buffer: Python objects, autograd nodes, PjRt buffer records,
+# thunk and thread-pool state, memray's own line tables (the workloads' arrays are larger, their scalars apart)
+SMALL_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class NativePeak:
+    """The heap's peak of one call above its start; of it, GEMM-library scratch and small allocations."""
+
+    bytes: int
+    method: str
+    workspace_bytes: int = 0
+    small_bytes: int = 0
 
 
 def _is_workspace(record: Any) -> bool:
     return any(GEMM_FRAMES.search(frame[0]) for frame in record.native_stack_trace(max_stacks=INNER_FRAMES))
 
 
-def _peak(path: Path) -> tuple[int, int]:
-    """(the heap's high-water mark, the part of it that GEMM libraries allocated) of one capture file."""
+def _peak(path: Path) -> tuple[int, int, int]:
+    """(the heap's high-water mark, the part of it that GEMM libraries allocated, the part in allocations under
+    SMALL_BYTES each) of one capture file."""
     import memray
 
     reader = memray.FileReader(path)
     try:
         at_peak = list(reader.get_high_watermark_allocation_records(merge_threads=True))
-        return int(reader.metadata.peak_memory), sum(r.size for r in at_peak if _is_workspace(r))
+        workspace = [r for r in at_peak if _is_workspace(r)]
+        small = [r for r in at_peak if r not in workspace and r.size < SMALL_BYTES * r.n_allocations]
+        return int(reader.metadata.peak_memory), sum(r.size for r in workspace), sum(r.size for r in small)
     finally:
         reader.close()
 
 
-def native_peak_bytes(step: Callable[[], Any], warm_ups: int = WARM_UPS) -> PeakBytes:
+def native_peak_bytes(step: Callable[[], Any], warm_ups: int = WARM_UPS) -> NativePeak:
     """The native heap's peak during one call of `step()` above the bytes live at its start, after `warm_ups`
     calls; `step` must block until its results exist (the steps' own sync), and its results count until it returns.
     `workspace_bytes`: the part of the peak that GEMM libraries allocated for themselves (GEMM_FRAMES), as the
-    GPU probes report the cuBLAS workspace inside theirs.
+    GPU probes report the cuBLAS workspace inside theirs; `small_bytes`: the part in allocations under SMALL_BYTES.
     """
     require_plain_malloc()
     for _ in range(warm_ups):
@@ -91,8 +106,8 @@ def native_peak_bytes(step: Callable[[], Any], warm_ups: int = WARM_UPS) -> Peak
         with _tracker(path):
             held = step()
         del held
-        peak, workspace = _peak(path)
-        return PeakBytes(peak, METHOD, workspace)
+        peak, workspace, small = _peak(path)
+        return NativePeak(peak, METHOD, workspace, small)
 
 
 def tracking_overhead(step: Callable[[], Any], calls: int = 5) -> tuple[float, float]:

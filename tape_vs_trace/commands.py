@@ -195,6 +195,20 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("--out", type=Path, default=Path("results/saved"),
                             help="folder of the gzip-compressed CSV (default: results/saved)"),),
             errors=("tape_vs_trace.saved:SavedError",)),
+    Command("native-peak", "one CPU peak-memory method for both frameworks in every mode (memray), as CSV",
+            handlers.handle_native_peak, plumbing=True,
+            description="Each framework and case in fresh processes under PYTHONMALLOC=malloc: memray's native heap "
+                        "peak of one call after the warm-ups, above its start, with the step's analytic bounds, the "
+                        "suite's own CPU method where it sees the step and the tracker's overhead; writes "
+                        "OUT/<machine>-<commit8>.csv, which the report reads.",
+            arguments=(_arg("--out", type=Path, default=Path("results/native-peak"),
+                            help="folder of the CSV (default: results/native-peak)"),
+                       _arg("--select", nargs="+", default=["check"], metavar="SELECTION",
+                            help="check (default: the GPU check's workloads, bounds checked), curve (the CPU remat "
+                                 "curve), pillars (inference, custom backward, transforms)"),
+                       _arg("--processes", type=int, default=2,
+                            help="fresh processes per framework and case (default: 2)")),
+            errors=("tape_vs_trace.native_peaks:NativePeakError",)),
     Command("scrub-results", "remove interpreter paths from asv result files; store the host's fingerprint, "
                              "calibration and compile-cache state in fresh ones", handlers.handle_scrub_results,
             plumbing=True,

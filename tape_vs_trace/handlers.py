@@ -94,6 +94,15 @@ def handle_saved_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def handle_native_peak(args: argparse.Namespace) -> int:
+    from tape_vs_trace import native_peaks
+
+    with Progress("native-peak") as step:
+        path = native_peaks.run_all(args.out, args.select, args.processes, step=step)
+    print(f"wrote {path}")
+    return 0
+
+
 def handle_compare(args: argparse.Namespace) -> int:
     from tape_vs_trace import compare
 
