@@ -9,13 +9,15 @@ memory allocated before and freed during the call is not credited, so the value 
 
 Python's small objects come from pymalloc's arenas, which memray sees as whole arenas: an arena opened during the
 call would add its full size. The process must therefore run with PYTHONMALLOC=malloc (every object a malloc of
-its own): `measure` refuses to run without it. Warm-up calls come first (compilation, thread pools, first-call
-caches), the step's outputs are held until the tracker stops (they are part of the peak), and each measurement is
-one fresh process (a framework's first-call caches, once filled, are never filled again).
+its own): `native_peak_bytes` refuses to run without it. Warm-up calls come first (compilation, thread pools,
+first-call caches; the last under a tracker, whose own one-time allocations are thus made), the step's outputs are
+held until the tracker stops (they are part of the peak), and each measurement is one fresh process (a framework's
+first-call caches, once filled, are never filled again).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import re
@@ -98,10 +100,13 @@ def native_peak_bytes(step: Callable[[], Any], warm_ups: int = WARM_UPS) -> Nati
     GPU probes report the cuBLAS workspace inside theirs; `small_bytes`: the part in allocations under SMALL_BYTES.
     """
     require_plain_malloc()
-    for _ in range(warm_ups):
-        step()
-    gc.collect()
     with tempfile.TemporaryDirectory(prefix="tvt-memray-") as folder:
+        for i in range(warm_ups):
+            # the last warm-up under a tracker of its own: Python builds a code object's line table when a tracer
+            # first sees it, once per process, and that belongs to the tracer, not to the step
+            with _tracker(Path(folder) / "warm.bin") if i == warm_ups - 1 else contextlib.nullcontext():
+                step()
+        gc.collect()
         path = Path(folder) / "step.bin"
         with _tracker(path):
             held = step()

@@ -208,7 +208,7 @@ COMMANDS: tuple[Command, ...] = (
                                  "curve), pillars (inference, custom backward, transforms)"),
                        _arg("--processes", type=int, default=2,
                             help="fresh processes per framework and case (default: 2)")),
-            errors=("tape_vs_trace.native_peaks:NativePeakError",)),
+            errors=("tape_vs_trace.native_peak_rows:NativePeakError",)),
     Command("scrub-results", "remove interpreter paths from asv result files; store the host's fingerprint, "
                              "calibration and compile-cache state in fresh ones", handlers.handle_scrub_results,
             plumbing=True,

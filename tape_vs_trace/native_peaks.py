@@ -16,30 +16,24 @@ its mode and method, so an eager tape is never divided by a jitted program.
 
 from __future__ import annotations
 
-import csv
 import importlib
 import json
-import math
 import os
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from implementations import experiments, frameworks, workloads
-from tape_vs_trace import gpucheck, intervals
+from implementations.native_peak import NativePeak
+from tape_vs_trace import gpucheck
+from tape_vs_trace.native_peak_rows import NativePeakError, read, write
 from tape_vs_trace.progress import Step, quiet
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARK = "native_peak"  # the name rowkey.like sees for these rows
-VERSION = "1"  # what a row means; changed when the method changes, so old and new rows are never divided
 SELECTIONS = ("check", "curve", "pillars")
 TIMED_CALLS = 5
-
-
-class NativePeakError(Exception):
-    """Bad input or a failed measuring process: one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +52,6 @@ class Case:
 
     def argv(self) -> list[str]:
         return [json.dumps(asdict(self))]
-
-
-COLUMNS = ("selection", *(f.name for f in fields(Case)), "framework", "process", "peak_bytes", "workspace_bytes",
-           "small_bytes", "method", "lower_bytes", "upper_bytes", "resident_bytes", "saved_bytes", "returned_bytes",
-           "verdict", "other_peak_bytes", "other_method", "step_s", "tracked_step_s", "machine", "commit")
 
 
 def _program(workload: str, attention: str = "") -> tuple[str | None, str | None]:
@@ -129,6 +118,21 @@ def _accounting(fw: frameworks.Loaded, case: Case, inputs: workloads.Inputs, out
             "returned_bytes": gpucheck._nbytes(out) + pointers}
 
 
+NO_BOUNDS = "no bounds: recomputation, forward or transform temporaries are not in the accounting"
+
+
+def checked(accounting: dict, peak: NativePeak) -> dict:
+    """The bounds and verdict of a peak (gpucheck.bounds and verdict, the peak plus the resident bytes against
+    them); the upper bound takes the GEMM scratch and the small allocations memray saw at the peak, as the GPU
+    check takes the cuBLAS workspace. {'verdict': NO_BOUNDS} without an accounting."""
+    if not accounting:
+        return {"verdict": NO_BOUNDS}
+    expected = gpucheck.bounds(accounting["resident_bytes"], accounting["saved_bytes"], accounting["returned_bytes"],
+                               peak.workspace_bytes + peak.small_bytes)
+    return {**accounting, "lower_bytes": expected.lower, "upper_bytes": expected.upper,
+            "verdict": gpucheck.verdict(accounting["resident_bytes"] + peak.bytes, expected, peak.method)}
+
+
 def measure(framework: str, case: Case, device: str = "cpu") -> dict:
     """The row of one (framework, case) in this process: the native peak first, then the rest."""
     from implementations import native_peak
@@ -140,15 +144,7 @@ def measure(framework: str, case: Case, device: str = "cpu") -> dict:
     peak = native_peak.native_peak_bytes(step)
     row = {**asdict(case), "framework": framework, "peak_bytes": peak.bytes, "workspace_bytes": peak.workspace_bytes,
            "small_bytes": peak.small_bytes, "method": peak.method}
-    accounting = _accounting(fw, case, inputs, step(), device)
-    if accounting:
-        expected = gpucheck.bounds(accounting["resident_bytes"], accounting["saved_bytes"],
-                                   accounting["returned_bytes"], peak.workspace_bytes + peak.small_bytes)
-        measured = accounting["resident_bytes"] + peak.bytes
-        row.update(accounting, lower_bytes=expected.lower, upper_bytes=expected.upper,
-                   verdict=gpucheck.verdict(measured, expected, peak.method))
-    else:
-        row["verdict"] = "no bounds: recomputation, forward or transform temporaries are not in the accounting"
+    row.update(checked(_accounting(fw, case, inputs, step(), device), peak))
     other = _other_method(fw, case, inputs, step, device)
     if other is not None:
         row.update(other_peak_bytes=other.bytes, other_method=other.method)
@@ -202,115 +198,6 @@ def run_all(out: Path, selections: Iterable[str] = ("check",), processes: int = 
     path = out / f"{machine_name}-{commit[:8]}.csv"
     kept = [r for r in read(path) if r["selection"] not in selections] if path.exists() else []
     return write(path, kept + rows)
-
-
-def write(path: Path, rows: Iterable[dict]) -> Path:
-    try:
-        with path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n", extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-    except OSError as exc:
-        raise NativePeakError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
-
-
-BYTES = ("peak_bytes", "workspace_bytes", "small_bytes", "lower_bytes", "upper_bytes", "resident_bytes",
-         "saved_bytes", "returned_bytes", "other_peak_bytes")
-
-
-def read(path: Path) -> list[dict]:
-    """The rows of one results file, numbers as numbers ('' stays '')."""
-    try:
-        with path.open(encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise NativePeakError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if rows and set(COLUMNS) - set(rows[0]):
-        raise NativePeakError(f"{path} is no native-peak file: it lacks {sorted(set(COLUMNS) - set(rows[0]))}")
-    for row in rows:
-        for k in (*BYTES, "process"):
-            row[k] = int(row[k]) if row[k] not in ("", None) else ""
-        for k in ("step_s", "tracked_step_s"):
-            row[k] = float(row[k]) if row[k] not in ("", None) else math.nan
-    return rows
-
-
-# A row's parameters as the ratio rule sees them: everything that names the step, the framework apart.
-PARAMS = ("workload", "size", "kind", "variant", "mode", "formulation", "attention", "budget", "transform")
-
-
-def like_row(row: dict, peak: float) -> dict:
-    """`row` (one case and framework, its processes merged) in the shape rowkey.like reads: its parameters, the
-    method that measured it and the mode it was measured in."""
-    return {"benchmark": f"{BENCHMARK}.{row['kind']}", "metric": "peak_bytes", "framework": row["framework"],
-            "params": {**{k: row[k] for k in PARAMS}, "dtype": "float32", "device": "cpu"},
-            "machine": row["machine"], "commit": row["commit"], "benchmark_version": VERSION, "comparable": True,
-            "memory_method": row["method"], "peak_mode": row["mode"], "value": peak}
-
-
-def summary(rows: list[dict]) -> list[dict]:
-    """One line per (case, framework): the median peak over its processes, their range and 95 % interval
-    (intervals.median_interval), the bounds and the other method's value of its first process."""
-    groups: dict[tuple, list[dict]] = {}
-    for row in rows:
-        groups.setdefault((*(row[k] for k in PARAMS), row["framework"], row["machine"], row["commit"]),
-                          []).append(row)
-    out = []
-    for members in groups.values():
-        peaks = sorted(r["peak_bytes"] for r in members)
-        low, high = intervals.median_interval(peaks) if len(peaks) > 1 else (math.nan, math.nan)
-        first = members[0]
-        out.append({**first, "peak_bytes": peaks[len(peaks) // 2], "peaks": peaks, "peak_min": peaks[0],
-                    "peak_max": peaks[-1],
-                    "processes": len(peaks), "ci_low": low, "ci_high": high,
-                    "verdicts": sorted({r["verdict"] for r in members}),
-                    "step_s": sorted(r["step_s"] for r in members)[len(members) // 2],
-                    "tracked_step_s": sorted(r["tracked_step_s"] for r in members)[len(members) // 2]})
-    return out
-
-
-def ratios(lines: list[dict]) -> list[dict]:
-    """JAX/PyTorch peak ratios of summary lines, formed only where rowkey.like allows; each with its 95 % interval
-    across processes (intervals.ratio_interval; NaN unless both sides have two or more)."""
-    from tape_vs_trace import rowkey
-
-    by_key: dict[tuple, dict] = {}
-    for line in lines:
-        by_key[(*(line[k] for k in PARAMS), line["framework"])] = line
-    out = []
-    for line in lines:
-        if line["framework"] != "torch":
-            continue
-        other = by_key.get((*(line[k] for k in PARAMS), "jax"))
-        if other is None:
-            continue
-        why = rowkey.like(like_row(line, line["peak_bytes"]), like_row(other, other["peak_bytes"]))
-        if why is not None:
-            continue
-
-        low, high = intervals.ratio_interval(other["peaks"], line["peaks"])
-        out.append({**{k: line[k] for k in PARAMS}, "torch": line["peak_bytes"], "jax": other["peak_bytes"],
-                    "ratio": other["peak_bytes"] / line["peak_bytes"], "ratio_low": low, "ratio_high": high,
-                    "method": line["method"]})
-    return out
-
-
-def divide(a: dict, b: dict) -> float:
-    """b's peak / a's peak for two summary lines; NativePeakError naming why where rowkey.like refuses."""
-    from tape_vs_trace import rowkey
-
-    why = rowkey.like(like_row(a, a["peak_bytes"]), like_row(b, b["peak_bytes"]))
-    if why is not None:
-        raise NativePeakError(f"not divided: {why}")
-    return b["peak_bytes"] / a["peak_bytes"]
-
-
-def newest(folder: Path, machine_name: str | None = None) -> Path | None:
-    """The newest results file in `folder` (of `machine_name` where given), by modification time; None if none."""
-    found = sorted((p for p in folder.glob("*.csv") if machine_name is None or p.name.startswith(machine_name + "-")),
-                   key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
 
 
 def main(argv: list[str]) -> int:
