@@ -48,7 +48,9 @@ COMMANDS: tuple[Command, ...] = (
             description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
                         "(commit=, machine= too). Latest commit per machine by default. QUERY `distributed` cites "
                         "a row of results/distributed instead (keys: framework, workload, size, dtype, variant, "
-                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios.",
+                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios; "
+                        "QUERY `native-peak` a case of results/native-peak (the CPU native peaks, both frameworks, "
+                        "and their ratio where the modes are like).",
             arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step; "
                                           "or distributed, for a row of the distributed results"),
                        _arg("filters", nargs="*", metavar="key=value",

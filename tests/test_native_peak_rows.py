@@ -22,6 +22,16 @@ def _row(framework: str, peak: int, process: int = 0, **changes) -> dict:
     return {**base, **changes}
 
 
+def write_results(folder):
+    """FOLDER/native-peak/m-cccccccc.csv: an eager case of both frameworks over two processes each, and two compiled
+    rows of different workloads (no like pair); returns FOLDER."""
+    (folder / "native-peak").mkdir()
+    found = [_row("torch", 2 << 20, p) for p in (0, 1)] + [_row("jax", 3 << 20, p) for p in (0, 1)]
+    found += [_row("torch", 5 << 20, mode="compiled"), _row("jax", 4 << 20, mode="compiled", workload="swiglu")]
+    rows.write(folder / "native-peak" / "m-cccccccc.csv", found)
+    return folder
+
+
 def test_like_modes_are_divided_jax_over_torch() -> None:
     lines = rows.summary([_row("torch", 100), _row("jax", 150)])
     [ratio] = rows.ratios(lines)

@@ -86,8 +86,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "preflight", "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes",
         "suite_results", "suite_runner", "suite_worker")),
     "report": tuple(f"tape_vs_trace.{m}" for m in (
-        "report.*", "agreement", "cite", "cite_distributed", "compare", "comparison_figure", "comparison_page",
-        "distributed_page", "host_split")),
+        "report.*", "agreement", "cite", "cite_distributed", "cite_native_peak", "compare", "comparison_figure",
+        "comparison_page", "distributed_page", "host_split")),
     "command line": ("tape_vs_trace.cli", "tape_vs_trace.commands", "tape_vs_trace.handlers", "tape_vs_trace.publish",
                      "scripts.*"),
 }

@@ -1,0 +1,132 @@
+"""The report's page of CPU native peaks (native-peak.md) and the remat curve drawn with them
+(native_peak_curve_<size>.png), from each machine's newest results/native-peak file: per case both frameworks' peaks
+with their spread over processes, analytic bounds and the suite's own CPU method beside them, the JAX/PyTorch ratios
+the ratio rule allows, and the overhead of the tracker on a step. Self-contained: build.py calls `write` alone."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from implementations import frameworks
+from tape_vs_trace import native_peak_rows as rows
+
+FOLDER = "native-peak"
+PAGE = "native-peak.md"
+
+
+def _mib(value: object) -> str:
+    return f"{value / 2**20:.3f}" if isinstance(value, int | float) and value != "" else ""
+
+
+def _case(line: dict) -> str:
+    parts = [line["workload"], line["size"], line["kind"] if line["kind"] != "grad" else "",
+             line["transform"], line["variant"] if line["variant"] != "plain" else "",
+             f"budget {line['budget']}" if line["budget"] else "", line["formulation"]]
+    return " ".join(p for p in parts if p)
+
+
+def _spread(line: dict) -> str:
+    if line["processes"] < 2:
+        return "1 process"
+    if line["peak_min"] == line["peak_max"]:
+        return f"{line['processes']} processes, equal"
+    return (f"{_mib(line['peak_min'])}-{_mib(line['peak_max'])} over {line['processes']} "
+            f"(95 %: {_mib(line['ci_low'])}-{_mib(line['ci_high'])})")
+
+
+def _bounds(line: dict) -> str:
+    if line["lower_bytes"] == "":
+        return "-"
+    resident = line["resident_bytes"]
+    return f"{_mib(line['lower_bytes'] - resident)}-{_mib(line['upper_bytes'] - resident)}"
+
+
+def table(lines: list[dict]) -> list[str]:
+    """The peaks, one row per case and framework, in MiB above the step's start (bounds likewise)."""
+    out = ["| case | mode | framework | peak | of it GEMM scratch / small | repeats | bounds | verdict | "
+           "suite's CPU method | step ms (tracked) |",
+           "|---|---|---|---:|---:|---|---|---|---|---|"]
+    for line in lines:
+        other = (f"{_mib(line['other_peak_bytes'])} ({line['other_method'].split(' (')[0]})"
+                 if line["other_peak_bytes"] != "" else "none sees this step")
+        verdict = "ok" if line["verdicts"] == ["ok"] else "; ".join(v.split(" (")[0] for v in line["verdicts"])
+        out.append(f"| {_case(line)} | {line['mode']} | {frameworks.label(line['framework'])} | "
+                   f"{_mib(line['peak_bytes'])} | {_mib(line['workspace_bytes'])} / {_mib(line['small_bytes'])} | "
+                   f"{_spread(line)} | {_bounds(line)} | {verdict} | {other} | "
+                   f"{line['step_s'] * 1e3:.2f} ({line['tracked_step_s'] * 1e3:.2f}) |")
+    return out
+
+
+def ratio_table(lines: list[dict]) -> list[str]:
+    out = ["| case | mode | PyTorch | JAX | JAX / PyTorch | 95 % interval |", "|---|---|---:|---:|---:|---|"]
+    for r in rows.ratios(lines):
+        interval = (f"{r['ratio_low']:.3f}-{r['ratio_high']:.3f}" if math.isfinite(r["ratio_low"])
+                    else "one process a side")
+        out.append(f"| {_case(r)} | {r['mode']} | {_mib(r['torch'])} | {_mib(r['jax'])} | {r['ratio']:.3f} | "
+                   f"{interval} |")
+    return out
+
+
+def draw_curve(lines: list[dict], out: Path) -> list[str]:
+    """Per size of the curve selection, peak against step time, one line per framework x mode x formulation."""
+    curve = [line for line in lines if line["selection"] == "curve"]
+    if not curve:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    for size in dict.fromkeys(line["size"] for line in curve):
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+        keys = dict.fromkeys((line["framework"], line["mode"], line["formulation"]) for line in curve
+                             if line["size"] == size)
+        for fw, mode, form in keys:
+            points = sorted((line for line in curve if line["size"] == size and
+                             (line["framework"], line["mode"], line["formulation"]) == (fw, mode, form)),
+                            key=lambda line: line["peak_bytes"])
+            xs, ys = [p["peak_bytes"] / 2**20 for p in points], [p["step_s"] * 1e3 for p in points]
+            ax.plot(xs, ys, "-o" if mode == "eager" else "--s", color=frameworks.get(fw).color,
+                    label=f"{frameworks.label(fw)} {mode} {form}".strip())
+            for p, x, y in zip(points, xs, ys):
+                ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
+        ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
+        ax.set_yscale("log")
+        ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size}: one memory method on both sides")
+        ax.legend(fontsize=7)
+        name = f"native_peak_curve_{size}.png"
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=130)
+        plt.close(fig)
+        names.append(name)
+    return names
+
+
+def page(path: Path, lines: list[dict], figures: list[str]) -> str:
+    first = lines[0]
+    text = [f"# CPU peak memory by one method on both sides ({first['machine']}, commit {first['commit'][:8]})", "",
+            f"Method: {first['method']}: one call after the warm-ups, in a fresh process per framework, case and "
+            "repeat; bytes in MiB above the live bytes at the step's start. How it is measured and what it sees "
+            f"that the suite's other CPU methods do not: docs/metrics.md. Source: {FOLDER}/{path.name}.", "",
+            "## Peaks", "", *table(lines), "",
+            "## JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
+    for name in figures:
+        text += ["", f"![native-peak remat curve]({name})"]
+    return "\n".join(text) + "\n"
+
+
+def write(results: Path, out: Path) -> list[str]:
+    """native-peak.md and its figures into `out` from the newest results/native-peak file; [] without one."""
+    path = rows.newest(results / FOLDER)
+    if path is None:
+        return []
+    lines = rows.summary(rows.read(path))
+    if not lines:
+        return []
+    figures = draw_curve(lines, out)
+    (out / PAGE).write_text(page(path, lines, figures), encoding="utf-8")
+    return [PAGE, *figures]
