@@ -5,7 +5,10 @@ the ratio rule allows, and the overhead of the tracker on a step. Self-contained
 
 from __future__ import annotations
 
+import html
 import math
+import shutil
+import tempfile
 from pathlib import Path
 
 from implementations import frameworks
@@ -13,6 +16,7 @@ from tape_vs_trace import native_peak_rows as rows
 
 FOLDER = "native-peak"
 PAGE = "native-peak.md"
+HTML_PAGE = "native-peak.html"  # the dashboard's copy of the page
 
 
 def _mib(value: object) -> str:
@@ -130,3 +134,47 @@ def write(results: Path, out: Path) -> list[str]:
     figures = draw_curve(lines, out)
     (out / PAGE).write_text(page(path, lines, figures), encoding="utf-8")
     return [PAGE, *figures]
+
+
+def to_html(markdown: str, css: str) -> str:
+    """The page's markdown (headings, paragraphs, tables, images: what `page` writes) as a dashboard page."""
+    out = []
+    for block in markdown.split("\n\n"):
+        lines = block.strip().splitlines()
+        if not lines:
+            continue
+        if lines[0].startswith("#"):
+            level = len(lines[0]) - len(lines[0].lstrip("#"))
+            out.append(f"<h{level}>{html.escape(lines[0].lstrip('# '))}</h{level}>")
+        elif lines[0].startswith("|"):
+            cells = [[html.escape(c.strip()) for c in line.strip().strip("|").split("|")] for line in lines]
+            head, body = cells[0], cells[2:]
+            out.append('<table class="table table-condensed"><thead><tr>' + "".join(f"<th>{c}</th>" for c in head)
+                       + "</tr></thead><tbody>" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+                                                         for row in body) + "</tbody></table>")
+        elif lines[0].startswith("!["):
+            src = lines[0].split("(", 1)[1].rstrip(")")
+            out.append(f'<img src="{html.escape(src)}" alt="native-peak remat curve" style="max-width:100%">')
+        else:
+            out.append(f"<p>{html.escape(' '.join(lines))}</p>")
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>CPU native peaks</title><link rel="stylesheet" '
+            f'href="{css}"></head><body class="container">' + "\n".join(out) +
+            '<p><a href="index.html">Back to the dashboard</a>.</p></body></html>\n')
+
+
+def publish(results: Path, site: Path, css: str) -> bool:
+    """site/native-peak.html and its figures, from the newest results/native-peak file; False without one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        names = write(results, Path(tmp))
+        if not names:
+            return False
+        for name in names[1:]:
+            shutil.copy(Path(tmp) / name, site / name)
+        (site / HTML_PAGE).write_text(to_html((Path(tmp) / PAGE).read_text(encoding="utf-8"), css), encoding="utf-8")
+    return True
+
+
+def link(index_html: str) -> str:
+    """asv's index page with a "CPU native peaks" entry in its navigation bar."""
+    anchor_tag = '<ul class="nav navbar-nav navbar-left">'
+    return index_html.replace(anchor_tag, anchor_tag + f'<li><a href="{HTML_PAGE}">CPU native peaks</a></li>', 1)

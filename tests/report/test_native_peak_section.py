@@ -3,6 +3,8 @@ curve from the curve selection's rows."""
 
 from __future__ import annotations
 
+import html
+
 from tape_vs_trace import native_peak_rows
 from tape_vs_trace.report import native_peak_section
 from tests.test_native_peak_rows import METHOD, _row, write_results
@@ -29,3 +31,14 @@ def test_the_page_draws_the_curve_from_curve_rows(tmp_path) -> None:
     out.mkdir()
     names = native_peak_section.write(tmp_path, out)
     assert names[1:] == ["native_peak_curve_64x256x1024.png"] and (out / names[1]).stat().st_size > 0
+
+
+def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:
+    results, site = write_results(tmp_path), tmp_path / "site"
+    site.mkdir()
+    assert native_peak_section.publish(results, site, "bootstrap.css")
+    page = (site / native_peak_section.HTML_PAGE).read_text()
+    assert html.escape(METHOD) in page and "<td>1.500</td>" in page
+    index = '<ul class="nav navbar-nav navbar-left"><li>Graphs</li></ul>'
+    assert native_peak_section.HTML_PAGE in native_peak_section.link(index)
+    assert not native_peak_section.publish(tmp_path / "none", site, "bootstrap.css")
