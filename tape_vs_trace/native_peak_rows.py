@@ -66,8 +66,9 @@ def like_row(row: dict, peak: float) -> dict:
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """One line per (case, framework): the median peak over its processes, their range and 95 % interval
-    (intervals.median_interval), the bounds and the other method's value of its first process."""
+    """One line per (case, framework): the median peak over its processes (of every selection that ran the case),
+    their range and 95 % interval (intervals.median_interval), the bounds and the other method's value of its first
+    process."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((*(row[k] for k in PARAMS), row["framework"], row["machine"], row["commit"]),
@@ -81,6 +82,7 @@ def summary(rows: list[dict]) -> list[dict]:
                     "peak_max": peaks[-1],
                     "processes": len(peaks), "ci_low": low, "ci_high": high,
                     "verdicts": sorted({r["verdict"] for r in members}),
+                    "selections": sorted({r["selection"] for r in members}),
                     "step_s": sorted(r["step_s"] for r in members)[len(members) // 2],
                     "tracked_step_s": sorted(r["tracked_step_s"] for r in members)[len(members) // 2]})
     return out

@@ -72,9 +72,14 @@ def ratio_table(lines: list[dict]) -> list[str]:
     return out
 
 
+def curve_points(lines: list[dict]) -> list[dict]:
+    """The summary lines of the curve selection's cases (whichever selection also ran them)."""
+    return [line for line in lines if "curve" in line["selections"]]
+
+
 def draw_curve(lines: list[dict], out: Path) -> list[str]:
     """Per size of the curve selection, peak against step time, one line per framework x mode x formulation."""
-    curve = [line for line in lines if line["selection"] == "curve"]
+    curve = curve_points(lines)
     if not curve:
         return []
     import matplotlib

@@ -24,9 +24,12 @@ def test_the_page_divides_like_modes_only(tmp_path) -> None:
 def test_the_page_draws_the_curve_from_curve_rows(tmp_path) -> None:
     folder = tmp_path / "native-peak"
     folder.mkdir()
-    native_peak_rows.write(folder / "m-cccccccc.csv", [
+    # the check's run of the plain point first: the case is on the curve whichever selection is listed first
+    native_peak_rows.write(folder / "m-cccccccc.csv", [_row("torch", 4 << 20, 1, workload="transformer")] + [
         _row(fw, peak, selection="curve", variant=v, workload="transformer")
         for fw in ("torch", "jax") for v, peak in (("plain", 4 << 20), ("remat_full", 2 << 20))])
+    lines = native_peak_rows.summary(native_peak_rows.read(folder / "m-cccccccc.csv"))
+    assert len(native_peak_section.curve_points(lines)) == 4
     out = tmp_path / "report"
     out.mkdir()
     names = native_peak_section.write(tmp_path, out)
