@@ -13,7 +13,7 @@ from tape_vs_trace.cite import CiteError
 from tape_vs_trace.report.native_peak_section import FOLDER, _bounds, _case, _mib, _spread
 
 QUERY = "native-peak"
-KEYS = (*rows.PARAMS, "framework", "selection")
+KEYS = (*rows.PARAMS, "framework", "machine")
 
 
 def select(lines: list[dict], filters: list[str]) -> list[dict]:
@@ -27,22 +27,23 @@ def select(lines: list[dict], filters: list[str]) -> list[dict]:
             have = sorted({str(line[key]) for line in lines})
             raise CiteError(f"no native-peak row with {key}={value}; {key} takes: {', '.join(have)}")
         lines = [line for line in lines if str(line[key]) == value]
-    cases = {tuple(line[k] for k in rows.PARAMS) for line in lines}
+    cases = {tuple(line[k] for k in (*rows.PARAMS, "machine")) for line in lines}
     if len(cases) > 1:
-        varying = {k: sorted({str(line[k]) for line in lines}) for k in rows.PARAMS}
+        varying = {k: sorted({str(line[k]) for line in lines}) for k in (*rows.PARAMS, "machine")}
         choose = "; ".join(f"{k} takes {', '.join(v)}" for k, v in varying.items() if len(v) > 1)
         raise CiteError(f"{len(cases)} native-peak cases left: {choose}; add key=value to choose")
     return lines
 
 
 def run(filters: list[str], results: Path) -> str:
-    path = rows.newest(results / FOLDER)
-    if path is None:
+    files = rows.newest(results / FOLDER)
+    if not files:
         raise CiteError(f"no native-peak results in {results / FOLDER} (run tape-vs-trace native-peak first)")
     try:
-        lines = select(rows.summary(rows.read(path)), filters)
+        lines = select([line for path in files.values() for line in rows.summary(rows.read(path))], filters)
     except rows.NativePeakError as exc:
         raise CiteError(str(exc)) from None
+    path = files[lines[0]["machine"]]
     first = lines[0]
     out = [f"CPU peak memory, {_case(first)}, {first['mode']}, float32 ({first['machine']}, commit "
            f"{first['commit'][:8]}, {path.name})", f"  method: {first['method']}"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -124,8 +125,25 @@ def divide(a: dict, b: dict) -> float:
     return b["peak_bytes"] / a["peak_bytes"]
 
 
-def newest(folder: Path, machine_name: str | None = None) -> Path | None:
-    """The newest results file in `folder` (of `machine_name` where given), by modification time; None if none."""
-    found = sorted((p for p in folder.glob("*.csv") if machine_name is None or p.name.startswith(machine_name + "-")),
-                   key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
+def _commit_date(path: Path) -> str:
+    """The ISO date of the commit a file's first row names, from the git repository around it; '' if unknown."""
+    try:
+        with path.open(encoding="utf-8") as f:
+            commit = next(csv.DictReader(f), {}).get("commit", "")
+        done = subprocess.run(["git", "show", "-s", "--format=%cI", commit], capture_output=True, text=True,
+                              cwd=path.parent) if commit else None
+    except OSError:
+        return ""
+    return done.stdout.strip() if done is not None and done.returncode == 0 else ""
+
+
+def newest(folder: Path) -> dict[str, Path]:
+    """Per machine, its newest results file in `folder` (<machine>-<commit8>.csv): by its commit's date where git
+    knows the commit, then as written last."""
+    found: dict[str, tuple[tuple[str, float], Path]] = {}
+    for path in sorted(folder.glob("*.csv")):
+        machine = path.stem.rsplit("-", 1)[0]
+        key = (_commit_date(path), path.stat().st_mtime)
+        if machine not in found or key > found[machine][0]:
+            found[machine] = (key, path)
+    return {machine: path for machine, (_, path) in sorted(found.items())}

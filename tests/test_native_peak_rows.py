@@ -77,7 +77,17 @@ def test_write_then_read_round_trips(tmp_path) -> None:
     path = rows.write(tmp_path / "m-cccccccc.csv", [_row("torch", 100), _row("jax", 150)])
     back = rows.read(path)
     assert [r["peak_bytes"] for r in back] == [100, 150] and back[0]["lower_bytes"] == ""
-    assert rows.newest(tmp_path) == path and rows.newest(tmp_path, "other") is None
+    assert rows.newest(tmp_path) == {"m": path}
+
+
+def test_each_machine_has_its_newest_file(tmp_path) -> None:
+    import os
+
+    old, new = (rows.write(tmp_path / name, [_row("torch", 1)]) for name in ("m-aaaaaaaa.csv", "m-bbbbbbbb.csv"))
+    other = rows.write(tmp_path / "cpu-x-2c-cccccccc.csv", [_row("torch", 1, machine="cpu-x-2c")])
+    os.utime(old, (2e9, 2e9))  # written last, but an unknown commit either way: the time decides
+    assert rows.newest(tmp_path) == {"m": old, "cpu-x-2c": other}
+    assert new.exists()
 
 
 def test_a_file_of_other_columns_is_refused(tmp_path) -> None:

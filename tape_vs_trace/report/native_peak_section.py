@@ -77,7 +77,7 @@ def curve_points(lines: list[dict]) -> list[dict]:
     return [line for line in lines if "curve" in line["selections"]]
 
 
-def draw_curve(lines: list[dict], out: Path) -> list[str]:
+def draw_curve(lines: list[dict], out: Path, machine: str) -> list[str]:
     """Per size of the curve selection, peak against step time, one line per framework x mode x formulation."""
     curve = curve_points(lines)
     if not curve:
@@ -107,7 +107,7 @@ def draw_curve(lines: list[dict], out: Path) -> list[str]:
         ax.set_yscale("log")
         ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size}: one memory method on both sides")
         ax.legend(fontsize=7)
-        name = f"native_peak_curve_{size}.png"
+        name = f"native_peak_curve_{machine}_{size}.png"
         fig.tight_layout()
         fig.savefig(out / name, dpi=130)
         plt.close(fig)
@@ -115,30 +115,38 @@ def draw_curve(lines: list[dict], out: Path) -> list[str]:
     return names
 
 
-def page(path: Path, lines: list[dict], figures: list[str]) -> str:
+def section(path: Path, lines: list[dict], figures: list[str]) -> list[str]:
+    """One machine's part of the page: its peaks, ratios and curve figures."""
     first = lines[0]
-    text = [f"# CPU peak memory by one method on both sides ({first['machine']}, commit {first['commit'][:8]})", "",
-            f"Method: {first['method']}: one call after the warm-ups, in a fresh process per framework, case and "
-            "repeat; bytes in MiB above the live bytes at the step's start. How it is measured and what it sees "
-            f"that the suite's other CPU methods do not: docs/metrics.md. Source: {FOLDER}/{path.name}.", "",
-            "## Peaks", "", *table(lines), "",
-            "## JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
+    text = [f"## {first['machine']} (commit {first['commit'][:8]}, {FOLDER}/{path.name})", "",
+            "### Peaks", "", *table(lines), "",
+            "### JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
     for name in figures:
         text += ["", f"![native-peak remat curve]({name})"]
-    return "\n".join(text) + "\n"
+    return text
 
 
 def write(results: Path, out: Path) -> list[str]:
-    """native-peak.md and its figures into `out` from the newest results/native-peak file; [] without one."""
-    path = rows.newest(results / FOLDER)
-    if path is None:
+    """native-peak.md and its figures into `out` from each machine's newest results/native-peak file; [] without
+    one."""
+    body, names, method = [], [], ""
+    for machine, path in rows.newest(results / FOLDER).items():
+        lines = rows.summary(rows.read(path))
+        if not lines:
+            continue
+        figures = draw_curve(lines, out, machine)
+        body += ["", *section(path, lines, figures)]
+        names += figures
+        method = lines[0]["method"]
+    if not body:
         return []
-    lines = rows.summary(rows.read(path))
-    if not lines:
-        return []
-    figures = draw_curve(lines, out)
-    (out / PAGE).write_text(page(path, lines, figures), encoding="utf-8")
-    return [PAGE, *figures]
+    head = ["# CPU peak memory by one method on both sides", "",
+            f"Method: {method}: one call after the warm-ups, in a fresh process per framework, case and repeat; "
+            "bytes in MiB above the live bytes at the step's start; bounds likewise (empty where a step has none); "
+            "step times in ms, median of 5 calls in the measuring process, untracked (tracked). How it is measured "
+            "and what it sees that the suite's other CPU methods do not: docs/metrics.md."]
+    (out / PAGE).write_text("\n".join(head + body) + "\n", encoding="utf-8")
+    return [PAGE, *names]
 
 
 def to_html(markdown: str, css: str) -> str:

@@ -33,7 +33,7 @@ def test_the_page_draws_the_curve_from_curve_rows(tmp_path) -> None:
     out = tmp_path / "report"
     out.mkdir()
     names = native_peak_section.write(tmp_path, out)
-    assert names[1:] == ["native_peak_curve_64x256x1024.png"] and (out / names[1]).stat().st_size > 0
+    assert names[1:] == ["native_peak_curve_m_64x256x1024.png"] and (out / names[1]).stat().st_size > 0
 
 
 def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:
