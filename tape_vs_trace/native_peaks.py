@@ -178,7 +178,7 @@ def run_all(out: Path, selections: Iterable[str] = ("check",), processes: int = 
             machine_name: str | None = None, commit: str | None = None, step: Step = quiet) -> Path:
     """Every case of `selections`, each in `processes` fresh processes per framework; the rows to
     OUT/<machine>-<commit8>.csv, where they replace the rows of the same selections (the others stay). Returns the
-    path."""
+    path; a failed measurement is left out, the others run, and NativePeakError names it once the file is written."""
     from tape_vs_trace import machine
 
     if processes < 1:
@@ -191,16 +191,23 @@ def run_all(out: Path, selections: Iterable[str] = ("check",), processes: int = 
         raise NativePeakError(f"cannot create {out}: {exc.strerror or exc}") from None
     commit = commit or _commit()
     machine_name = machine_name or machine.record()["machine"]
-    rows = []
+    rows, failed = [], []
     for i, (name, fw, case) in enumerate(chosen, 1):
         for process in range(processes):
             step(f"{i} of {len(chosen)}: {frameworks.label(fw)} {case.workload} {case.kind} {case.variant} "
                  f"{case.mode} {case.formulation} {case.budget} {case.transform} (process {process + 1})")
-            rows.append({**measure_in_process(fw, case, device), "selection": name, "process": process,
-                         "machine": machine_name, "commit": commit})
+            try:
+                rows.append({**measure_in_process(fw, case, device), "selection": name, "process": process,
+                             "machine": machine_name, "commit": commit})
+            except NativePeakError as exc:  # the others still run; a failed case has no row (not measured)
+                failed.append(str(exc))
+                step(f"failed: {exc}")
     path = out / f"{machine_name}-{commit[:8]}.csv"
     kept = [r for r in read(path) if r["selection"] not in selections] if path.exists() else []
-    return write(path, kept + rows)
+    write(path, kept + rows)
+    if failed:
+        raise NativePeakError(f"{len(failed)} measurement(s) failed, their rows left out of {path}; first: {failed[0]}")
+    return path
 
 
 def main(argv: list[str]) -> int:

@@ -65,3 +65,16 @@ def test_the_checked_step_lies_within_its_bounds_and_agrees_with_the_suites_meth
     # the allocator sees the arrays the other method counts, plus GEMM scratch and small bookkeeping objects
     arrays = row["peak_bytes"] - row["workspace_bytes"] - row["small_bytes"]
     assert arrays == pytest.approx(row["other_peak_bytes"], rel=0.02), row
+
+
+def test_a_failed_measurement_is_left_out_and_named_after_the_others_are_written(monkeypatch, tmp_path) -> None:
+    def measured(framework, case, device="cpu"):
+        if framework == "jax":
+            raise native_peak_rows.NativePeakError("JAX mlp eager failed: boom")
+        return {**case.__dict__, "framework": framework, "peak_bytes": 1, "method": METHOD, "verdict": "ok"}
+
+    monkeypatch.setattr(native_peaks, "measure_in_process", measured)
+    with pytest.raises(native_peak_rows.NativePeakError, match="4 measurement.*boom"):
+        native_peaks.run_all(tmp_path, ["bench"], 2, machine_name="m", commit="c" * 40)
+    written = native_peak_rows.read(tmp_path / "m-cccccccc.csv")
+    assert {r["framework"] for r in written} == {"torch"} and len(written) == 4
