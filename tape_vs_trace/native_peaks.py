@@ -114,11 +114,7 @@ def _accounting(fw: frameworks.Loaded, case: Case, inputs: workloads.Inputs, out
     policy's recomputation, a forward's and a transform's temporaries are outside what the bounds account for."""
     if case.kind != "grad" or case.variant != "plain" or case.budget:
         return {}
-    loss, args = fw.steps.loss_fn(inputs, case.variant, device, case.formulation or None)
-    pointers = gpucheck.TUPLE_POINTER_BYTES * gpucheck._leaves(out) if fw.name == "jax" else 0
-    return {"resident_bytes": gpucheck._nbytes((inputs.params, inputs.data)),
-            "saved_bytes": fw.probe.saved_bytes(loss, *args).extra_bytes,
-            "returned_bytes": gpucheck._nbytes(out) + pointers}
+    return gpucheck.accounting(fw, inputs, out, device, case.formulation or None)
 
 
 NO_BOUNDS = "no bounds: recomputation, forward or transform temporaries are not in the accounting"
