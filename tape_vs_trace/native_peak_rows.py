@@ -67,20 +67,19 @@ def like_row(row: dict, peak: float) -> dict:
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """One line per (case, framework): the median peak over its processes (of every selection that ran the case),
-    their range and 95 % interval (intervals.median_interval), the bounds and the other method's value of its first
-    process."""
+    """One line per (case, framework): the process of the median peak over its processes (of every selection that
+    ran the case), so its GEMM scratch, small allocations and bounds are that process's own; the range of the peaks,
+    their 95 % interval (intervals.median_interval), every process's verdict, and the median step times."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((*(row[k] for k in PARAMS), row["framework"], row["machine"], row["commit"]),
                           []).append(row)
     out = []
     for members in groups.values():
-        peaks = sorted(r["peak_bytes"] for r in members)
+        members = sorted(members, key=lambda r: r["peak_bytes"])
+        peaks = [r["peak_bytes"] for r in members]
         low, high = intervals.median_interval(peaks) if len(peaks) > 1 else (math.nan, math.nan)
-        first = members[0]
-        out.append({**first, "peak_bytes": peaks[len(peaks) // 2], "peaks": peaks, "peak_min": peaks[0],
-                    "peak_max": peaks[-1],
+        out.append({**members[len(members) // 2], "peaks": peaks, "peak_min": peaks[0], "peak_max": peaks[-1],
                     "processes": len(peaks), "ci_low": low, "ci_high": high,
                     "verdicts": sorted({r["verdict"] for r in members}),
                     "selections": sorted({r["selection"] for r in members}),

@@ -60,8 +60,9 @@ def test_different_methods_are_not_divided() -> None:
 
 
 def test_the_summary_takes_the_median_and_the_interval_over_processes() -> None:
-    [line] = rows.summary([_row("jax", p, i) for i, p in enumerate((300, 100, 200))])
+    [line] = rows.summary([_row("jax", p, i, workspace_bytes=p // 10) for i, p in enumerate((300, 100, 200))])
     assert (line["peak_bytes"], line["peak_min"], line["peak_max"], line["processes"]) == (200, 100, 300, 3)
+    assert (line["workspace_bytes"], line["process"]) == (20, 2)  # the median process's parts, not the first's
     assert line["ci_low"] < 200 < line["ci_high"]
     [single] = rows.summary([_row("jax", 100)])
     assert math.isnan(single["ci_low"])
