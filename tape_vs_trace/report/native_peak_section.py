@@ -97,7 +97,8 @@ def draw_curve(lines: list[dict], out: Path, machine: str) -> list[str]:
                              (line["framework"], line["mode"], line["formulation"]) == (fw, mode, form)),
                             key=lambda line: line["peak_bytes"])
             xs, ys = [p["peak_bytes"] / 2**20 for p in points], [p["step_s"] * 1e3 for p in points]
-            ax.plot(xs, ys, "-o" if mode == "eager" else "--s", color=frameworks.get(fw).color,
+            style = "-o" if mode == "eager" else (":^" if form == "scan" else "--s")
+            ax.plot(xs, ys, style, color=frameworks.get(fw).color,
                     label=f"{frameworks.label(fw)} {mode} {form}".strip())
             for p, x, y in zip(points, xs, ys):
                 ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
@@ -105,7 +106,8 @@ def draw_curve(lines: list[dict], out: Path, machine: str) -> list[str]:
         ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
         ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
         ax.set_yscale("log")
-        ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size}: one memory method on both sides")
+        ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size} ({machine}):\n"
+                     "one memory method on both sides, every mode", fontsize=9)
         ax.legend(fontsize=7)
         name = f"native_peak_curve_{machine}_{size}.png"
         fig.tight_layout()
