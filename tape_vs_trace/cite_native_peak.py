@@ -5,6 +5,7 @@ not), with commit and machine."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from implementations import frameworks
@@ -55,7 +56,12 @@ def run(filters: list[str], results: Path) -> str:
     by_framework = {line["framework"]: line for line in lines}
     if set(by_framework) == set(frameworks.NAMES):
         try:
-            out.append(f"  JAX / PyTorch: {rows.divide(by_framework['torch'], by_framework['jax']):.3f}")
+            ratio = rows.divide(by_framework["torch"], by_framework["jax"])
         except rows.NativePeakError as exc:
             out.append(f"  JAX / PyTorch: {exc}")
+        else:
+            [line] = rows.ratios([by_framework["torch"], by_framework["jax"]])
+            interval = (f" (95 % across processes: {line['ratio_low']:.3f}-{line['ratio_high']:.3f})"
+                        if math.isfinite(line["ratio_low"]) else " (one process a side: no interval)")
+            out.append(f"  JAX / PyTorch: {ratio:.3f}{interval}")
     return "\n".join(out)
