@@ -72,8 +72,9 @@ GPU_COUNT = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 DISTRIBUTED ?= $(if $(filter cuda,$(DEVICE)),$(if $(filter-out 0 1,$(GPU_COUNT)),1,0),$(if $(filter full,$(PROFILE)),1,0))
 DISTRIBUTED_ARGS ?=
 # On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/):
-# by default the mlp's gradient step in every mode, one process each; NATIVE_PEAK_ARGS replaces the selection (e.g.
-# '--select check curve pillars --processes 3', most of an hour on a 2-core host).
+# by default the mlp's gradient step under torch.compile and jax.jit, one process each, the compile caches of the run
+# reused; NATIVE_PEAK_ARGS replaces the selection (e.g. '--select check curve pillars --processes 3', most of an hour
+# on a 2-core host).
 NATIVE_PEAK_ARGS ?= --select bench --processes 1
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
@@ -107,7 +108,8 @@ bench: $(STAMP)
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
-	$(if $(filter cpu,$(DEVICE)),{ $(VENV)/bin/tape-vs-trace native-peak --out results/native-peak $(NATIVE_PEAK_ARGS) || \
+	$(if $(filter cpu,$(DEVICE)),{ TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(VENV)/bin/tape-vs-trace native-peak \
+		--out results/native-peak $(NATIVE_PEAK_ARGS) || \
 		echo "warning: no CPU native peaks (above)"; } &&,) \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \

@@ -206,9 +206,9 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("--out", type=Path, default=Path("results/native-peak"),
                             help="folder of the CSV (default: results/native-peak)"),
                        _arg("--select", nargs="+", default=["check"], metavar="SELECTION",
-                            help="check (default: the GPU check's workloads, bounds checked), bench (its mlp alone: "
-                                 "make bench), curve (the CPU remat curve), pillars (inference, custom backward, "
-                                 "transforms)"),
+                            help="check (default: the GPU check's workloads, bounds checked), bench (its mlp, "
+                                 "compiled on both sides: make bench), curve (the CPU remat curve), pillars "
+                                 "(inference, custom backward, transforms)"),
                        _arg("--processes", type=int, default=2,
                             help="fresh processes per framework and case (default: 2)")),
             errors=("tape_vs_trace.native_peak_rows:NativePeakError",)),

@@ -39,7 +39,7 @@ def test_every_selection_measures_both_frameworks_in_like_cases(name: str) -> No
     assert all(by_framework.values())
     if name != "curve":  # the curve's points differ by framework (torch.compile's budgets, JAX's scan)
         assert by_framework["torch"] == by_framework["jax"]
-    assert {case.mode for _, case in chosen} >= {"eager", "compiled"}
+    assert {case.mode for _, case in chosen} >= ({"compiled"} if name == "bench" else {"eager", "compiled"})
 
 
 def test_the_curve_has_torch_compiles_budgets_and_jax_scan() -> None:
@@ -74,7 +74,7 @@ def test_a_failed_measurement_is_left_out_and_named_after_the_others_are_written
         return {**case.__dict__, "framework": framework, "peak_bytes": 1, "method": METHOD, "verdict": "ok"}
 
     monkeypatch.setattr(native_peaks, "measure_in_process", measured)
-    with pytest.raises(native_peak_rows.NativePeakError, match="4 measurement.*boom"):
+    with pytest.raises(native_peak_rows.NativePeakError, match="2 measurement.*boom"):
         native_peaks.run_all(tmp_path, ["bench"], 2, machine_name="m", commit="c" * 40)
     written = native_peak_rows.read(tmp_path / "m-cccccccc.csv")
-    assert {r["framework"] for r in written} == {"torch"} and len(written) == 4
+    assert {r["framework"] for r in written} == {"torch"} and len(written) == 2
