@@ -12,6 +12,7 @@ from implementations import frameworks
 from tape_vs_trace import native_peak_rows as rows
 from tape_vs_trace.cite import CiteError
 from tape_vs_trace.report.native_peak_section import FOLDER, _bounds, _case, _mib, _spread
+from tape_vs_trace.rowkey import RowKey
 
 QUERY = "native-peak"
 KEYS = (*rows.PARAMS, "framework", "machine")
@@ -28,7 +29,7 @@ def select(lines: list[dict], filters: list[str]) -> list[dict]:
             have = sorted({str(line[key]) for line in lines})
             raise CiteError(f"no native-peak row with {key}={value}; {key} takes: {', '.join(have)}")
         lines = [line for line in lines if str(line[key]) == value]
-    cases = {tuple(line[k] for k in (*rows.PARAMS, "machine")) for line in lines}
+    cases = {(RowKey.of(rows.like_row(line, 0)).without("framework"), line["machine"]) for line in lines}
     if len(cases) > 1:
         varying = {k: sorted({str(line[k]) for line in lines}) for k in (*rows.PARAMS, "machine")}
         choose = "; ".join(f"{k} takes {', '.join(v)}" for k, v in varying.items() if len(v) > 1)

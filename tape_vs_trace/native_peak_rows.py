@@ -8,9 +8,11 @@ import csv
 import math
 import subprocess
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from tape_vs_trace import intervals
+from tape_vs_trace.rowkey import RowKey
 
 BENCHMARK = "native_peak"  # the name rowkey.like sees for these rows
 VERSION = "1"  # what a row means; changed when the method changes, so old and new rows are never divided
@@ -72,8 +74,7 @@ def summary(rows: list[dict]) -> list[dict]:
     their 95 % interval (intervals.median_interval), every process's verdict, and the median step times."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault((*(row[k] for k in PARAMS), row["framework"], row["machine"], row["commit"]),
-                          []).append(row)
+        groups.setdefault((RowKey.of(like_row(row, 0)), row["machine"], row["commit"]), []).append(row)
     out = []
     for members in groups.values():
         members = sorted(members, key=lambda r: r["peak_bytes"])
@@ -93,14 +94,12 @@ def ratios(lines: list[dict]) -> list[dict]:
     across processes (intervals.ratio_interval; NaN unless both sides have two or more)."""
     from tape_vs_trace import rowkey
 
-    by_key: dict[tuple, dict] = {}
-    for line in lines:
-        by_key[(*(line[k] for k in PARAMS), line["framework"])] = line
+    by_key = {RowKey.of(like_row(line, 0)): line for line in lines}
     out = []
     for line in lines:
         if line["framework"] != "torch":
             continue
-        other = by_key.get((*(line[k] for k in PARAMS), "jax"))
+        other = by_key.get(replace(RowKey.of(like_row(line, 0)), framework="jax"))
         if other is None:
             continue
         why = rowkey.like(like_row(line, line["peak_bytes"]), like_row(other, other["peak_bytes"]))
