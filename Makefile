@@ -78,6 +78,11 @@ DISTRIBUTED_ARGS ?=
 # chain's and the transformer's depth series).
 FIRST_STEP ?= 1
 FIRST_STEP_ARGS ?=
+# On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/):
+# by default the mlp's gradient step under torch.compile and jax.jit, one process each, the compile caches of the run
+# reused; NATIVE_PEAK_ARGS replaces the selection (e.g. '--select check curve pillars --processes 3', most of an hour
+# on a 2-core host).
+NATIVE_PEAK_ARGS ?= --select bench --processes 1
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -110,6 +115,9 @@ bench: $(STAMP)
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(VENV)/bin/tape-vs-trace scrub-results results && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
+	$(if $(filter cpu,$(DEVICE)),{ TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(VENV)/bin/tape-vs-trace native-peak \
+		--out results/native-peak $(NATIVE_PEAK_ARGS) || \
+		echo "warning: no CPU native peaks (above)"; } &&,) \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \

@@ -48,7 +48,9 @@ COMMANDS: tuple[Command, ...] = (
             description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
                         "(commit=, machine= too). Latest commit per machine by default. QUERY `distributed` cites "
                         "a row of results/distributed instead (keys: framework, workload, size, dtype, variant, "
-                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios.",
+                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios; "
+                        "QUERY `native-peak` a case of results/native-peak (the CPU native peaks, both frameworks, "
+                        "and their ratio where the modes are like).",
             arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step; "
                                           "or distributed, for a row of the distributed results"),
                        _arg("filters", nargs="*", metavar="key=value",
@@ -211,6 +213,21 @@ COMMANDS: tuple[Command, ...] = (
             arguments=(_arg("--out", type=Path, default=Path("results/saved"),
                             help="folder of the gzip-compressed CSV (default: results/saved)"),),
             errors=("tape_vs_trace.saved:SavedError",)),
+    Command("native-peak", "one CPU peak-memory method for both frameworks in every mode (memray), as CSV",
+            handlers.handle_native_peak, plumbing=True,
+            description="Each framework and case in fresh processes under PYTHONMALLOC=malloc: memray's native heap "
+                        "peak of one call after the warm-ups, above its start, with the step's analytic bounds, the "
+                        "suite's own CPU method where it sees the step and the tracker's overhead; writes "
+                        "OUT/<machine>-<commit8>.csv, which the report reads.",
+            arguments=(_arg("--out", type=Path, default=Path("results/native-peak"),
+                            help="folder of the CSV (default: results/native-peak)"),
+                       _arg("--select", nargs="+", default=["check"], metavar="SELECTION",
+                            help="check (default: the GPU check's workloads, bounds checked), bench (its mlp, "
+                                 "compiled on both sides: make bench), curve (the CPU remat curve), pillars "
+                                 "(inference, custom backward, transforms)"),
+                       _arg("--processes", type=int, default=2,
+                            help="fresh processes per framework and case (default: 2)")),
+            errors=("tape_vs_trace.native_peak_rows:NativePeakError",)),
     Command("scrub-results", "remove interpreter paths from asv result files; store the host's fingerprint, "
                              "calibration and compile-cache state in fresh ones", handlers.handle_scrub_results,
             plumbing=True,

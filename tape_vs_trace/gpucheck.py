@@ -103,6 +103,16 @@ def formulation_of(workload: str) -> str | None:
     return "unrolled" if workloads.spec(workload).formulations else None
 
 
+def accounting(fw: frameworks.Loaded, inputs: workloads.Inputs, out: Any, device: str, formulation: str | None,
+               variant: str = "plain") -> dict[str, int]:
+    """The bounds' terms of a gradient step whose result is `out`: the resident bytes (parameters and inputs), the
+    bytes saved for the backward beyond them, and the bytes returned (a jitted JAX program's tuple included)."""
+    pointers = TUPLE_POINTER_BYTES * _leaves(out) if fw.name == "jax" else 0
+    loss, args = fw.steps.loss_fn(inputs, variant, device, formulation)
+    return {"resident_bytes": _nbytes((inputs.params, inputs.data)),
+            "saved_bytes": fw.probe.saved_bytes(loss, *args).extra_bytes, "returned_bytes": _nbytes(out) + pointers}
+
+
 def measure(framework: str, workload: str, size: str, device: str, mode: str | None = None) -> dict:
     """Peak first (nothing else has run in this process), then the saved and returned bytes. `mode` defaults to
     the one this device measures for the framework (modes)."""
@@ -123,11 +133,8 @@ def measure(framework: str, workload: str, size: str, device: str, mode: str | N
         peak = fw.probe.peak_bytes(lambda *_: step(), *args)  # its warm-up call compiles
     else:
         peak = fw.probe.peak_bytes(fn, *args)
-    out = fn(*args)
-    returned = _nbytes(out) + (TUPLE_POINTER_BYTES * _leaves(out) if framework == "jax" else 0)
-    loss, args = fw.steps.loss_fn(inputs, "plain", device, formulation)
-    saved = fw.probe.saved_bytes(loss, *args).extra_bytes
-    resident = _nbytes((inputs.params, inputs.data))
+    counted = accounting(fw, inputs, fn(*args), device, formulation)
+    resident, saved, returned = (counted[k] for k in ("resident_bytes", "saved_bytes", "returned_bytes"))
     expected = bounds(resident, saved, returned, peak.workspace_bytes)
     measured = resident + peak.bytes
     return {**head, "peak_bytes": measured,

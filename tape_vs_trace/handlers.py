@@ -103,6 +103,15 @@ def handle_saved_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def handle_native_peak(args: argparse.Namespace) -> int:
+    from tape_vs_trace import native_peaks
+
+    with Progress("native-peak") as step:
+        path = native_peaks.run_all(args.out, args.select, args.processes, step=step)
+    print(f"wrote {path}")
+    return 0
+
+
 def handle_compare(args: argparse.Namespace) -> int:
     from tape_vs_trace import compare
 
@@ -126,10 +135,12 @@ def handle_distributed(args: argparse.Namespace) -> int:
 
 
 def handle_cite(args: argparse.Namespace) -> int:
-    from tape_vs_trace import cite, cite_distributed
+    from tape_vs_trace import cite, cite_distributed, cite_native_peak
 
     if args.query == cite_distributed.QUERY:  # its own rows and rule: no asv results are read for them
         print(cite_distributed.run(args.filters, args.results, args.format, warn))
+    elif args.query == cite_native_peak.QUERY:
+        print(cite_native_peak.run(args.filters, args.results))
     else:
         print(cite.run(args.query, args.filters, args.results, args.format, warn, args.verbose))
     return 0

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tape_vs_trace import comparison_page, distributed_page, history, host_split, result_files
 from tape_vs_trace.progress import Step, quiet
+from tape_vs_trace.report import native_peak_section
 
 ASSETS = Path(__file__).with_name("dashboard_assets")
 ASSET_DIR = "offline-assets"  # the vendored copies' folder inside the published site
@@ -83,6 +84,7 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
         if (results / distributed_page.FOLDER).is_dir():
             step("drawing the distributed results' page")
         distributed = distributed_page.write(results, site, css, warn)
+        native = native_peak_section.publish(results, site, css)
         step("pointing every page at the offline copies of its scripts and stylesheets")
         shutil.copytree(ASSETS, site / ASSET_DIR)
         (site / "history.html").write_text(history.page(results, css), encoding="utf-8")
@@ -91,6 +93,7 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
             text = history.link(index.read_text(encoding="utf-8"))
             text = comparison_page.link(text) if compared else text
             text = regressions_note(text, hosts, host_split.regressions(site, hosts))
+            text = native_peak_section.link(text) if native else text
             index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
         pages = sorted(site.rglob("*.html"))
         for page in pages:

@@ -107,7 +107,10 @@ def same_place(a: Mapping, b: Mapping) -> bool:
 
 
 def _peak_mode(row: Mapping) -> str:
-    """The mode in which the framework's probe measured a peak row (frameworks.peak_mode); '' if unknown."""
+    """The mode in which a peak row was measured: the row's own `peak_mode` where it records one (a side
+    measurement that runs every mode), else its framework's probe's (frameworks.peak_mode); '' if unknown."""
+    if row.get("peak_mode"):
+        return str(row["peak_mode"])
     return frameworks.peak_mode(row["framework"]) if row["framework"] in frameworks.FRAMEWORKS else ""
 
 

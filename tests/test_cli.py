@@ -14,7 +14,7 @@ from tape_vs_trace import cli
 ROOT = Path(__file__).resolve().parents[1]
 USER_COMMANDS = ["cite", "compare", "report", "run", "publish", "saved", "paired", "distributed", "first-step",
                  "calibrate"]
-PLUMBING_COMMANDS = ["machine", "saved-all", "scrub-results"]
+PLUMBING_COMMANDS = ["machine", "saved-all", "native-peak", "scrub-results"]
 # Where a TVT_* variable can be read: the packages, the suite, the Makefile and the scripts.
 SOURCES = ["tape_vs_trace", "implementations", "benchmarks", "scripts", "Makefile"]
 NAME = re.compile(r"\bTVT_[A-Z0-9_]+")

@@ -80,14 +80,15 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "benchmarks (the asv suite)": ("benchmarks.*",),
     "results": tuple(f"tape_vs_trace{m}" for m in (
         "", ".asv_results", ".compile_caches", ".history", ".host_check", ".host_load", ".intervals", ".machine",
-        ".progress", ".result_files", ".result_merge", ".rowkey", ".schema")),
+        ".native_peak_rows", ".progress", ".result_files", ".result_merge", ".rowkey", ".schema")),
     "runners": tuple(f"tape_vs_trace.{m}" for m in (
-        "calibrate", "distributed_plan", "distributed_run", "first_step", "gpucheck", "paired", "paired_worker",
+        "calibrate", "distributed_plan", "distributed_run", "first_step", "gpucheck", "native_peaks", "paired",
+        "paired_worker",
         "preflight", "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes",
         "suite_results", "suite_runner", "suite_worker")),
     "report": tuple(f"tape_vs_trace.{m}" for m in (
-        "report.*", "agreement", "cite", "cite_distributed", "compare", "comparison_figure", "comparison_page",
-        "distributed_page", "host_split")),
+        "report.*", "agreement", "cite", "cite_distributed", "cite_native_peak", "compare", "comparison_figure",
+        "comparison_page", "distributed_page", "host_split")),
     "command line": ("tape_vs_trace.cli", "tape_vs_trace.commands", "tape_vs_trace.handlers", "tape_vs_trace.publish",
                      "scripts.*"),
 }

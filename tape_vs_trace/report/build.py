@@ -19,6 +19,7 @@ from tape_vs_trace.report import (
     first_step,
     headline,
     markdown,
+    native_peak_section,
     paired_results,
     readme,
 )
@@ -141,6 +142,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         for name, text in markdown.pages(data, drawn, compiled, top).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")
+        native_peak_section.write(results, staging)  # its own page, linked from none yet
         if readme_path is not None:
             label = Path(os.path.relpath(out, readme_path.resolve().parent)).as_posix()
             block = readme.section(data, drawn, label, top)

@@ -1,0 +1,195 @@
+"""The report's page of CPU native peaks (native-peak.md) and the remat curve drawn with them
+(native_peak_curve_<size>.png), from each machine's newest results/native-peak file: per case both frameworks' peaks
+with their spread over processes, analytic bounds and the suite's own CPU method beside them, the JAX/PyTorch ratios
+the ratio rule allows, and the overhead of the tracker on a step. Self-contained: build.py calls `write` alone."""
+
+from __future__ import annotations
+
+import html
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+from implementations import frameworks
+from tape_vs_trace import native_peak_rows as rows
+
+FOLDER = "native-peak"
+PAGE = "native-peak.md"
+HTML_PAGE = "native-peak.html"  # the dashboard's copy of the page
+
+
+def _mib(value: object) -> str:
+    return f"{value / 2**20:.3f}" if isinstance(value, int | float) and value != "" else ""
+
+
+def _case(line: dict) -> str:
+    parts = [line["workload"], line["size"], line["kind"] if line["kind"] != "grad" else "",
+             line["transform"], line["variant"] if line["variant"] != "plain" else "",
+             f"budget {line['budget']}" if line["budget"] else "", line["formulation"]]
+    return " ".join(p for p in parts if p)
+
+
+def _spread(line: dict) -> str:
+    if line["processes"] < 2:
+        return "1 process"
+    if line["peak_min"] == line["peak_max"]:
+        return f"{line['processes']} processes, equal"
+    return (f"{_mib(line['peak_min'])}-{_mib(line['peak_max'])} over {line['processes']} "
+            f"(95 %: {_mib(line['ci_low'])}-{_mib(line['ci_high'])})")
+
+
+def _bounds(line: dict) -> str:
+    if line["lower_bytes"] == "":
+        return "-"
+    resident = line["resident_bytes"]
+    return f"{_mib(line['lower_bytes'] - resident)}-{_mib(line['upper_bytes'] - resident)}"
+
+
+def table(lines: list[dict]) -> list[str]:
+    """The peaks, one row per case and framework, in MiB above the step's start (bounds likewise)."""
+    out = ["| case | mode | framework | peak | of it GEMM scratch / small | repeats | bounds | verdict | "
+           "suite's CPU method | step ms (tracked) |",
+           "|---|---|---|---:|---:|---|---|---|---|---|"]
+    for line in lines:
+        other = (f"{_mib(line['other_peak_bytes'])} ({line['other_method'].split(' (')[0]})"
+                 if line["other_peak_bytes"] != "" else "none sees this step")
+        verdict = "ok" if line["verdicts"] == ["ok"] else "; ".join(v.split(" (")[0] for v in line["verdicts"])
+        out.append(f"| {_case(line)} | {line['mode']} | {frameworks.label(line['framework'])} | "
+                   f"{_mib(line['peak_bytes'])} | {_mib(line['workspace_bytes'])} / {_mib(line['small_bytes'])} | "
+                   f"{_spread(line)} | {_bounds(line)} | {verdict} | {other} | "
+                   f"{line['step_s'] * 1e3:.2f} ({line['tracked_step_s'] * 1e3:.2f}) |")
+    return out
+
+
+def ratio_table(lines: list[dict]) -> list[str]:
+    out = ["| case | mode | PyTorch | JAX | JAX / PyTorch | 95 % interval |", "|---|---|---:|---:|---:|---|"]
+    for r in rows.ratios(lines):
+        interval = (f"{r['ratio_low']:.3f}-{r['ratio_high']:.3f}" if math.isfinite(r["ratio_low"])
+                    else "one process a side")
+        out.append(f"| {_case(r)} | {r['mode']} | {_mib(r['torch'])} | {_mib(r['jax'])} | {r['ratio']:.3f} | "
+                   f"{interval} |")
+    return out
+
+
+def curve_points(lines: list[dict]) -> list[dict]:
+    """The summary lines of the curve selection's cases (whichever selection also ran them)."""
+    return [line for line in lines if "curve" in line["selections"]]
+
+
+def draw_curve(lines: list[dict], out: Path, machine: str) -> list[str]:
+    """Per size of the curve selection, peak against step time, one line per framework x mode x formulation."""
+    curve = curve_points(lines)
+    if not curve:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    for size in dict.fromkeys(line["size"] for line in curve):
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+        keys = dict.fromkeys((line["framework"], line["mode"], line["formulation"]) for line in curve
+                             if line["size"] == size)
+        for fw, mode, form in keys:
+            points = sorted((line for line in curve if line["size"] == size and
+                             (line["framework"], line["mode"], line["formulation"]) == (fw, mode, form)),
+                            key=lambda line: line["peak_bytes"])
+            xs, ys = [p["peak_bytes"] / 2**20 for p in points], [p["step_s"] * 1e3 for p in points]
+            style = "-o" if mode == "eager" else (":^" if form == "scan" else "--s")
+            ax.plot(xs, ys, style, color=frameworks.get(fw).color,
+                    label=f"{frameworks.label(fw)} {mode} {form}".strip())
+            for p, x, y in zip(points, xs, ys):
+                ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
+        ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
+        ax.set_yscale("log")
+        ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size} ({machine}):\n"
+                     "one memory method on both sides, every mode", fontsize=9)
+        ax.legend(fontsize=7)
+        name = f"native_peak_curve_{machine}_{size}.png"
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=130)
+        plt.close(fig)
+        names.append(name)
+    return names
+
+
+def section(path: Path, lines: list[dict], figures: list[str]) -> list[str]:
+    """One machine's part of the page: its peaks, ratios and curve figures."""
+    first = lines[0]
+    text = [f"## {first['machine']} (commit {first['commit'][:8]}, {FOLDER}/{path.name})", "",
+            "### Peaks", "", *table(lines), "",
+            "### JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
+    for name in figures:
+        text += ["", f"![native-peak remat curve]({name})"]
+    return text
+
+
+def write(results: Path, out: Path) -> list[str]:
+    """native-peak.md and its figures into `out` from each machine's newest results/native-peak file; [] without
+    one."""
+    body, names, method = [], [], ""
+    for machine, path in rows.newest(results / FOLDER).items():
+        lines = rows.summary(rows.read(path))
+        if not lines:
+            continue
+        figures = draw_curve(lines, out, machine)
+        body += ["", *section(path, lines, figures)]
+        names += figures
+        method = lines[0]["method"]
+    if not body:
+        return []
+    head = ["# CPU peak memory by one method on both sides", "",
+            f"Method: {method}: one call after the warm-ups, in a fresh process per framework, case and repeat; "
+            "bytes in MiB above the live bytes at the step's start; bounds likewise (empty where a step has none); "
+            "step times in ms, median of 5 calls in the measuring process, untracked (tracked). How it is measured "
+            "and what it sees that the suite's other CPU methods do not: docs/metrics.md."]
+    (out / PAGE).write_text("\n".join(head + body) + "\n", encoding="utf-8")
+    return [PAGE, *names]
+
+
+def to_html(markdown: str, css: str) -> str:
+    """The page's markdown (headings, paragraphs, tables, images: what `page` writes) as a dashboard page."""
+    out = []
+    for block in markdown.split("\n\n"):
+        lines = block.strip().splitlines()
+        if not lines:
+            continue
+        if lines[0].startswith("#"):
+            level = len(lines[0]) - len(lines[0].lstrip("#"))
+            out.append(f"<h{level}>{html.escape(lines[0].lstrip('# '))}</h{level}>")
+        elif lines[0].startswith("|"):
+            cells = [[html.escape(c.strip()) for c in line.strip().strip("|").split("|")] for line in lines]
+            head, body = cells[0], cells[2:]
+            out.append('<table class="table table-condensed"><thead><tr>' + "".join(f"<th>{c}</th>" for c in head)
+                       + "</tr></thead><tbody>" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+                                                         for row in body) + "</tbody></table>")
+        elif lines[0].startswith("!["):
+            src = lines[0].split("(", 1)[1].rstrip(")")
+            out.append(f'<img src="{html.escape(src)}" alt="native-peak remat curve" style="max-width:100%">')
+        else:
+            out.append(f"<p>{html.escape(' '.join(lines))}</p>")
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>CPU native peaks</title><link rel="stylesheet" '
+            f'href="{css}"></head><body class="container">' + "\n".join(out) +
+            '<p><a href="index.html">Back to the dashboard</a>.</p></body></html>\n')
+
+
+def publish(results: Path, site: Path, css: str) -> bool:
+    """site/native-peak.html and its figures, from the newest results/native-peak file; False without one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        names = write(results, Path(tmp))
+        if not names:
+            return False
+        for name in names[1:]:
+            shutil.copy(Path(tmp) / name, site / name)
+        (site / HTML_PAGE).write_text(to_html((Path(tmp) / PAGE).read_text(encoding="utf-8"), css), encoding="utf-8")
+    return True
+
+
+def link(index_html: str) -> str:
+    """asv's index page with a "CPU native peaks" entry in its navigation bar."""
+    anchor_tag = '<ul class="nav navbar-nav navbar-left">'
+    return index_html.replace(anchor_tag, anchor_tag + f'<li><a href="{HTML_PAGE}">CPU native peaks</a></li>', 1)

@@ -1,0 +1,47 @@
+"""tape_vs_trace.report.native_peak_section: the page names the method, divides like modes only, and draws the remat
+curve from the curve selection's rows."""
+
+from __future__ import annotations
+
+import html
+
+from tape_vs_trace import native_peak_rows
+from tape_vs_trace.report import native_peak_section
+from tests.test_native_peak_rows import METHOD, _row, write_results
+
+
+def test_the_page_divides_like_modes_only(tmp_path) -> None:
+    results = write_results(tmp_path)
+    out = tmp_path / "report"
+    out.mkdir()
+    assert native_peak_section.write(results, out) == [native_peak_section.PAGE]
+    page = (out / native_peak_section.PAGE).read_text()
+    ratios = page.split("## JAX / PyTorch")[1]
+    assert METHOD in page and "| 1.500 |" in ratios
+    assert "compiled" not in ratios  # the compiled rows are of different workloads: no like pair
+
+
+def test_the_page_draws_the_curve_from_curve_rows(tmp_path) -> None:
+    folder = tmp_path / "native-peak"
+    folder.mkdir()
+    # the check's run of the plain point first: the case is on the curve whichever selection is listed first
+    native_peak_rows.write(folder / "m-cccccccc.csv", [_row("torch", 4 << 20, 1, workload="transformer")] + [
+        _row(fw, peak, selection="curve", variant=v, workload="transformer")
+        for fw in ("torch", "jax") for v, peak in (("plain", 4 << 20), ("remat_full", 2 << 20))])
+    lines = native_peak_rows.summary(native_peak_rows.read(folder / "m-cccccccc.csv"))
+    assert len(native_peak_section.curve_points(lines)) == 4
+    out = tmp_path / "report"
+    out.mkdir()
+    names = native_peak_section.write(tmp_path, out)
+    assert names[1:] == ["native_peak_curve_m_64x256x1024.png"] and (out / names[1]).stat().st_size > 0
+
+
+def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:
+    results, site = write_results(tmp_path), tmp_path / "site"
+    site.mkdir()
+    assert native_peak_section.publish(results, site, "bootstrap.css")
+    page = (site / native_peak_section.HTML_PAGE).read_text()
+    assert html.escape(METHOD) in page and "<td>1.500</td>" in page
+    index = '<ul class="nav navbar-nav navbar-left"><li>Graphs</li></ul>'
+    assert native_peak_section.HTML_PAGE in native_peak_section.link(index)
+    assert not native_peak_section.publish(tmp_path / "none", site, "bootstrap.css")
