@@ -37,20 +37,24 @@ def case_words(case: tuple[str, ...]) -> str:
 
 
 def scale_lines(groups: list[tuple[str, pd.DataFrame]], info: dict[str, dict]) -> list[str]:
-    """The scale, once: each machine's device and cores, every size with its step's cost (from the newest run that
-    timed it), what CPU results describe and how a cell reads."""
-    alike: dict[tuple, list[str]] = {}  # machines of one device and core count, said once (CPU names: their pages)
+    """The scale, once: each machine's newest run (commit, and the framework versions), device and cores, every size
+    with its step's cost (from the newest run that timed it), what CPU results describe and how a cell reads."""
+    alike: dict[tuple, list[str]] = {}  # machines of one device, core count and versions, said once
+    by_name = dict(groups)
     for g, rows in groups:
-        alike.setdefault((str(rows.device.iloc[0]), info.get(g, {}).get("num_cpu")), []).append(g)
+        first = rows.iloc[0]
+        alike.setdefault((str(first.device), info.get(g, {}).get("num_cpu"),
+                          f"torch {first.torch_version}, jax {first.jax_version}"), []).append(g)
     machines = "; ".join(
-        f"{', '.join(gs)} (device {device}, {cores} cores each)" if len(gs) > 1 and cores else
-        "; ".join(f"{g} ({scale.host(device, info.get(g, {}))})" for g in gs) for (device, cores), gs in alike.items())
+        ", ".join(f"{g} (`{by_name[g].commit.iloc[0][:8]}`)" for g in gs) + ": "
+        + (f"device {device}, {cores} cores each" if len(gs) > 1 and cores else scale.host(device, info.get(gs[0], {})))
+        + f", {versions}" for (device, cores, versions), gs in alike.items())
     seen: dict[tuple[str, str], str] = {}
     for _, rows in groups:
         base = base_numerics(rows)
         for w, s in scale.sizes(base):
             seen.setdefault((w, s), scale.size(base, w, s, saved=False))
-    lines = [f"- **Machines**: {machines}."]
+    lines = [f"- **Machines** (newest run): {machines}."]
     if seen:
         lines.append("- **Sizes**: " + "; ".join(seen.values()) + ".")
     if any(str(rows.device.iloc[0]) == "cpu" for _, rows in groups):
@@ -122,8 +126,8 @@ def fastest_section(top: Headline, groups: list[tuple[str, pd.DataFrame]], detai
         return [case_words(case), "; ".join(modes)]
 
     table, left = grid(rows, machine_order(top), details, label, ("workload", "fastest mode (PyTorch; JAX)"))
-    return [f"## {FASTEST}", "", f"{caption(top)} Each framework's fastest gradient step, whichever its mode: the "
-            "one ratio across modes.", "", *table, ""], left
+    return [f"## {FASTEST}", "", f"{caption(top)} Each framework's fastest gradient step, whichever its mode "
+            "(the one ratio across modes).", "", *table, ""], left
 
 
 def _program(case, by_machine=None) -> list[str]:
@@ -155,7 +159,7 @@ def mechanism_section(top: Headline, details: dict) -> tuple[list[str], dict]:
     said = [f"- **{name}** ({what}): {headline.told_by_mode(rs)}." for name, what, _, _ in headline.MECHANISMS
             if (rs := [r for r in top.extra if r.measure == name])]
     if said:
-        lines += ["Other mechanisms, counted over every machine:", "", *said, ""]
+        lines += ["Other mechanisms, over every machine:", "", *said, ""]
     return lines, left
 
 
@@ -188,8 +192,8 @@ def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, lis
             rows.append(f"| {run} | {workload} | {torch_said} | {jax_said} |")
     if not rows:
         return []
-    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth "
-            "run, and its growth exponent in depth with its 95 % interval (none from one depth)."]
+    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth, "
+            "and its growth exponent in depth with 95 % interval (none from one depth)."]
     said += ["Every point is one process: no interval on a point."] if single else []
     said += [f"Not run on {', '.join(none)}."] if none else []
     return ["## Compile time", "", " ".join(w for w in said if w), "", "| machine | workload | PyTorch | JAX |",

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from tape_vs_trace import history, host_check, rowkey
-from tape_vs_trace.report import fmt, headline, stats
+from tape_vs_trace.report import headline, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.rowkey import RowKey
@@ -97,34 +97,6 @@ def like_machines(by_machine: dict[str, Row], details: dict) -> tuple[list[str],
                if _bare({a: kinds[m].get(a, "")}) != _bare({a: kinds[ref].get(a, "")})]
            for m in kinds if m not in like}
     return like, why
-
-
-def across(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
-    """summary.md's table across machines: each case's ratio on every machine and on how many like machines its
-    direction holds (`like_machines`: the same benchmark versions, runner layout and measurement methods); a machine
-    left out of a verdict is named in its cell, and why under the table."""
-    machines = list(dict.fromkeys(r.machine for r in rows))
-    if len(machines) < 2:
-        return []
-    by_case: dict[tuple, dict[str, Row]] = {}
-    for r in rows:
-        by_case.setdefault((r.measure, r.case), {})[r.machine] = r
-    lines = ["| measure | case | " + " | ".join(machines) + " | holds on |", "|---|---|" + "---:|" * len(machines)
-             + "---|"]
-    reasons: dict[tuple[str, str], list[str]] = {}
-    for (measure, case), by_machine in by_case.items():
-        like, why = like_machines(by_machine, details)
-        cells = [fmt.ratio(by_machine[m].comparison) if m in by_machine else "not measured" for m in machines]
-        verdict = headline.holds({m: by_machine[m] for m in like})
-        if why:
-            verdict += f" ({', '.join(why)} left out: unlike runs)"
-        for m, said in why.items():
-            for text in said:
-                reasons.setdefault((m, text), []).append(f"{measure}: {headline.case_label(case)}")
-        lines.append(f"| {measure} | {headline.case_label(case)} | " + " | ".join(cells) + f" | {verdict} |")
-    notes = [f"- {m} is left out of the {len(cases)} verdict(s) marked so above: {text}."
-             for (m, text), cases in reasons.items()]
-    return lines + ([""] + notes if notes else [])
 
 
 # kind -> (label, path into the calibration of PyTorch's value, JAX's, whether a larger value is a faster host)

@@ -46,8 +46,8 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     older = len(set(zip(table.machine, table.commit)) - shown)
     links = ", ".join(f"[{g}]({machine_page.path(g)})" for g, _ in groups)
     intro = (f"Built by `tape-vs-trace report` from `{results_label}` ({data.files} result files, "
-             f"{table.machine.nunique()} machines; each machine's newest run, {older} older in `summary.csv`). Each "
-             f"machine's findings, tables, what was not run and provenance: {links}.")
+             f"{table.machine.nunique()} machines; each machine's newest run, {older} older in `summary.csv`). Machine "
+             f"pages: {links}.")
     lines = ["# tape-vs-trace report", "", intro, ""]
     opening, left = first_part(data, top)
     lines += opening

@@ -388,7 +388,7 @@ def test_readme_block_is_replaced(results: Path, tmp_path: Path, capsys) -> None
     assert "old block" not in text and "(docs/report/summary.md)" in text
     assert "](docs/report/headline.png)" in text and (tmp_path / "docs" / "report" / "headline.png").is_file()
     table = read_csv(tmp_path / "docs" / "report" / "summary.csv")
-    assert table.commit.iloc[0][:8] in text and "JAX against PyTorch: " in text
+    assert f"(`{table.commit.iloc[0][:8]}`)" in text and "## Each framework at its fastest" in text
 
 
 def test_readme_without_markers_builds_nothing(results: Path, tmp_path: Path, capsys) -> None:
