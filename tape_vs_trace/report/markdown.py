@@ -77,4 +77,5 @@ def pages(data: Results, figures: dict[str, list[str]], compiled: dict[str, list
         scaled = scale.words(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}))
         out[machine_page.path(group)] = machine_page.page(data, group, rows, figures.get(group, []), scaled,
                                                           compiled.get(group, []))
+        out[machine_page.tables_path(group)] = machine_page.tables_page(data, group, rows, figures.get(group, []))
     return out
