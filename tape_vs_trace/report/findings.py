@@ -183,11 +183,11 @@ def one_verdict(asv: stats.Comparison, paired: stats.Comparison, a: dict, b: dic
     times (asv's rows a and b, or the paired table's `times`), the other as cross-check; no finding where the two
     intervals miss each other."""
     if _width(asv) < math.inf and _width(paired) < math.inf and (paired.high < asv.low or paired.low > asv.high):
-        return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired)}; {ACROSS}: "
-                f"{fmt.ratio(asv)}): no finding")
+        return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired, '')}; {ACROSS}: "
+                f"{fmt.ratio(asv, '')}): no finding")
     (first, how, rows), (second, other, _) = sorted([(paired, PAIRED, times), (asv, ACROSS, (a, b))],
                                                     key=lambda m: _width(m[0]))
-    return f"{describe(first, *rows)}, {how}; cross-check {other}: {fmt.ratio(second)}"
+    return f"{describe(first, *rows)}, {how}; cross-check {other}: {fmt.ratio(second, '')}"  # within one framework
 
 
 def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None,

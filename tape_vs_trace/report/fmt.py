@@ -74,9 +74,9 @@ def change(ratio: float) -> str:
     return f"{'+' if ratio > 1 else '−'}{pct(ratio - 1)}"
 
 
-def ratio(c: Comparison) -> str:
+def ratio(c: Comparison, who: str = "JAX") -> str:
     """A ratio cell: the ratio and its interval, and where the interval does not state a difference, what it does
-    say (`undecided`); or the reason there is none."""
+    say (`undecided`, of `who`: "" for a change within one framework); or the reason there is none."""
     if not c.formed:
         return f"— ({c.reason})"
     r = f"{c.ratio:.3g}×"
@@ -86,7 +86,7 @@ def ratio(c: Comparison) -> str:
         return equal(c) if c.negligible else r + " (exact)"
     if c.differs:
         return short(c)
-    return f"{short(c)} ({undecided(c)})"
+    return f"{short(c)} ({undecided(c, who)})"
 
 
 def short(c: Comparison) -> str:
@@ -113,4 +113,4 @@ def undecided(c: Comparison, who: str = "JAX", more: str = "slower", less: str =
     if c.low <= 1.0 <= c.high:
         return NO_DIFFERENCE_HERE
     size = f"{c.ratio:.3g}×" if max(c.ratio, 1 / c.ratio) >= LARGE else f"{abs(c.ratio - 1) * 100:.0f} %"
-    return f"{who} {size} {more if c.ratio > 1 else less}, not beyond {band(c)}"
+    return f"{who} {size} {more if c.ratio > 1 else less}, not beyond {band(c)}".lstrip()

@@ -101,6 +101,9 @@ def test_a_ratio_within_its_resolution_gives_its_cell_then_its_words() -> None:
     assert fmt.ratio(stats.Comparison(1.05, 1.04, 1.06, resolution=0.03)) == "1.05× [1.04–1.06]"
     assert fmt.undecided(stats.Comparison(0.9, 0.85, 0.95), "PyTorch", "more", "less") == \
         "PyTorch 10 % less, not beyond a rerun's ±10 %"
+    # a change within one framework names no framework: a variant against its baseline
+    assert fmt.ratio(stats.Comparison(1.08, 1.02, 1.14), "") == \
+        "1.08× [1.02–1.14] (8 % slower, not beyond a rerun's ±10 %)"
 
 
 @pytest.mark.parametrize(("c", "cell"), [
