@@ -16,6 +16,7 @@ from tape_vs_trace.report import (
     distributed_figure,
     distributed_results,
     figures,
+    front,
     headline,
     markdown,
     paired_results,
@@ -109,13 +110,13 @@ def _draw(data: Results, staging: Path, step: Step) -> tuple[dict[str, list[str]
         names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                          staging / sub)
         every = data.table[(data.table.machine == machine) & (data.table.env == rows.env.iloc[0])]
-        newest = _compile_growth().newest_series(every)
+        newest = front.newest_series(every)
         names += _compile_growth().draw(newest, staging / sub)
         commit = newest.commit.iloc[0]
         older = commit != rows.commit.iloc[0]
         compiled[group] = ([f"the newest depth series is of commit `{commit[:8]}`, older than this run"]
                            if older else []) + _compile_growth().section(newest)
-        series[group] = (commit, older, _compile_growth().front_rows(newest), _compile_growth().one_process(newest))
+        series[group] = (commit, older, front.front_rows(newest), front.one_process(newest))
         drawn[group] = [sub + n for n in names]
     return drawn, compiled, series
 

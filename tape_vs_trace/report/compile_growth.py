@@ -210,56 +210,6 @@ def section(table: pd.DataFrame) -> list[str]:
     return findings(points(table)) or [NOT_RUN]
 
 
-def newest_series(rows: pd.DataFrame) -> pd.DataFrame:
-    """Of one machine's rows (every commit), those of the newest commit whose cold first-call series spans two
-    depths or more; the newest commit's where none does."""
-    newest = rows.sort_values(["date", "commit"]).commit.iloc[-1]
-    for commit in reversed(list(dict.fromkeys(rows.sort_values(["date", "commit"]).commit))):
-        mine = rows[rows.commit == commit]
-        pts = points(mine)
-        first = pts[(pts.cache == "cold") & (pts.phase == "first_call")]
-        if len(first) and first.groupby(["workload", "framework", "formulation"]).depth.nunique().max() >= 2:
-            return mine
-    return rows[rows.commit == newest]
-
-
-def one_process(table: pd.DataFrame) -> bool:
-    """Whether every cold point of the series is one process's, without an interval of its own."""
-    pts = points(table)
-    return bool(len(pts)) and not pts[pts.cache == "cold"].ci_low.map(math.isfinite).any()
-
-
-def front_rows(table: pd.DataFrame) -> list[list[str]]:
-    """Per workload, each framework's first call at the deepest depth of each formulation (with its interval where
-    the point has one: `one_process` says when none has), with its growth exponent and interval, or why it has none:
-    [workload, PyTorch's words, JAX's words]."""
-    pts = points(table)
-    first = pts[(pts.cache == "cold") & (pts.phase == "first_call") & (pts.seconds > 0)]
-    fitted = fits(pts)
-    out = []
-    for workload, group in first.groupby("workload"):
-        deepest_all = group.groupby(["framework", "formulation"]).depth.max()
-        shared = deepest_all.nunique() == 1  # one deepest depth: said once, beside the workload
-        cells = []
-        for fw in frameworks.NAMES:
-            said = []
-            for form, line in group[group.framework == fw].groupby("formulation"):
-                deepest = line[line.depth == line.depth.max()].iloc[0]
-                point = f"{deepest.seconds:.2f} s" + ("" if shared else f" at depth {int(deepest.depth)}")
-                if math.isfinite(deepest.ci_low):
-                    point += f" [{deepest.ci_low:.2f}–{deepest.ci_high:.2f}]"
-                fit = fitted[(fitted.workload == workload) & (fitted.framework == fw) & (fitted.formulation == form)
-                             & (fitted.phase == "first_call")]
-                grows = (f", depth^{fit.iloc[0].exponent:.2f} [{fit.iloc[0].low:.2f}, {fit.iloc[0].high:.2f}]"
-                         if len(fit) and math.isfinite(fit.iloc[0].low) else
-                         f", depth^{fit.iloc[0].exponent:.2f} (no interval)" if len(fit) else
-                         ", one depth")
-                said.append(f"{form} {point}{grows}")
-            cells.append("; ".join(said) or "not run")
-        out.append([f"{workload} at depth {int(deepest_all.iloc[0])}" if shared else workload, *cells])
-    return out
-
-
 def draw(table: pd.DataFrame, out: Path) -> list[str]:
     """``compile_growth.png`` in `out`: per workload (rows) and framework (columns, sharing the row's y axis),
     seconds against depth on log-log axes, a colour per phase, a line style per formulation (the title names the

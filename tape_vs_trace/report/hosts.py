@@ -123,8 +123,7 @@ def calibrated_ratio(calibration: dict, kind: str) -> float | None:
 
 
 def _differs(a: Row, b: Row) -> float | None:
-    """b's ratio over a's where the two differ beyond the band a rerun moves a ratio and their intervals do not
-    overlap; None otherwise."""
+    """b's ratio over a's where they differ beyond a rerun's band, intervals apart; None otherwise."""
     ca, cb = a.comparison, b.comparison
     change = cb.ratio / ca.ratio
     apart = ca.high < cb.low or cb.high < ca.low
@@ -157,8 +156,7 @@ def calibrated_range(details: dict[tuple[str, str], dict], machine: str, commit:
     return Calibrated(own, min(values), max(values), len(values))
 
 
-ACCOUNTS = "accounts for it"
-NOT_EXPLAINED = "not explained by the calibration"
+ACCOUNTS, NOT_EXPLAINED = "accounts for it", "not explained by the calibration"
 NO_MATMULS = "no matmuls: the matmul rate does not concern it"
 
 
@@ -171,7 +169,7 @@ def accounts(change: float, a: Calibrated | None, b: Calibrated | None, concerns
         return f"{NOT_EXPLAINED} ({NO_MATMULS})"
     if a is None or b is None:
         return NO_CALIBRATION
-    low, high = b.low / a.high, b.high / a.low
+    low, high = b.low / a.high, b.high / a.low  # every pair of the two hosts' runs
     if low <= change <= high and not low <= 1.0 <= high:
         return ACCOUNTS
     either = ", either way" if low <= 1.0 <= high else ""  # a range that holds 1 predicts no change at all
@@ -193,9 +191,7 @@ NO_CALIBRATION = "no calibration of this kind in both runs"
 
 
 def _shown(c: Calibrated | None) -> str:
-    if c is None:
-        return "n/a"
-    return f"{c.value:.3g} ({c.low:.3g}–{c.high:.3g}, {c.runs} run{'s' if c.runs > 1 else ''})"
+    return "n/a" if c is None else f"{c.value:.3g} ({c.low:.3g}–{c.high:.3g}, {c.runs} run{'s' if c.runs > 1 else ''})"
 
 
 def _differences(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()

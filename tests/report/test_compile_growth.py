@@ -14,7 +14,7 @@ import pytest
 
 from implementations import workloads
 from tape_vs_trace import report
-from tape_vs_trace.report import compile_growth
+from tape_vs_trace.report import compile_growth, front
 from tape_vs_trace.report.load import load_results
 from tests.report import helpers
 
@@ -187,8 +187,8 @@ def test_the_newest_series_with_two_depths_is_the_one_shown_and_its_commit_named
     newer = table[table.metric == compile_growth.METRIC].assign(commit="f" * 40, date="2099-01-01 00:00:00 UTC")
     newer = newer[newer["size"] == newer["size"].iloc[0]]  # one depth only: not a series
     both = pd.concat([table, newer])
-    assert set(compile_growth.newest_series(both).commit) == set(table.commit)
-    assert set(compile_growth.newest_series(newer).commit) == {"f" * 40}
+    assert set(front.newest_series(both).commit) == set(table.commit)
+    assert set(front.newest_series(newer).commit) == {"f" * 40}
 
 
 def test_both_pages_say_in_one_line_where_the_series_has_not_run(synthetic_report) -> None:
