@@ -31,7 +31,7 @@ def _skip_formulation(case) -> str | None:
     if case.params.get("formulation") != "scan":
         return None
     if case.framework == "torch" and case.workload not in TORCH_SCAN_WORKLOADS:
-        return "PyTorch has no scan form: torch.compile traces the Python loop"
+        return f"PyTorch has no scan form of the {case.workload}: torch.compile traces its Python loop"
     if case.mode in ("eager", "record", "no_grad"):
         if case.framework == "torch":
             return "eager torch scan (torch._higher_order_ops.scan) is traced by TorchDynamo on every call"
@@ -140,7 +140,7 @@ class _GraphCost(_SavedBytes, _Flops, _StepCosts, Benchmark):
         if case.framework == "torch" and case.formulation == "scan":
             if case.workload in TORCH_SCAN_WORKLOADS:
                 return "PyTorch's scan form is timed only (GradStep): its graph is one scan node"
-            return "PyTorch has no scan form"
+            return f"PyTorch has no scan form of the {case.workload}"
         return None
 
     def count_graph_size(self) -> int:

@@ -92,7 +92,7 @@ def test_one_row_carries_value_interval_settings_and_provenance(results, capsys)
 def test_both_frameworks_print_the_sections_ratios(results, capsys) -> None:
     rc, out, _ = cite(capsys, results, "workload=mlp", "ranks=2")
     assert rc == 0 and "— PyTorch" in out and "— JAX" in out
-    assert ("JAX/PyTorch step time: no difference measurable on this machine (2×, 95 % interval 0.416–9.63) "
+    assert ("JAX/PyTorch step time: 2× [0.416–9.63] (no difference measurable) "
             "(95 % Welch t interval over per-launch medians, log scale)") in out
     assert "JAX/PyTorch peak: — (different memory methods)" in out
     rc, out, _ = cite(capsys, results, "workload=mlp", "ranks=2", "--format", "json")

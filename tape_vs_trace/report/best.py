@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tape_vs_trace.report import fmt, headline, hosts, stats
-from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.rowkey import RowKey
 
 QUESTION = "What does each framework give at its fastest mode on this machine?"
@@ -60,20 +59,6 @@ def calibration_words(mode: str, calibration: dict) -> str:
     kind = hosts.RELEVANT.get(mode)
     predicted = hosts.calibrated_ratio(calibration, kind) if kind and calibration else None
     return f"{kind} predicts JAX/PyTorch {predicted:.3g}×" if predicted is not None else ""
-
-
-def notes(machine_rows: pd.DataFrame, details: dict) -> dict[str, str]:
-    """For a headline sentence's mode parts ('eager step time'): '; calibration: dispatch cost predicts ...'."""
-    first = machine_rows.iloc[0]
-    calibration = (details.get((first.machine, first.commit)) or {}).get("calibration") or {}
-    said = {f"{mode} step time": calibration_words(mode, calibration) for mode in hosts.RELEVANT}
-    return {what: f"; calibration: {words}" for what, words in said.items() if words}
-
-
-def sentence(top: Headline, group: str, rows: pd.DataFrame, details: dict) -> str:
-    """A machine's headline sentence with its scale and what the calibration says of each mode."""
-    return headline.sentence(top.rows, group, top.info.get(group, {}), top.scale.get(group, ""),
-                             notes(rows, details))
 
 
 def _side(row: dict) -> str:

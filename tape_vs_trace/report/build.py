@@ -17,6 +17,7 @@ from tape_vs_trace.report import (
     distributed_results,
     figures,
     first_step,
+    front,
     headline,
     markdown,
     native_peak_section,
@@ -92,12 +93,14 @@ def _load(results: Path, warn: Warn, verbose: bool, step: Step) -> Results:
     return data
 
 
-def _draw(data: Results, staging: Path, step: Step) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def _draw(data: Results, staging: Path, step: Step) -> tuple[dict[str, list[str]], dict[str, list[str]], dict]:
     """Every machine group's figures into `staging` (a subfolder per group where there are several): the names
-    drawn per group, and each group's compile-growth section."""
+    drawn per group, each group's compile-growth section and its newest depth series for the front
+    (compile_growth.newest_series: (commit, whether older than the group's run, compile_growth.front_rows))."""
     groups = latest(data.table)
     drawn: dict[str, list[str]] = {}
     compiled: dict[str, list[str]] = {}
+    series: dict[str, tuple[str, bool, list[list[str]], bool]] = {}
     for i, (group, rows) in enumerate(groups.items(), 1):
         sub = "" if len(groups) == 1 else f"{group}/"
         machine = rows.machine.iloc[0]
@@ -108,10 +111,16 @@ def _draw(data: Results, staging: Path, step: Step) -> tuple[dict[str, list[str]
         names += curve.draw(data.paired.get(machine), data.machines.get(machine, {}), staging / sub)
         names += distributed_figure.draw(data.distributed.get(machine), data.machines.get(machine, {}),
                                          staging / sub)
-        names += _compile_growth().draw(rows, staging / sub)
-        compiled[group] = _compile_growth().section(rows)
+        every = data.table[(data.table.machine == machine) & (data.table.env == rows.env.iloc[0])]
+        newest = front.newest_series(every)
+        names += _compile_growth().draw(newest, staging / sub)
+        commit = newest.commit.iloc[0]
+        older = commit != rows.commit.iloc[0]
+        compiled[group] = ([f"the newest depth series is of commit `{commit[:8]}`, older than this run"]
+                           if older else []) + _compile_growth().section(newest)
+        series[group] = (commit, older, front.front_rows(newest), front.one_process(newest))
         drawn[group] = [sub + n for n in names]
-    return drawn, compiled
+    return drawn, compiled, series
 
 
 def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None, verbose: bool,
@@ -133,10 +142,10 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         extra += [breakdown.tidy(machine, t) for machine, t in data.saved.items()]
         step("writing summary.csv")
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
-        drawn, compiled = _draw(data, staging, step)
+        drawn, compiled, series = _draw(data, staging, step)
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
-        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, compiled),
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, series),
                                             encoding="utf-8")
         first_step.append(staging / "summary.md", results, warn)
         for name, text in markdown.pages(data, drawn, compiled, top).items():

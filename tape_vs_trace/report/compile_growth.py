@@ -211,8 +211,9 @@ def section(table: pd.DataFrame) -> list[str]:
 
 
 def draw(table: pd.DataFrame, out: Path) -> list[str]:
-    """``compile_growth.png`` in `out`: per workload (rows) and framework (columns), seconds against depth on
-    log-log axes, a colour per phase, a line style per formulation; [] where there are no CompilePhases rows."""
+    """``compile_growth.png`` in `out`: per workload (rows) and framework (columns, sharing the row's y axis),
+    seconds against depth on log-log axes, a colour per phase, a line style per formulation (the title names the
+    dashed ones only where drawn); [] where there are no CompilePhases rows."""
     pts = points(table)
     pts = pts[pts.cache == "cold"]
     if pts.empty:
@@ -222,7 +223,7 @@ def draw(table: pd.DataFrame, out: Path) -> list[str]:
     names = sorted(pts.workload.unique())
     fws = [f for f in frameworks.NAMES if f in set(pts.framework)]
     fig = Figure(figsize=(7.5, 2.8 * len(names) + 0.8), dpi=130)
-    axes = fig.subplots(len(names), len(fws), squeeze=False)
+    axes = fig.subplots(len(names), len(fws), squeeze=False, sharey="row")  # one scale a workload: 14x reads 14x
     for i, workload in enumerate(names):
         for j, fw in enumerate(fws):
             ax = axes[i, j]
@@ -238,7 +239,9 @@ def draw(table: pd.DataFrame, out: Path) -> list[str]:
             ax.set_ylabel("seconds", fontsize=9)
             ax.tick_params(labelsize=8)
             ax.legend(fontsize=6, ncol=2, frameon=False)
-    fig.suptitle("compile time against depth, per phase (cold caches; dashed: scan / regional)", fontsize=10)
+    dashed = sorted(f for f in set(pts.formulation) if _LINES.get(f) == "--")  # the legend names only what is drawn
+    fig.suptitle("compile time against depth, per phase (cold caches"
+                 + (f"; dashed: {' / '.join(dashed)})" if dashed else ")"), fontsize=10)
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / FIGURE)

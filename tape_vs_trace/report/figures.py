@@ -166,8 +166,8 @@ def _rows_panel(ax, rows: pd.DataFrame, what: str, dots: bool, alone: str = "", 
                                               "compare within this panel" if alone else ""))
     if dots:
         has = (rows.basis != "exact") & rows.ci_low.notna()
-        _title(ax, "dot: median; bar: 95 % interval across processes" if has.any()
-               else "dot: median (no interval: no between-process samples)")
+        _title(ax, "dot: geometric mean of per-process medians; bar: 95 % interval across processes" if has.any()
+               else "dot: asv's median (no interval: no between-process samples)")
 
 
 def _sign(metric: str, base: str) -> str:

@@ -2,7 +2,9 @@
 rule listing every case.
 
 A timing difference is stated as one only when the 95 % interval of its ratio (between processes) excludes 1;
-otherwise the case reads "no difference measurable on this machine", and without samples no difference is claimed.
+otherwise the case reads "no difference measurable on this machine" where the interval includes 1, and its change
+marked "not beyond a rerun's ±10 %" where it excludes 1 but reaches that band; without samples no difference is
+claimed.
 Exact values (bytes, counts) differ when they differ. A rule with `ops` (saved bytes) also names, per case, the
 producing ops that make the difference, from the saved-bytes breakdown (report/breakdown.py) where there is one.
 
@@ -44,7 +46,8 @@ def describe(c: stats.Comparison, a: dict, b: dict) -> str:
         return f"{_values(a, b)} ({c.ratio:.3g}×, {fmt.NO_INTERVAL})"
     span = f"ratio 95 % interval {c.low:.3g}–{c.high:.3g}×"
     if not c.differs:
-        return f"{fmt.NO_DIFFERENCE} ({_values(a, b)}; {span}{fmt.small(c)})"
+        words = fmt.NO_DIFFERENCE if c.low <= 1.0 <= c.high else f"{fmt.change(c.ratio)}, not beyond {fmt.band(c)}"
+        return f"{words} ({_values(a, b)}; {span})"
     return f"{fmt.change(c.ratio)} ({_values(a, b)}; {span})"
 
 
@@ -180,11 +183,11 @@ def one_verdict(asv: stats.Comparison, paired: stats.Comparison, a: dict, b: dic
     times (asv's rows a and b, or the paired table's `times`), the other as cross-check; no finding where the two
     intervals miss each other."""
     if _width(asv) < math.inf and _width(paired) < math.inf and (paired.high < asv.low or paired.low > asv.high):
-        return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired)}; {ACROSS}: "
-                f"{fmt.ratio(asv)}): no finding")
+        return (f"the two methods disagree beyond their intervals ({PAIRED}: {fmt.ratio(paired, '')}; {ACROSS}: "
+                f"{fmt.ratio(asv, '')}): no finding")
     (first, how, rows), (second, other, _) = sorted([(paired, PAIRED, times), (asv, ACROSS, (a, b))],
                                                     key=lambda m: _width(m[0]))
-    return f"{describe(first, *rows)}, {how}; cross-check {other}: {fmt.ratio(second)}"
+    return f"{describe(first, *rows)}, {how}; cross-check {other}: {fmt.ratio(second, '')}"  # within one framework
 
 
 def _cases(pillar: str, rule: Rule, cells: Cells, bd: pd.DataFrame | None = None,

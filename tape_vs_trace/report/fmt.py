@@ -9,6 +9,7 @@ from tape_vs_trace.report.stats import Comparison
 
 MIB = 2.0 ** 20
 NO_DIFFERENCE = "no difference measurable on this machine"
+NO_DIFFERENCE_HERE = "no difference measurable"  # in a table or line that names its machine
 NO_INTERVAL = "no interval"
 _TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 
@@ -73,8 +74,9 @@ def change(ratio: float) -> str:
     return f"{'+' if ratio > 1 else '−'}{pct(ratio - 1)}"
 
 
-def ratio(c: Comparison) -> str:
-    """A ratio cell: the ratio and its interval, the no-difference verdict, or the reason there is none."""
+def ratio(c: Comparison, who: str = "JAX") -> str:
+    """A ratio cell: the ratio and its interval, and where the interval does not state a difference, what it does
+    say (`undecided`, of `who`: "" for a change within one framework); or the reason there is none."""
     if not c.formed:
         return f"— ({c.reason})"
     r = f"{c.ratio:.3g}×"
@@ -82,15 +84,33 @@ def ratio(c: Comparison) -> str:
         return f"{r} ({NO_INTERVAL}: {c.note})"
     if c.low == c.high == c.ratio:
         return equal(c) if c.negligible else r + " (exact)"
-    span = f"{c.low:.3g}–{c.high:.3g}"
     if c.differs:
-        return f"{r} [{span}]"
-    return f"{NO_DIFFERENCE} ({r}, 95 % interval {span}{small(c)})"
+        return short(c)
+    return f"{short(c)} ({undecided(c, who)})"
 
 
-def small(c: Comparison) -> str:
-    """'; the interval reaches within the N % a rerun moves such a ratio' where the interval excludes 1 but not every
-    change up to the ratio's resolution ('' otherwise)."""
-    if c.reaches_resolution and not c.low <= 1.0 <= c.high:
-        return f"; the interval reaches within the {c.resolution * 100:g} % a rerun moves such a ratio"
-    return ""
+def short(c: Comparison) -> str:
+    """'1.63× [1.55–1.71]': a sampled ratio with its interval, for a table whose verdict stands in a column of its
+    own; an exact ratio alone, a ratio without an interval marked so."""
+    if not c.formed:
+        return "—"
+    if c.low == c.high == c.ratio:
+        return f"{c.ratio:.3g}× (exact)"
+    if c.differs is None:
+        return f"{c.ratio:.3g}× ({NO_INTERVAL})"
+    return f"{c.ratio:.3g}× [{c.low:.3g}–{c.high:.3g}]"
+
+
+def band(c: Comparison) -> str:
+    """"a rerun's ±10 %": the band of changes a rerun moves such a ratio."""
+    return f"a rerun's ±{c.resolution * 100:g} %"
+
+
+def undecided(c: Comparison, who: str = "JAX", more: str = "slower", less: str = "faster") -> str:
+    """What a sampled ratio that is no finding says: "no difference measurable" where its interval includes 1;
+    otherwise its direction and size, marked as not beyond the band a rerun moves it ("JAX 13 % faster, not beyond
+    a rerun's ±10 %"): the interval excludes 1 but not every change a rerun makes."""
+    if c.low <= 1.0 <= c.high:
+        return NO_DIFFERENCE_HERE
+    size = f"{c.ratio:.3g}×" if max(c.ratio, 1 / c.ratio) >= LARGE else f"{abs(c.ratio - 1) * 100:.0f} %"
+    return f"{who} {size} {more if c.ratio > 1 else less}, not beyond {band(c)}".lstrip()

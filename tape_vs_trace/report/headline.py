@@ -27,6 +27,14 @@ NAME = "headline.png"
 # (what the row measures, benchmark prefix, metric): the step people cite first, and what the tape and the trace keep
 MEASURES = (("step time", "recording.GradStep_", "time_step"),
             ("saved for backward", "recording.GraphCost_", "track_saved_bytes"))
+# the other mechanisms' JAX/PyTorch ratios of like rows: (name, what it compares, benchmark prefix, metric)
+MECHANISMS = (("custom backward", "`autograd.Function` against `custom_vjp`, step time", "custom_backward.CustomStep_",
+               "time_step"),
+              ("remat", "`checkpoint` against `jax.checkpoint`, saved bytes", "remat.RematCost_", "track_saved_bytes"),
+              ("no-grad inference", "forward time", "inference.Forward_", "time_forward"),
+              ("transforms", "`torch.func` against JAX's transforms, step time", "transforms.TransformStep_",
+               "time_step"))
+KEEPS = ("saved for backward", "remat")  # the measures of bytes kept: more or less, not slower or faster
 FORMULATION_WORDS = {"unrolled": "Python loop"}  # "scan": scan_label()
 
 
@@ -111,11 +119,12 @@ def _case(row: dict) -> tuple[str, ...]:
     return (row["workload"], row["size"], *(key.axis(k) for k in ("mode", "formulation", "style", "attention")))
 
 
-def rows_of(groups: dict[str, pd.DataFrame]) -> list[Row]:
-    """Every formed JAX/PyTorch ratio of the headline measures, per machine, in the suite's order."""
+def rows_of(groups: dict[str, pd.DataFrame], measures: tuple[tuple[str, str, str], ...] = MEASURES) -> list[Row]:
+    """Every formed JAX/PyTorch ratio of `measures` ((what, benchmark prefix, metric)), per machine, in the suite's
+    order."""
     out = []
     for group, table in groups.items():
-        for measure, prefix, metric in MEASURES:
+        for measure, prefix, metric in measures:
             sel = table[table.benchmark.str.startswith(prefix) & (table.metric == metric)]
             pairs: dict[RowKey, dict[str, dict]] = {}
             for r in sel.to_dict("records"):
@@ -131,12 +140,13 @@ def rows_of(groups: dict[str, pd.DataFrame]) -> list[Row]:
 
 
 def verdict(c: stats.Comparison, measure: str) -> str:
-    """Which way the ratio points, in words, or that no difference is measurable."""
-    more, less = ("slower", "faster") if measure == "step time" else ("keeps more", "keeps less")
+    """Which way the ratio points, in words: a finding ("JAX slower"), a direction not beyond the band a rerun moves
+    it ("JAX 13 % faster, not beyond a rerun's ±10 %", fmt.undecided), or that no difference is measurable."""
+    more, less = ("keeps more", "keeps less") if measure in KEEPS else ("slower", "faster")
     if c.differs is None:
         return f"{c.ratio:.3g}× ({fmt.NO_INTERVAL})"
     if not c.differs:
-        return "equal" if c.low == c.high else "no difference measurable"
+        return "equal" if c.low == c.high else fmt.undecided(c, "JAX", more, less)
     return f"JAX {more if c.ratio > 1 else less}"
 
 
@@ -147,14 +157,17 @@ def _extremes(rows: list[Row]) -> str:
 
 
 # the verdicts of a sentence in one order on every machine: findings first, then what is no finding
-VERDICT_ORDER = ("JAX slower", "JAX keeps more", "JAX faster", "JAX keeps less", "no difference measurable", "equal")
+NOT_BEYOND = "not beyond a rerun's band"  # a direction whose interval reaches the band: counted apart from findings
+VERDICT_ORDER = ("JAX slower", "JAX keeps more", "JAX faster", "JAX keeps less", NOT_BEYOND,
+                 "no difference measurable", "equal")
 
 
 def _told(rows: list[Row]) -> str:
     """'JAX slower in 4 (1.65–1.96×), JAX faster in 1 (0.08×; lstm's scan: ...), no difference measurable in 2'."""
     counts: dict[str, list[Row]] = {}
     for r in rows:
-        counts.setdefault(verdict(r.comparison, r.measure), []).append(r)
+        said = verdict(r.comparison, r.measure)
+        counts.setdefault(NOT_BEYOND if "not beyond" in said else said, []).append(r)
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     out = []
     for word, rs in sorted(counts.items(), key=lambda kv: rank.get(kv[0], len(rank))):
@@ -166,52 +179,26 @@ def _told(rows: list[Row]) -> str:
     return ", ".join(out)
 
 
-def _sizes(parts: list[tuple[str, list[Row]]]) -> str:
-    """'; rows of different sizes: lstm at 2 layers, 32 characters (eager step time) and ...' where one sentence
-    holds a workload at several sizes ('' otherwise)."""
-    found: dict[str, dict[str, list[str]]] = {}
-    for what, rows in parts:
-        for r in rows:
-            whats = found.setdefault(r.case[0], {}).setdefault(r.case[1], [])
-            whats += [] if what in whats else [what]
-    mixed = [f"{w} at " + " and ".join(f"{size_words(w, s)} ({', '.join(whats)})" for s, whats in sizes.items())
-             for w, sizes in found.items() if len(sizes) > 1]
-    return f"; rows of different sizes: {'; '.join(mixed)}" if mixed else ""
-
-
-def sentence(rows: list[Row], machine: str, info: dict, scaled: str = "", notes: dict[str, str] | None = None) -> str:
-    """The headline in one sentence per machine: per measure and mode, of how many cases JAX is slower (keeps
-    more), faster (keeps less) or not measurably different (VERDICT_ORDER), with the range of those ratios; what a
-    scan row ran, and the sizes where one workload's rows differ in size; then `scaled` (report.scale.words). `notes`
-    adds to a mode's part what the calibration says of it (report.best.notes)."""
-    mine = [r for r in rows if r.machine == machine]
-    if not mine:
-        return ""
-    device = mine[0].torch["device"]
-    host = ", ".join(str(v) for v in (info.get("cpu"), f"{info['num_cpu']} cores" if info.get("num_cpu") else "")
-                     if v)
+def told_by_mode(rows: list[Row]) -> str:
+    """'eager: 8 ratios on 4 machines, JAX slower in 8 (3.10–5.20×); compiled: ...': each mode's verdicts counted
+    over every machine (`_told`)."""
     parts = []
-    for measure in dict.fromkeys(r.measure for r in mine):
-        for mode in dict.fromkeys(r.case[2] for r in mine if r.measure == measure):
-            what = f"{mode} step time" if measure == "step time" and mode else \
-                "bytes saved for the backward" if measure != "step time" else measure
-            parts.append((what, [r for r in mine if r.measure == measure and r.case[2] == mode]))
-    notes = notes or {}
-    told = "; ".join(f"{what} ({len(sel)} case{'s' if len(sel) > 1 else ''}{notes.get(what, '')}): {_told(sel)}"
-                     for what, sel in parts)
-    return (f"On {machine} ({host + ', ' if host else ''}device {device}), JAX against PyTorch: {told}"
-            f"{_sizes(parts)}." + (f" {scaled}" if scaled else ""))
+    for mode in dict.fromkeys(r.case[2] for r in rows):
+        sel = [r for r in rows if r.case[2] == mode]
+        n = len({r.machine for r in sel})
+        count = f"{len(sel)} ratio{'s' if len(sel) > 1 else ''} on {n} machine{'s' if n > 1 else ''}"
+        parts.append(f"{mode + ': ' if mode else ''}{count}, {_told(sel)}")
+    return "; ".join(parts)
 
 
 def holds(by_machine: dict[str, Row]) -> str:
-    """'JAX slower on 2 of 2 machines', or where the machines disagree, what each says."""
-    verdicts = {m: verdict(r.comparison, r.measure) for m, r in by_machine.items()}
-    stated = {v for v in verdicts.values() if v.startswith("JAX")}
-    if len(stated) == 1 and all(v in stated for v in verdicts.values()):
-        return f"{stated.pop()} on {len(verdicts)} of {len(verdicts)} machines"
-    if not stated:
-        return f"no finding on any of {len(verdicts)} machines"
-    return "not on every machine: " + "; ".join(f"{m} {v}" for m, v in verdicts.items())
+    """On how many machines each finding holds ('JAX slower on 2 of 3'), then each machine whose ratio
+    points one way but not beyond a rerun's band, by name; 'no finding on any of N' where none states one."""
+    n = len(by_machine)
+    said = {m: verdict(r.comparison, r.measure) for m, r in by_machine.items()}
+    found = [v for m, v in said.items() if by_machine[m].comparison.differs]
+    parts = [f"{v} on {found.count(v)} of {n}" for v in dict.fromkeys(found)] or [f"no finding on any of {n}"]
+    return "; ".join(parts + [f"{m}: {v}" for m, v in said.items() if "not beyond" in v])
 
 
 def _entries(rows: list[Row], measure: str) -> list[tuple[str, tuple | None]]:
@@ -252,7 +239,8 @@ class Headline:
     left_out: list[str]
     info: dict[str, dict]  # group -> machine.json
     drawn: bool
-    scale: dict[str, str] = field(default_factory=dict)  # group -> report.scale.brief
+    extra: list[Row] = field(default_factory=list)  # the other mechanisms' ratios (MECHANISMS)
+    no_matmuls: frozenset = frozenset()  # workloads whose step has no matmuls (scale.no_matmuls) on every machine
 
 
 def build(data: Results, out: Path) -> Headline:
@@ -260,5 +248,6 @@ def build(data: Results, out: Path) -> Headline:
     groups, left_out = current(data)
     rows = rows_of(groups)
     info = {g: data.machines.get(t.machine.iloc[0], {}) for g, t in groups.items()}
-    scaled = {g: scale.brief(t, info[g]) for g, t in groups.items()}
-    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows, info)), scaled)
+    extra = rows_of(groups, tuple((name, prefix, metric) for name, _, prefix, metric in MECHANISMS))
+    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows, info)), extra,
+                    scale.counted_without_matmuls(list(groups.values())))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
 
 from tape_vs_trace import history, host_check, rowkey
-from tape_vs_trace.report import fmt, headline, stats
+from tape_vs_trace.report import headline, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.rowkey import RowKey
@@ -98,34 +99,6 @@ def like_machines(by_machine: dict[str, Row], details: dict) -> tuple[list[str],
     return like, why
 
 
-def across(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
-    """summary.md's table across machines: each case's ratio on every machine and on how many like machines its
-    direction holds (`like_machines`: the same benchmark versions, runner layout and measurement methods); a machine
-    left out of a verdict is named in its cell, and why under the table."""
-    machines = list(dict.fromkeys(r.machine for r in rows))
-    if len(machines) < 2:
-        return []
-    by_case: dict[tuple, dict[str, Row]] = {}
-    for r in rows:
-        by_case.setdefault((r.measure, r.case), {})[r.machine] = r
-    lines = ["| measure | case | " + " | ".join(machines) + " | holds on |", "|---|---|" + "---:|" * len(machines)
-             + "---|"]
-    reasons: dict[tuple[str, str], list[str]] = {}
-    for (measure, case), by_machine in by_case.items():
-        like, why = like_machines(by_machine, details)
-        cells = [fmt.ratio(by_machine[m].comparison) if m in by_machine else "not measured" for m in machines]
-        verdict = headline.holds({m: by_machine[m] for m in like})
-        if why:
-            verdict += f" ({', '.join(why)} left out: unlike runs)"
-        for m, said in why.items():
-            for text in said:
-                reasons.setdefault((m, text), []).append(f"{measure}: {headline.case_label(case)}")
-        lines.append(f"| {measure} | {headline.case_label(case)} | " + " | ".join(cells) + f" | {verdict} |")
-    notes = [f"- {m} is left out of the {len(cases)} verdict(s) marked so above: {text}."
-             for (m, text), cases in reasons.items()]
-    return lines + ([""] + notes if notes else [])
-
-
 # kind -> (label, path into the calibration of PyTorch's value, JAX's, whether a larger value is a faster host)
 CALIBRATIONS = {
     "matmul rate": ("float32 matmul rate (flop/s)", ("matmul_flops_per_s", "float32"),
@@ -137,7 +110,6 @@ CALIBRATIONS = {
 # the calibration of the kind that bounds a mode's step: an eager step dispatches many small ops, a compiled step of
 # these sizes is a few fused matmul-bound programs
 RELEVANT = {"eager": "dispatch cost", "compiled": "matmul rate"}
-KINDS_OF_VERDICT = ("accounts for it", "accounts for part of it", "the same way, by more", "does not account for it")
 
 
 def calibrated_ratio(calibration: dict, kind: str) -> float | None:
@@ -151,28 +123,57 @@ def calibrated_ratio(calibration: dict, kind: str) -> float | None:
 
 
 def _differs(a: Row, b: Row) -> float | None:
-    """b's ratio over a's where the two differ beyond the band a rerun moves a ratio and their intervals do not
-    overlap; None otherwise."""
+    """b's ratio over a's where they differ beyond a rerun's band, intervals apart; None otherwise."""
     ca, cb = a.comparison, b.comparison
     change = cb.ratio / ca.ratio
     apart = ca.high < cb.low or cb.high < ca.low
     return change if apart and abs(math.log(change)) > math.log(1 + stats.BETWEEN_PROCESSES) else None
 
 
-def accounts(change: float, predicted: float | None) -> str:
-    """Whether a calibration's change of ratio accounts for a ratio's change: 'accounts for it' (the same way, the
-    rest within the band), 'accounts for part of it' (the same way, more left), 'the same way, by more', or 'does
-    not account for it' (the other way, or no change)."""
-    if predicted is None:
+@dataclass(frozen=True)
+class Calibrated:
+    """The JAX/PyTorch ratio a calibration kind predicts on one host: the run's own, and the range over every run
+    of that machine on the same host (host_check.same_host), which is what a rerun of the calibration moves."""
+
+    value: float
+    low: float
+    high: float
+    runs: int
+
+
+def calibrated_range(details: dict[tuple[str, str], dict], machine: str, commit: str, kind: str) -> Calibrated | None:
+    """The run's predicted ratio of `kind` with its range over the machine's runs on the same host; None where the
+    run has no such calibration."""
+    mine = details.get((machine, commit)) or {}
+    own = calibrated_ratio(mine.get("calibration") or {}, kind)
+    if own is None:
+        return None
+    values = [own]
+    for (m, c), record in details.items():
+        if m == machine and c != commit and host_check.same_host(mine, record or {})[0]:
+            v = calibrated_ratio((record or {}).get("calibration") or {}, kind)
+            values += [] if v is None else [v]
+    return Calibrated(own, min(values), max(values), len(values))
+
+
+ACCOUNTS, NOT_EXPLAINED = "accounts for it", "not explained by the calibration"
+NO_MATMULS = "no matmuls: the matmul rate does not concern it"
+
+
+def accounts(change: float, a: Calibrated | None, b: Calibrated | None, concerns: bool = True) -> str:
+    """Whether the calibrations account for a ratio's change between two hosts: only where the calibration concerns
+    the workload (`concerns`: no matmul rate for a step without matmuls) and the change lies within what the two
+    hosts' calibrations predict over their runs (b's range over a's) and that range predicts a change (it excludes 1);
+    otherwise NOT_EXPLAINED and why."""
+    if not concerns:
+        return f"{NOT_EXPLAINED} ({NO_MATMULS})"
+    if a is None or b is None:
         return NO_CALIBRATION
-    rest = math.log(change / predicted)
-    if predicted == 1 or (predicted > 1) != (change > 1):
-        return "does not account for it"
-    if abs(rest) <= math.log(1 + stats.BETWEEN_PROCESSES):
-        return "accounts for it"
-    if abs(math.log(predicted)) > abs(math.log(change)):
-        return f"the same way, by more ({math.exp(abs(rest)):.3g}× over)"
-    return f"accounts for part of it ({math.exp(rest):.3g}× left)"
+    low, high = b.low / a.high, b.high / a.low  # every pair of the two hosts' runs
+    if low <= change <= high and not low <= 1.0 <= high:
+        return ACCOUNTS
+    either = ", either way" if low <= 1.0 <= high else ""  # a range that holds 1 predicts no change at all
+    return f"{NOT_EXPLAINED} (their runs predict {low:.3g}–{high:.3g}×{either})"
 
 
 def _calibration_table(machines: list[tuple[str, str]], details: dict) -> list[str]:
@@ -189,8 +190,14 @@ def _calibration_table(machines: list[tuple[str, str]], details: dict) -> list[s
 NO_CALIBRATION = "no calibration of this kind in both runs"
 
 
-def _differences(rows: list[Row], details: dict[tuple[str, str], dict]) -> tuple[list[str], list[str], list]:
-    """The table rows of `explain`, each one's verdict (`accounts`, without its factor) and the runs they name."""
+def _shown(c: Calibrated | None) -> str:
+    return "n/a" if c is None else f"{c.value:.3g} ({c.low:.3g}–{c.high:.3g}, {c.runs} run{'s' if c.runs > 1 else ''})"
+
+
+def _differences(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()
+                 ) -> tuple[list[str], list[str], list]:
+    """The table rows of `explain`, each one's verdict (`accounts`, without its reason) and the runs they name;
+    `no_matmuls` holds the workloads whose step has no matmuls."""
     by_case: dict[tuple, dict[str, Row]] = {}
     for r in rows:
         if r.measure == "step time":
@@ -205,67 +212,71 @@ def _differences(rows: list[Row], details: dict[tuple[str, str], dict]) -> tuple
                 kind = RELEVANT.get(case[2])
                 if change is None or kind is None:
                     continue
-                cals = [calibrated_ratio((details.get((r.torch["machine"], r.commit)) or {}).get("calibration")
-                                         or {}, kind) for r in (a, b)]
-                predicted = cals[1] / cals[0] if None not in cals else None
-                verdicts.append(accounts(change, predicted).split(" (")[0])
+                cals = [calibrated_range(details, r.torch["machine"], r.commit, kind) for r in (a, b)]
+                said = accounts(change, *cals, concerns=not (kind == "matmul rate" and case[0] in no_matmuls))
+                verdicts.append(said.split(" (")[0])
                 machines.update({(r.torch["machine"], r.commit): None for r in (a, b)})
-                shown = " → ".join("n/a" if c is None else f"{c:.3g}" for c in cals)
                 found.append(f"| {headline.case_label(case)} | {ma} → {mb} | {a.comparison.ratio:.3g}× → "
-                             f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {shown} | "
-                             f"{'n/a' if predicted is None else f'{predicted:.3g}×'} | {accounts(change, predicted)} |")
+                             f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {_shown(cals[0])} → "
+                             f"{_shown(cals[1])} | {said} |")
     return found, verdicts, list(machines)
 
 
 def _counted(verdicts: list[str], subject: str) -> str:
     """How many of `verdicts` each kind is, as one sentence about `subject`."""
-    counts = {v: verdicts.count(v) for v in (*KINDS_OF_VERDICT, NO_CALIBRATION)}
+    n = {v: verdicts.count(v) for v in (ACCOUNTS, NOT_EXPLAINED, NO_CALIBRATION)}
     return (f"Of {subject}, the calibration of the step's kind (dispatch cost for eager steps, matmul rate for "
-            f"compiled ones) accounts for {counts['accounts for it']}, for part of "
-            f"{counts['accounts for part of it']}, moved the same way by more in {counts['the same way, by more']} "
-            f"and does not account for {counts['does not account for it']}"
-            + (f"; {counts[NO_CALIBRATION]} have no such calibration in both runs" if counts[NO_CALIBRATION] else "")
-            + ".")
+            f"compiled steps with matmuls), over each host's runs, accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} "
+            f"are not explained by the calibration"
+            + (f"; {n[NO_CALIBRATION]} have no such calibration in both runs" if n[NO_CALIBRATION] else "") + ".")
 
 
-def explain(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+def explain(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()) -> list[str]:
     """For every step-time ratio that differs between two like machines (`like_machines`) beyond the band a rerun
-    moves it, with intervals apart: each framework's calibration on each machine, and whether the JAX/PyTorch ratio
-    of the calibration of the step's kind (RELEVANT) moved the same way and by as much (`accounts`); then in how
-    many of those differences it does. Empty where no ratio differs."""
-    found, verdicts, machines = _differences(rows, details)
+    moves it, with intervals apart: each framework's calibration on each machine, the JAX/PyTorch ratio the
+    calibration of the step's kind (RELEVANT) predicts on each, with its range over the host's runs, and whether
+    that accounts for the change (`accounts`); then how many it does. Empty where no ratio differs."""
+    found, verdicts, machines = _differences(rows, details, no_matmuls)
     if not found:
         return []
     return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
             "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
             *_calibration_table(machines, details), "",
-            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch | its change | "
+            "A calibration predicts a JAX/PyTorch ratio on each host: the run's own, and its range over every run "
+            "of the machine on the same host (a calibration moves between runs as a step does). It accounts for a "
+            "change only where the range the two hosts' runs predict excludes 1 and holds the change, and only where "
+            "it concerns the workload (the matmul rate not for a step without matmuls).", "",
+            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch (range, runs) | "
             "does it account for the change? |",
-            "|---|---|---|---:|---|---:|---|", *found, "",
+            "|---|---|---|---:|---|---|", *found, "",
             _counted(verdicts, f"{len(found)} such difference(s)")]
 
 
 PAGE = "hosts.md"  # the differences between machines, beside the front page: they grow with every pair of machines
 
 
-def page(rows: list[Row], details: dict[tuple[str, str], dict]) -> str | None:
+def page(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()) -> str | None:
     """hosts.md: every ratio that differs between like machines against both frameworks' calibrations (`explain`);
     None where none differs."""
-    lines = explain(rows, details)
+    lines = explain(rows, details, no_matmuls)
     if not lines:
         return None
     return "\n".join(["# Ratios that differ between machines", "", "[Back to the report](summary.md)", *lines, ""])
 
 
-def front_lines(rows: list[Row], details: dict[tuple[str, str], dict]) -> list[str]:
+def front_lines(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()
+                ) -> list[str]:
     """The front page's word on the differences between machines: how many, by verdict, and a link to PAGE; empty
     where none differs."""
-    found, verdicts, _ = _differences(rows, details)
+    found, verdicts, _ = _differences(rows, details, no_matmuls)
     if not found:
         return []
-    subject = (f"the {len(found)} ratio(s) that differ between like machines beyond the "
-               f"{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves them (intervals apart)")
-    return ["", f"{_counted(verdicts, subject)} Each, with both runs' calibrations, is on [{PAGE}]({PAGE})."]
+    n = {v: verdicts.count(v) for v in (ACCOUNTS, NOT_EXPLAINED, NO_CALIBRATION)}
+    none = f"; {n[NO_CALIBRATION]} lack a calibration in both runs" if n[NO_CALIBRATION] else ""
+    return [f"{len(found)} step-time ratios differ between like machines beyond a rerun's "
+            f"±{stats.BETWEEN_PROCESSES * 100:g} % (intervals apart): the calibration of the step's kind, over each "
+            f"host's runs, accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by the calibration{none}. "
+            f"Each, with both hosts' calibrations: [{PAGE}]({PAGE})."]
 
 
 def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:

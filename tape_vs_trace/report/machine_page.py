@@ -20,9 +20,17 @@ COMPILE_FIGURE = "compile_growth.png"  # report/compile_growth.py's FIGURE, whic
 NAME = "summary.md"
 
 
+TABLES = "tables.md"  # every table of a machine, a page of its own beside its summary (which stays short)
+
+
 def path(group: str) -> str:
     """Where a machine's page lies, relative to the front page."""
     return f"{group}/{NAME}"
+
+
+def tables_path(group: str) -> str:
+    """Where a machine's page of every table lies, relative to the front page."""
+    return f"{group}/{TABLES}"
 
 
 def _here(group: str, name: str) -> str:
@@ -52,29 +60,46 @@ def compile_section(said: list[str], links: list[str], level: str = "##") -> lis
 
 def _pillars(data: Results, rows: pd.DataFrame, figures: list[str], group: str, numerics: bool) -> list[str]:
     machine, commit = rows.machine.iloc[0], rows.commit.iloc[0]
-    body = ["## All results", ""]
+    body = []
     skipped = data.skipped
     if len(skipped):
         skipped = skipped[(skipped.machine == machine) & (skipped.commit == commit)]
     present = [p for p in pillars.PILLARS if p in set(rows.pillar)]
     for pillar in present + sorted(set(rows.pillar) - set(pillars.PILLARS)):
-        body += [f"### {pillar}", ""]
+        body += [f"## {pillar}", ""]
         body += [f"![{Path(n).stem}]({_here(group, n)})\n" for n in figures
                  if Path(n).name == f"{pillar}.png"
                  or (pillar == "recording" and Path(n).name.startswith(SAVED_FIGURES))]
         sel = ordered(rows[rows.pillar == pillar])
         for metric in dict.fromkeys(sel.metric):
             body += tables.metric_table(sel[sel.metric == metric], numerics) + [""]
-        missing = tables.not_run(skipped[skipped.pillar == pillar], rows) if len(skipped) else []
-        if missing:
-            body += ["Not run (asv recorded the combination as skipped):", "", *missing, ""]
+    missing = tables.not_run_table(skipped, rows) if len(skipped) else []
+    if missing:
+        body += ["## Not run", "", "What asv recorded as skipped, counted by framework and reason:", "", *missing, ""]
     return body
+
+
+def tables_page(data: Results, group: str, rows: pd.DataFrame, figures: list[str]) -> str:
+    """A machine's every table, pillar by pillar with its figures, what was not run, the paired comparisons and the
+    distributed steps: beside its summary, which stays short."""
+    numerics = len(set(zip(rows.dtype, rows.precision)) - {("", "")}) > 1
+    commit = rows.commit.iloc[0]
+    machine = rows.machine.iloc[0]
+    paired = Paired(data.paired.get(machine), rows.device.iloc[0])
+    lines = [f"# {group}: every table", "", f"[Back to {group}'s page]({NAME}) · commit `{commit[:8]}`; the scale, "
+             "sizes and provenance are on that page.", "", *_pillars(data, rows, figures, group, numerics)]
+    curves = [_here(group, n) for n in figures if Path(n).name.startswith(CURVE_FIGURES)]
+    lines += paired_section.section(data.paired.get(machine), curves, commit, "##",
+                                    answered(Cells(base_numerics(rows)), paired) if paired.rows else set())
+    spread = [_here(group, n) for n in figures if Path(n).name.startswith(distributed_section.FIGURES)]
+    lines += distributed_section.section(data.distributed.get(machine), spread, commit, "##")
+    return "\n".join(lines)
 
 
 def page(data: Results, group: str, rows: pd.DataFrame, figures: list[str], scaled: str,
          compiled: list[str] = ()) -> str:
-    """The machine's page: scale, findings, each framework at its best, every table, paired, distributed, compile
-    growth and provenance."""
+    """The machine's page: scale, findings, each framework at its best, a link to its every table (`tables_page`),
+    compile growth and provenance."""
     machine, commit = rows.machine.iloc[0], rows.commit.iloc[0]
     base = base_numerics(rows)
     cells = Cells(base)
@@ -89,12 +114,8 @@ def page(data: Results, group: str, rows: pd.DataFrame, figures: list[str], scal
                   "every dtype and precision.", ""]
     lines += ["## Findings", "", *_findings(rows, findings(cells, data.saved.get(machine), paired))]
     lines += ["## Each framework at its best", "", *best.section(base, data.details)]
-    lines += _pillars(data, rows, figures, group, numerics)
-    curves = [_here(group, n) for n in figures if Path(n).name.startswith(CURVE_FIGURES)]
-    lines += paired_section.section(data.paired.get(machine), curves, commit, "##",
-                                    answered(cells, paired) if paired.rows else set())
-    spread = [_here(group, n) for n in figures if Path(n).name.startswith(distributed_section.FIGURES)]
-    lines += distributed_section.section(data.distributed.get(machine), spread, commit, "##")
+    lines += ["## All results", "", f"Every table of every pillar with its figures, what was not run and the "
+              f"measurements beside asv (the remat trade-off curve, paired and distributed): [{TABLES}]({TABLES}).", ""]
     lines += compile_section(list(compiled), [_here(group, n) for n in figures])
     lines += ["## Provenance", "", *provenance.provenance(data, rows), ""]
     return "\n".join(lines)

@@ -42,18 +42,19 @@ def paired_ratio(row: dict) -> stats.Comparison:
 
 
 def costs(c: stats.Comparison, x: str, y: str) -> str:
-    """'x costs N % more/less time than y (95 % interval a–b %)', or the verdict that no difference is measurable."""
+    """'x costs N % more/less time than y (95 % interval a–b %)', marked "not beyond a rerun's ±3 %" where the
+    interval excludes 1 but reaches that band; or, where it includes 1, that no difference is measurable."""
     if not c.formed:
         return f"{x} against {y}: no ratio ({c.reason})"
     if c.differs is None:
         return f"{x} against {y}: {c.ratio:.3g}× ({fmt.NO_INTERVAL}: {c.note})"
-    if not c.differs:
-        return (f"{x} against {y}: {fmt.NO_DIFFERENCE} (ratio {c.ratio:.3g}, 95 % interval {c.low:.3g}–{c.high:.3g}"
-                f"{fmt.small(c)})")
+    if not c.differs and c.low <= 1.0 <= c.high:
+        return f"{x} against {y}: {fmt.NO_DIFFERENCE} (ratio {c.ratio:.3g}, 95 % interval {c.low:.3g}–{c.high:.3g})"
+    within = "" if c.differs else f", not beyond {fmt.band(c)}"  # the interval excludes 1, not a rerun's changes
     if fmt.change(c.ratio).endswith("×"):  # a large change reads as a factor (fmt.LARGE)
-        return f"{x} takes {c.ratio:.3g}× the time of {y} (95 % interval {c.low:.3g}–{c.high:.3g}×)"
+        return f"{x} takes {c.ratio:.3g}× the time of {y}{within} (95 % interval {c.low:.3g}–{c.high:.3g}×)"
     near, far = sorted(abs(v - 1) * 100 for v in (c.low, c.high))
-    return (f"{x} costs {fmt.pct(c.ratio - 1)} {'more' if c.ratio > 1 else 'less'} time than {y} "
+    return (f"{x} costs {fmt.pct(c.ratio - 1)} {'more' if c.ratio > 1 else 'less'} time than {y}{within} "
             f"(95 % interval {near:.1f}–{far:.1f} %)")
 
 

@@ -70,6 +70,17 @@ def _host(info: dict, details: dict) -> str:
     return ", ".join(p for p in parts if p) or "no machine record"
 
 
+def _run_dates(starts: list[str], runs: dict) -> str:
+    """When the benchmarks started: first to last, or where all share one start (a runner stamps its whole run
+    once), that start and the runner's wall time."""
+    if not starts:
+        return "n/a"
+    if starts[0] != starts[-1]:
+        return f"{starts[0]} to {starts[-1]} (the benchmarks' start times)"
+    wall = runs.get("wall_s")
+    return starts[0] + (f" (started; tape-vs-trace run took {wall} s)" if wall is not None else " (started)")
+
+
 def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
     first = rows.iloc[0]
     machine, commit = first.machine, first.commit
@@ -82,7 +93,7 @@ def provenance(data: Results, rows: pd.DataFrame) -> list[str]:
 
     lines = ["| | |", "|---|---|",
              f"| commit | `{commit}` (commit date {first.date}) |",
-             f"| run date | {runs[0] + ' to ' + runs[-1] if runs else 'n/a'} |",
+             f"| run date | {_run_dates(runs, details.get('worker_runs') or {})} |",
              f"| machine | {machine}: {_host(info, details)} |",
              f"| device | {first.device} |", f"| torch | {first.torch_version} |", f"| jax | {first.jax_version} |",
              f"| python | {data.python.get((machine, commit)) or 'n/a'} (asv environment `{first.env}`) |",
@@ -144,9 +155,11 @@ def _run_words(runs: dict) -> str:
     took while its workers ran (a run it disturbed has wider intervals that no setting of the frameworks explains)."""
     profile = f"profile {runs['profile']}, " if runs.get("profile") else ""
     planned = runs.get("rounds_planned")
-    rounds = f"{runs.get('rounds', '?')}" + (f" of {planned}" if planned and planned != runs.get("rounds") else "")
+    done = runs.get("rounds", "?")
+    rounds = f"{done}" + (f" of {planned}" if planned and planned != done else "")
+    rounds += " round" if (planned or done) == 1 else " rounds"  # "1 round", "1 of 3 rounds"
     parts = f"{runs['parts']} parts, " if int(runs.get("parts", 1)) > 1 else ""
-    text = (f"{profile}{parts}{rounds} rounds, {runs.get('processes', '?')} worker processes, "
+    text = (f"{profile}{parts}{rounds}, {runs.get('processes', '?')} worker processes, "
             f"{runs.get('wall_s', '?')} s")
     if runs.get("stopped"):
         text += f" ({runs['stopped']})"

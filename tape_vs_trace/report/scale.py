@@ -45,19 +45,38 @@ def _span(values: pd.Series, unit: str) -> str:
     return fmt.value(low, unit) if low == high else f"{fmt.value(low, unit)}–{fmt.value(high, unit)}"
 
 
-def size(rows: pd.DataFrame, workload: str, size_name: str) -> str:
+def size(rows: pd.DataFrame, workload: str, size_name: str, saved: bool = True) -> str:
     """'mlp 64x256x1024 (batch 64, ...; 0.2013 GFLOP of matmuls a step, 0.5–1 MiB saved for the backward)': a
-    workload's size with what one step of it costs, from the run's own GraphCost rows where it has them."""
+    workload's size with what one step of it costs, from the run's own GraphCost rows where it has them (the saved
+    bytes only where `saved`: the front page gives them a section of their own)."""
     costs = []
     flops = _of(rows, FLOPS, workload, size_name)
     if len(flops):  # a step of elementwise ops only counts no matmul flops: said so, not '0 GFLOP'
         costs.append(f"{_span(flops, 'flops')} of matmuls a step" if flops.max() > 0 else "no matmuls")
-    saved = _of(rows, SAVED, workload, size_name)
-    if len(saved):
-        costs.append(f"{_span(saved, 'bytes')} saved for the backward")
+    kept = _of(rows, SAVED, workload, size_name) if saved else pd.Series(dtype=float)
+    if len(kept):
+        costs.append(f"{_span(kept, 'bytes')} saved for the backward")
     words = size_words(workload, size_name)
     inner = "; ".join(([words] if words != size_name else []) + costs)
     return f"{workload} {size_name}" + (f" ({inner})" if inner else "")
+
+
+def _flops(rows: pd.DataFrame) -> pd.DataFrame:
+    prefix, metric = FLOPS
+    return rows[rows.benchmark.str.startswith(prefix) & (rows.metric == metric) & (rows.status == "ok")]
+
+
+def no_matmuls(rows: pd.DataFrame) -> set[str]:
+    """The workloads whose every counted step has no matmul flops (the run's own GraphCost rows): a matmul rate does
+    not concern them."""
+    flops = _flops(rows)
+    return {w for w, values in flops.groupby("workload").value if (values.astype(float) == 0).all()}
+
+
+def counted_without_matmuls(tables: list[pd.DataFrame]) -> frozenset:
+    """The workloads without matmuls (`no_matmuls`) on every table that counts their flops at all."""
+    counted = {w for t in tables for w in _flops(t).workload}
+    return frozenset(w for w in counted if all(w in no_matmuls(t) for t in tables if w in set(_flops(t).workload)))
 
 
 def sizes(rows: pd.DataFrame) -> list[tuple[str, str]]:
@@ -74,21 +93,6 @@ def words(rows: pd.DataFrame, info: dict) -> str:
     pairs = sizes(rows)
     if pairs:
         said.append("sizes: " + "; ".join(size(rows, w, s) for w, s in pairs))
-    text = "Scale: " + "; ".join(said) + "."
-    return text + (f" {NOT_GPU_SCALE}." if device == "cpu" else "")
-
-
-def brief(rows: pd.DataFrame, info: dict) -> str:
-    """`words` short enough to follow a headline sentence: device, cores, each size with its step's matmul flops."""
-    device = str(rows.device.iloc[0]) if len(rows) else "unknown"
-    said = [f"device {device}" + (f", {info['num_cpu']} cores" if info.get("num_cpu") else "")]
-    parts = []
-    for workload, size_name in sizes(rows):
-        flops = _of(rows, FLOPS, workload, size_name)
-        cost = "" if not len(flops) else f" ({_span(flops, 'flops')} a step)" if flops.max() > 0 else " (no matmuls)"
-        parts.append(f"{workload} {size_name}{cost}")
-    if parts:
-        said.append("sizes: " + ", ".join(parts))
     text = "Scale: " + "; ".join(said) + "."
     return text + (f" {NOT_GPU_SCALE}." if device == "cpu" else "")
 

@@ -33,6 +33,19 @@ def _by_case(rows: pd.DataFrame) -> dict[RowKey, dict[str, dict]]:
     return cases
 
 
+FEW_PROCESSES = 6  # a ratio's run with fewer processes a side rests its interval on few samples: marked
+FEW = "‡"
+
+
+def _processes(by_fw: dict) -> str:
+    """'12; 12': each side's processes, PyTorch first; marked FEW where a side has fewer than FEW_PROCESSES."""
+    counts = [None if fw not in by_fw or pd.isna(by_fw[fw].get("processes")) else int(by_fw[fw]["processes"])
+              for fw in frameworks.NAMES]
+    said = "; ".join("—" if c is None else f"{c}" for c in counts)
+    few = any(c is not None and c < FEW_PROCESSES for c in counts)
+    return said + (f" {FEW}" if few else "")
+
+
 def _cell(row: dict | None, divisor: float, with_interval: bool) -> str:
     if row is None:
         return "not run"
@@ -62,7 +75,8 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
     head = ["case"] + (["dtype, precision"] if numerics else [])
     for fw in frameworks.NAMES:
         head += [f"{frameworks.label(fw)} ({label})"] + ([f"{frameworks.label(fw)} IQR"] if sampled else [])
-    head += ["JAX/PyTorch"] + (["memory method (PyTorch; JAX)"] if vary else [])
+    head += (["processes (PyTorch; JAX)"] if sampled else []) + ["JAX/PyTorch"] + \
+        (["memory method (PyTorch; JAX)"] if vary else [])
     kind = "sampled: geometric mean of per-process medians [95 % interval]" if sampled else "exact"
     lines = [f"**{display(metric)}** (`{metric}`, {kind}):", ""]
     if not vary and len(methods):
@@ -83,10 +97,14 @@ def metric_table(rows: pd.DataFrame, numerics: bool) -> list[str]:
             cells.append(_cell(row, divisor, sampled))
             if sampled:
                 cells.append(_spread(row, divisor))
+        if sampled:
+            cells.append(_processes(by_fw))
         cells.append(_ratio(by_fw))
         if vary:
             cells.append("; ".join(by_fw[f]["memory_method"] if f in by_fw else "—" for f in frameworks.NAMES))
         lines.append("| " + " | ".join(cells) + " |")
+    if sampled and any(_processes(by_fw).endswith(FEW) for by_fw in pairs):
+        lines += ["", f"{FEW} fewer than {FEW_PROCESSES} processes a side: the interval rests on few processes."]
     return lines
 
 
@@ -115,6 +133,25 @@ def _scan(by_fw: dict) -> str:
 def _case(r) -> str:
     program = program_label(r.get("program") or "")
     return " ".join(v for v in (r["workload"], r["size"], r["variant"], f"({program})" if program else "") if v)
+
+
+def not_run_table(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:
+    """What asv skipped, as one table of counts by framework and reason, and the combinations behind each reason in
+    a collapsed block (one line a reason); [] where nothing was skipped."""
+    by_reason: dict[str, list[str]] = {}
+    for by_fw in _by_case(skipped).values():
+        case = next(iter(by_fw.values()))
+        for fw, row in sorted(by_fw.items(), key=lambda kv: _order(kv[0])):
+            by_reason.setdefault(_skipped_by(fw, row).removeprefix("not run for "), []).append(
+                f"`{case['benchmark'].split('.', 1)[-1]}` {_case(case)}")
+    if not by_reason:
+        return []
+    ordered = sorted(by_reason.items(), key=lambda kv: -len(kv[1]))
+    lines = ["| framework and reason | combinations |", "|---|---:|",
+             *[f"| {reason} | {len(cases)} |" for reason, cases in ordered], "",
+             f"<details><summary>The {sum(len(c) for _, c in ordered)} combinations, by reason</summary>", "",
+             *[f"- {reason}: {'; '.join(cases)}." for reason, cases in ordered], "", "</details>"]
+    return lines
 
 
 def not_run(skipped: pd.DataFrame, ran: pd.DataFrame) -> list[str]:

@@ -30,5 +30,6 @@ def synthetic_report(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
     with unrendered():  # its users read the text and the table
         report.write_report(root, out, warnings.append)
     table = pd.read_csv(out / "summary.csv", keep_default_na=False)
-    pages = sorted(out.glob("*/summary.md"))  # each machine's page: the front links them, the detail is there
+    # each machine's page and its page of every table: the front links them, the detail is there
+    pages = sorted([*out.glob("*/summary.md"), *out.glob("*/tables.md")])
     return table, "\n".join(p.read_text() for p in [out / "summary.md", *pages]), warnings

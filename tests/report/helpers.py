@@ -368,6 +368,8 @@ def distributed_row(framework: str, form: str, mode: str, ranks: int, medians: l
 
 
 def report_text(out: Path) -> str:
-    """summary.md followed by each machine's page: the front links them, the detail is there."""
-    pages = sorted(out.glob("*/summary.md"))
-    return "\n".join(p.read_text() for p in [out / "summary.md", *pages])
+    """summary.md followed by each machine's page and its page of every table: the front links them, the detail is
+    there."""
+    pages = sorted([*out.glob("*/summary.md"), *out.glob("*/tables.md")])
+    own = [out / name for name in ("summary.md", "tables.md") if (out / name).exists()]  # a machine's folder
+    return "\n".join(p.read_text() for p in [*own, *pages])

@@ -102,7 +102,7 @@ def test_findings_name_the_ops_and_figures_are_drawn(results: Path, tmp_path: Pa
     assert "JAX swiglu 64x256x1024 −48.0 % (1.562 MiB → 0.8125 MiB)." in text
     for workload in ("mlp", "swiglu"):
         assert (out / f"saved_{workload}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    recording = text.split("## All results", 1)[1].split("\n### recording", 1)[1].split("\n### ", 1)[0]
+    recording = text.split(": every table\n", 1)[1].split("\n## recording", 1)[1].split("\n## ", 1)[0]
     # one machine's figures lie beside summary.md, a folder above its page
     assert "![saved_mlp](../saved_mlp.png)" in recording and "![saved_swiglu](../saved_swiglu.png)" in recording
 

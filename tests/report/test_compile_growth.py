@@ -14,7 +14,8 @@ import pytest
 
 from implementations import workloads
 from tape_vs_trace import report
-from tape_vs_trace.report import compile_growth
+from tape_vs_trace.report import compile_growth, front
+from tape_vs_trace.report.load import load_results
 from tests.report import helpers
 
 DEPTHS = [8, 16, 32, 64, 128, 256, 512]
@@ -161,22 +162,37 @@ def _with_the_series(root: Path) -> Path:
     return root
 
 
-def test_both_pages_show_the_growth_figure_exponents_and_what_the_block_once_form_buys(tmp_path: Path) -> None:
+def test_the_page_shows_the_growth_figure_and_the_front_its_exponents_with_intervals(tmp_path: Path) -> None:
     root = _with_the_series(helpers.write_results(tmp_path / "results"))
     with helpers.unrendered():  # the test reads the text and which files exist
         report.write_report(root, tmp_path / "report", lambda line: None)
     front, page = (tmp_path / "report" / "summary.md").read_text(), (tmp_path / "report" / "box" / "summary.md")
-    for text, link in ((front, compile_growth.FIGURE), (page.read_text(), f"../{compile_growth.FIGURE}")):
-        assert f"![compile growth]({link})" in text
-        assert "- chain, PyTorch unrolled, box: the first call grows as depth^1.20 (95 % interval [1.20, 1.20])" in text
-        assert "- chain, JAX scan, box: the first call grows as depth^0.10" in text
-        assert "- chain, PyTorch, box: regional compiles the depth-32 step" in text
-        assert "unrolled/scan from the fitted lines" in text and compile_growth.NOT_RUN not in text
+    text = page.read_text()
+    assert f"![compile growth](../{compile_growth.FIGURE})" in text
+    assert "- chain, PyTorch unrolled, box: the first call grows as depth^1.20 (95 % interval [1.20, 1.20])" in text
+    assert "- chain, JAX scan, box: the first call grows as depth^0.10" in text
+    assert "- chain, PyTorch, box: regional compiles the depth-32 step" in text
+    assert "unrolled/scan from the fitted lines" in text and compile_growth.NOT_RUN not in text
+    # the front: one row per machine and workload, each framework's formulations with exponent and interval
+    assert "| box | chain at depth 32 | regional 2.83 s, depth^0.10 [0.10, 0.10]; unrolled 32.00 s, depth^1.20 " \
+           "[1.20, 1.20] | scan 0.42 s, depth^0.10 [0.10, 0.10]; unrolled 1.28 s, depth^1.20 [1.20, 1.20] |" in front
+    assert "Every point is one process: no interval on a point." in front
     assert (tmp_path / "report" / compile_growth.FIGURE).is_file()
+
+
+def test_the_newest_series_with_two_depths_is_the_one_shown_and_its_commit_named(tmp_path: Path) -> None:
+    root = _with_the_series(helpers.write_results(tmp_path / "results"))
+    data = load_results(root, lambda line: None)
+    table = data.table
+    newer = table[table.metric == compile_growth.METRIC].assign(commit="f" * 40, date="2099-01-01 00:00:00 UTC")
+    newer = newer[newer["size"] == newer["size"].iloc[0]]  # one depth only: not a series
+    both = pd.concat([table, newer])
+    assert set(front.newest_series(both).commit) == set(table.commit)
+    assert set(front.newest_series(newer).commit) == {"f" * 40}
 
 
 def test_both_pages_say_in_one_line_where_the_series_has_not_run(synthetic_report) -> None:
     _, text, _ = synthetic_report
     front, _, page = text.partition("[Back to the summary]")
-    assert f"- {compile_growth.NOT_RUN}" in front and f"- {compile_growth.NOT_RUN}" in page
+    assert "## Compile time" not in front and f"- {compile_growth.NOT_RUN}" in page
     assert "![compile growth]" not in text

@@ -159,7 +159,14 @@ def test_differences_place_each_framework_a_fifth_of_a_row_either_side_of_its_ca
 def test_the_rows_panel_says_when_no_row_has_an_interval() -> None:
     ax = Figure().subplots()
     figures._rows_panel(ax, pd.DataFrame([summary_row(fw) for fw in frameworks.NAMES]), "time", True)
-    assert ax.get_title(loc="right") == "dot: median (no interval: no between-process samples)"
+    assert ax.get_title(loc="right") == "dot: asv's median (no interval: no between-process samples)"
+    # with between-process samples the dot is the value the tables print: the geometric mean of per-process medians
+    sampled = pd.DataFrame([summary_row(fw) | {"basis": "processes", "ci_low": 1e-3, "ci_high": 3e-3}
+                            for fw in frameworks.NAMES])
+    ax = Figure().subplots()
+    figures._rows_panel(ax, sampled, "time", True)
+    assert ax.get_title(loc="right") == "dot: geometric mean of per-process medians; bar: 95 % interval across " \
+                                        "processes"
 
 
 def test_a_difference_bar_spans_its_interval_in_percent_beside_one_zero_line() -> None:

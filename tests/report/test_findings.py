@@ -138,7 +138,7 @@ def test_one_question_gets_one_verdict_from_the_narrower_interval_with_that_esti
     asv, paired = Comparison(1.25, 0.95, 1.6), Comparison(1.159, 1.12, 1.18, resolution=0.03)
     assert findings.one_verdict(asv, paired, a, b, times) == (
         "+15.9 % (13.85 ms → 16.04 ms; ratio 95 % interval 1.12–1.18×), paired call by call in one process; "
-        "cross-check across processes: no difference measurable on this machine (1.25×, 95 % interval 0.95–1.6)")
+        "cross-check across processes: 1.25× [0.95–1.6] (no difference measurable)")
     # the asv interval narrower: it states the verdict with asv's times, the paired ratio is the cross-check
     assert findings.one_verdict(Comparison(1.15, 1.13, 1.17), Comparison(1.2, 1.0, 1.4, resolution=0.03), a, b,
                                 times).startswith("+15.0 % (10 ms → 11.5 ms; ratio 95 % interval 1.13–1.17×), across "

@@ -76,23 +76,42 @@ def test_pct_is_a_magnitude_with_one_decimal() -> None:
     (stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), "equal (JAX +16 B)"),
     (stats.exact(13_516_816, 13_516_800, "track_saved_bytes"), "equal (JAX −16 B)"),
     (Comparison(2.0, 1.5, 2.5), "2× [1.5–2.5]"),
-    (Comparison(1.1, 0.9, 1.3), "no difference measurable on this machine (1.1×, 95 % interval 0.9–1.3)"),
+    (Comparison(1.1, 0.9, 1.3), "1.1× [0.9–1.3] (no difference measurable)"),
 ])
 def test_a_ratio_cell_is_the_ratio_with_its_interval_or_why_there_is_none(c: Comparison, text: str) -> None:
     assert fmt.ratio(c) == text
 
 
-def test_an_interval_that_starts_at_1_includes_1_so_no_small_interval_note() -> None:
-    # [1.0, 1.05] touches 1: it does not exclude 1, so there is nothing to add; [1.01, 1.05] excludes it
-    assert fmt.small(Comparison(1.02, 1.0, 1.05)) == ""
-    assert fmt.small(Comparison(1.02, 1.01, 1.05)) == "; the interval reaches within the 10 % a rerun moves such a " \
-                                                      "ratio"
+@pytest.mark.parametrize(("c", "words"), [
+    # the cells: each interval excludes 1 but reaches into the ±10 % a rerun moves a ratio
+    (Comparison(0.866, 0.824, 0.911), "JAX 13 % faster, not beyond a rerun's ±10 %"),
+    (Comparison(1.25, 1.09, 1.45), "JAX 25 % slower, not beyond a rerun's ±10 %"),
+    (Comparison(1.02, 1.0, 1.05), "no difference measurable"),  # an interval that starts at 1 includes it
+    (Comparison(0.95, 0.9, 1.01), "no difference measurable"),
+    (Comparison(1.02, 1.01, 1.05, resolution=0.03), "JAX 2 % slower, not beyond a rerun's ±3 %"),
+])
+def test_a_ratio_that_is_no_finding_says_what_its_interval_says(c: Comparison, words: str) -> None:
+    assert c.differs is False and fmt.undecided(c) == words
 
 
-def test_a_ratio_within_its_resolution_says_why_it_is_no_difference() -> None:
-    assert fmt.ratio(stats.Comparison(1.15, 1.02, 1.3)) == (
-        "no difference measurable on this machine (1.15×, 95 % interval 1.02–1.3; the interval reaches within the "
-        "10 % a rerun moves such a ratio)")
-    assert fmt.ratio(stats.Comparison(1.05, 0.98, 1.08)) == (
-        "no difference measurable on this machine (1.05×, 95 % interval 0.98–1.08)")
+def test_a_ratio_within_its_resolution_gives_its_cell_then_its_words() -> None:
+    assert fmt.ratio(stats.Comparison(0.866, 0.824, 0.911)) == \
+        "0.866× [0.824–0.911] (JAX 13 % faster, not beyond a rerun's ±10 %)"
+    assert fmt.ratio(stats.Comparison(1.05, 0.98, 1.08)) == "1.05× [0.98–1.08] (no difference measurable)"
     assert fmt.ratio(stats.Comparison(1.05, 1.04, 1.06, resolution=0.03)) == "1.05× [1.04–1.06]"
+    assert fmt.undecided(stats.Comparison(0.9, 0.85, 0.95), "PyTorch", "more", "less") == \
+        "PyTorch 10 % less, not beyond a rerun's ±10 %"
+    # a change within one framework names no framework: a variant against its baseline
+    assert fmt.ratio(stats.Comparison(1.08, 1.02, 1.14), "") == \
+        "1.08× [1.02–1.14] (8 % slower, not beyond a rerun's ±10 %)"
+
+
+@pytest.mark.parametrize(("c", "cell"), [
+    (Comparison(1.63, 1.55, 1.71), "1.63× [1.55–1.71]"),
+    (Comparison(0.866, 0.824, 0.911), "0.866× [0.824–0.911]"),  # the verdict stands in a column of its own
+    (Comparison(2.0, 2.0, 2.0), "2× (exact)"),
+    (Comparison(2.0, note="one process"), "2× (no interval)"),
+    (Comparison(reason="failed"), "—"),
+])
+def test_a_short_cell_is_the_ratio_and_its_interval_only(c: Comparison, cell: str) -> None:
+    assert fmt.short(c) == cell

@@ -1,9 +1,9 @@
 """The headline (tape_vs_trace.report.headline): which ratios it shows, in which words, the machines it leaves out,
-the sentence it tells, the table across machines, and the chart as drawn (labels, the line at 1, no overlaps)."""
+each mechanism's count of verdicts, the verdict across machines, and the chart as drawn (labels, the line at 1, no
+overlaps)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -60,21 +60,23 @@ def row(machine: str, ratio: float, low: float, high: float, mode: str = "eager"
                {"device": "cpu"}, {})
 
 
-def test_the_sentence_counts_each_verdict_per_mode_with_the_range_of_its_ratios() -> None:
-    rows = [row("a", 4.7, 4.0, 6.0), row("a", 2.0, 1.5, 2.5), row("a", 1.0, 0.8, 1.2),
-            row("a", 0.5, 0.4, 0.6, mode="compiled"), row("a", 2.0, 2.0, 2.0, mode="", measure="saved for backward")]
-    assert headline.sentence(rows, "a", {"cpu": "Test CPU", "num_cpu": 2}) == (
-        "On a (Test CPU, 2 cores, device cpu), JAX against PyTorch: eager step time (3 cases): JAX slower in 2 "
-        "(2.00–4.70×), no difference measurable in 1; compiled step time (1 case): JAX faster in 1 (0.50×); bytes "
-        "saved for the backward (1 case): JAX keeps more in 1 (2.00×).")
-    assert headline.sentence(rows, "elsewhere", {}) == ""
+def test_a_mechanism_counts_each_verdict_per_mode_with_the_range_of_its_ratios() -> None:
+    rows = [row("a", 4.7, 4.0, 6.0), row("b", 2.0, 1.5, 2.5), row("a", 1.0, 0.8, 1.2),
+            row("a", 0.5, 0.4, 0.6, mode="compiled")]
+    assert headline.told_by_mode(rows) == (
+        "eager: 3 ratios on 2 machines, JAX slower in 2 (2.00–4.70×), no difference measurable in 1; compiled: 1 "
+        "ratio on 1 machine, JAX faster in 1 (0.50×)")
+    saved = [row("a", 2.0, 2.0, 2.0, mode="", measure="saved for backward")]
+    assert headline.told_by_mode(saved) == "1 ratio on 1 machine, JAX keeps more in 1 (2.00×)"
 
 
-def test_the_sentence_tells_its_verdicts_in_one_order_whatever_the_order_of_the_rows() -> None:
-    """Findings first (slower, faster), then no difference, on every machine: not the order the rows came in."""
-    rows = [row("a", 1.0, 0.8, 1.2), row("a", 0.5, 0.4, 0.6), row("a", 4.7, 4.0, 6.0)]
-    assert headline.sentence(rows, "a", {}).endswith(
-        "eager step time (3 cases): JAX slower in 1 (4.70×), JAX faster in 1 (0.50×), no difference measurable in 1.")
+def test_a_mechanism_tells_its_verdicts_in_one_order_whatever_the_order_of_the_rows() -> None:
+    """Findings first (slower, faster), then what is no finding: not the order the rows came in. A direction not
+    beyond a rerun's band is counted apart from the findings."""
+    rows = [row("a", 1.0, 0.8, 1.2), row("a", 1.25, 1.09, 1.45), row("a", 0.5, 0.4, 0.6), row("a", 4.7, 4.0, 6.0)]
+    assert headline.told_by_mode(rows) == (
+        "eager: 4 ratios on 1 machine, JAX slower in 1 (4.70×), JAX faster in 1 (0.50×), not beyond a rerun's band "
+        "in 1, no difference measurable in 1")
 
 
 def scan_row(machine: str, ratio: float, mode: str, size: str, formulation: str) -> Row:
@@ -83,23 +85,12 @@ def scan_row(machine: str, ratio: float, mode: str, size: str, formulation: str)
                stats.Comparison(ratio, ratio * 0.9, ratio * 1.1), {"device": "cpu"}, {})
 
 
-def test_a_scan_row_names_the_prototype_operator_in_its_label_and_in_the_sentence() -> None:
+def test_a_scan_row_names_the_prototype_operator_in_its_label_and_in_the_count() -> None:
     rows = [scan_row("a", 0.08, "compiled", "l2-c128-b14", "scan"), row("a", 4.7, 4.0, 6.0, mode="compiled")]
     assert rows[0].label == ("lstm (2 layers, 128 characters): compiled · scan (PyTorch: prototype "
                              "torch._higher_order_ops.scan; JAX: lax.scan)")
     assert "JAX faster in 1 (0.08×; lstm's scan: PyTorch's prototype torch._higher_order_ops.scan against JAX's " \
-           "lax.scan)" in headline.sentence(rows, "a", {})
-
-
-def test_a_sentence_that_joins_rows_of_different_sizes_says_so() -> None:
-    """The eager LSTM runs 32 characters, the compiled one 128: one sentence holds both, and names both sizes."""
-    rows = [scan_row("a", 50.0, "eager", "l2-c32-b14", "unrolled"), scan_row("a", 0.08, "compiled", "l2-c128-b14",
-                                                                              "scan")]
-    assert headline.sentence(rows, "a", {}).endswith(
-        "; rows of different sizes: lstm at 2 layers, 32 characters (eager step time) and 2 layers, 128 characters "
-        "(compiled step time).")
-    same = [scan_row("a", 50.0, "eager", "l2-c128-b14", "unrolled"), rows[1]]
-    assert "different sizes" not in headline.sentence(same, "a", {})
+           "lax.scan)" in headline.told_by_mode(rows)
 
 
 def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_direction() -> None:
@@ -108,20 +99,21 @@ def test_an_exact_difference_within_the_resolution_counts_as_equal_not_as_a_dire
              row("a", 1.0, 1.0, 1.0, mode="", measure="saved for backward")]
     saved.append(Row("saved for backward", saved[0].case, saved[0].label, "a", "c" * 40,
                      stats.exact(13_516_800, 13_516_816, "track_saved_bytes"), {"device": "cpu"}, {}))
-    assert headline.sentence(saved, "a", {}).endswith(
-        "bytes saved for the backward (3 cases): JAX keeps more in 1 (2.25×), equal in 2.")
+    assert headline.told_by_mode(saved).endswith("JAX keeps more in 1 (2.25×), equal in 2")
     assert headline_chart.ratio_text(saved[-1].comparison) == "equal (JAX +16 B)"
-    assert headline.holds({"a": saved[-1]}) == "no finding on any of 1 machines"
+    assert headline.holds({"a": saved[-1]}) == "no finding on any of 1"
 
 
-def test_across_machines_a_finding_holds_where_every_machine_points_the_same_way() -> None:
+def test_across_machines_each_finding_says_on_how_many_it_holds_and_a_direction_within_the_band_by_name() -> None:
     same = [row("a", 4.7, 4.0, 6.0), row("b", 3.0, 2.5, 3.5)]
-    assert headline.holds({r.machine: r for r in same}) == "JAX slower on 2 of 2 machines"
+    assert headline.holds({r.machine: r for r in same}) == "JAX slower on 2 of 2"
     split = [row("a", 4.7, 4.0, 6.0), row("b", 1.05, 0.9, 1.2)]
-    assert headline.holds({r.machine: r for r in split}) == \
-        "not on every machine: a JAX slower; b no difference measurable"
+    assert headline.holds({r.machine: r for r in split}) == "JAX slower on 1 of 2"
+    band = [row("a", 4.7, 4.0, 6.0), row("b", 1.25, 1.09, 1.45)]
+    assert headline.holds({r.machine: r for r in band}) == \
+        "JAX slower on 1 of 2; b: JAX 25 % slower, not beyond a rerun's ±10 %"
     opposite = [row("a", 4.7, 4.0, 6.0), row("b", 0.5, 0.4, 0.6)]
-    assert headline.holds({r.machine: r for r in opposite}) == "not on every machine: a JAX slower; b JAX faster"
+    assert headline.holds({r.machine: r for r in opposite}) == "JAX slower on 1 of 2; JAX faster on 1 of 2"
 
 
 @pytest.fixture
@@ -210,10 +202,10 @@ def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path:
         assert cli.main(["report", "--results", str(results), "--out", str(tmp_path / "out"), "--readme",
                          str(readme)]) == 0
     summary = (tmp_path / "out" / "summary.md").read_text().splitlines()
-    first_screen = summary[:summary.index("## Each machine") + 1]
-    assert "![headline](headline.png)" in first_screen and first_screen[-1] == "## Each machine"
-    assert any(line.startswith("- On box (Test CPU 9000, 4 cores, device cpu), JAX against PyTorch: eager step "
-                               "time (1 case): ") for line in first_screen)
+    heads = [line for line in summary if line.startswith("## ")]
+    assert heads[:2] == ["## Scale", "## Each framework at its fastest"]
+    chart = "![Each framework at its fastest and the mechanisms in like modes, JAX/PyTorch](headline.png)"
+    assert summary.index(chart) < summary.index("## Mechanisms, each in like modes")
     block = readme.read_text()
-    assert "![JAX/PyTorch ratios of step time and saved bytes](out/headline.png)" in block
-    assert json.loads(json.dumps(block.count("\n"))) < 20  # a headline, not the report
+    assert chart.replace("](headline.png)", "](out/headline.png)") in block
+    assert block.count("\n") < 30  # the front page's first part, not the report

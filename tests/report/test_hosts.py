@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tape_vs_trace import cli, history, host_check
-from tape_vs_trace.report import headline, hosts, stats
+from tape_vs_trace.report import front, headline, hosts, scale, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results, load_results
 from tests.report.helpers import report_text, unrendered, write_results
@@ -151,20 +151,27 @@ def ratio_row(machine: str, ratio: float, low: float, high: float, date_ms: int,
 WORKER = {"runner_of": {"recording.GradStep_mlp.time_step": "worker"}, "worker_runs": {"profile": "cited"}}
 
 
+def grid(rows: list[Row], details: dict) -> tuple[list[str], dict[str, str]]:
+    """The front page's table across machines of `rows` (report.front.grid), machines in name order."""
+    return front.grid(rows, sorted({r.machine for r in rows}), details, front._program, ("workload", "program"))
+
+
 def test_only_like_runs_meet_in_a_verdict_and_the_others_are_named() -> None:
     details = {("new", MINE): WORKER, ("old", OTHER): WORKER, ("asv", THIRD): {}}
     rows = [ratio_row("new", 4.2, 4.1, 4.5, APART.author_date_ms),
             ratio_row("old", 6.5, 6.1, 8.7, APART.author_date_ms - 1, commit=OTHER)]
-    table = hosts.across(rows, details)
-    assert table[2].endswith("| 4.2× [4.1–4.5] | 6.5× [6.1–8.7] | JAX slower on 1 of 1 machines (old left out: unlike "
-                             "runs) |")
-    assert table[-1].startswith("- old is left out of the 1 verdict(s) marked so above: its runner layout (one worker "
-                                "process per framework and round, compiled and eager combinations together (derived: ")
-    assert f"is not new's ({APART.words} (derived: " in table[-1]
+    table, left = grid(rows, details)
+    assert table[2].endswith("| 4.2× [4.1–4.5] | 6.5× [6.1–8.7] † | JAX slower on 1 of 1 |")
+    assert list(left) == ["old"] and left["old"].startswith(
+        "its runner layout (one worker process per framework and round, compiled and eager combinations together "
+        "(derived: ")
+    [said] = front.unlike_line(left)
+    assert said == ("- **†** old: shown, left out of the verdicts, another kind of run: its runner layout (one worker "
+                    "process per framework and round, compiled and eager combinations together).")
     # a count does not depend on which processes ran it: the layout does not split it, the benchmark version does
     saved = [ratio_row("new", 2.0, 2.0, 2.0, APART.author_date_ms, measure="saved for backward"),
              ratio_row("old", 2.0, 2.0, 2.0, 0, commit=OTHER, measure="saved for backward")]
-    assert hosts.across(saved, details)[2].endswith("| JAX keeps more on 2 of 2 machines |")
+    assert grid(saved, details)[0][2].endswith("| JAX keeps more on 2 of 2 |")
     saved[1] = ratio_row("old", 2.0, 2.0, 2.0, 0, commit=OTHER, measure="saved for backward", version="2")
     like, why = hosts.like_machines({r.machine: r for r in saved}, details)
     assert like == ["new"] and why == {"old": ["its benchmark version (2) is not new's (3)"]}
@@ -175,25 +182,26 @@ def test_only_like_runs_meet_in_a_verdict_and_the_others_are_named() -> None:
     assert like == ["new", "old"] and list(why) == ["asv"] and history.ASV in why["asv"][0]
 
 
+COMMITTED = Path(__file__).parent.parent.parent / "results"
+
+
 def test_the_committed_verdicts_leave_out_the_run_before_compiled_processes_apart() -> None:
     """The issue: f6m207's results (0f953aff) predate compiled combinations in processes of their own, f6m167's
     (7b3a82c3) do not, and the cross-machine table counted both in "holds on 2 of 2" without a word."""
-    data = load_results(Path(__file__).parent.parent.parent / "results", lambda message: None)
+    data = load_results(COMMITTED, lambda message: None)
     groups, _ = headline.current(data)
     rows = headline.rows_of(groups)
     latest = {r.machine: r.commit[:8] for r in rows}
     if latest.get("cpu-intel-xeon-f6m207-2c") != "0f953aff" or latest.get("cpu-intel-xeon-f6m167-2c") is None:
         pytest.skip("the committed results no longer hold the two Intel runs of the issue")
-    table = hosts.across(rows, data.details)
-    timed = [line for line in table if line.startswith("| step time |")]
-    assert timed and not any(f"on {len(latest)} of {len(latest)} machines" in line for line in timed)
-    assert all("(cpu-intel-xeon-f6m207-2c left out: unlike runs)" in line for line in timed)
-    [why] = [line for line in table if line.startswith("- cpu-intel-xeon-f6m207-2c is left out of the")]
+    timed, left = grid([r for r in rows if r.measure == "step time"], data.details)
+    assert not any(f"on {len(latest)} of {len(latest)}" in line for line in timed[2:])
+    assert all("† |" in line for line in timed[2:]) and list(left) == ["cpu-intel-xeon-f6m207-2c"]
     assert "its runner layout (one worker process per framework and round, compiled and eager combinations " \
-           "together (derived: its commit is dated before 7b3a82c3" in why
+           "together (derived: its commit is dated before 7b3a82c3" in left["cpu-intel-xeon-f6m207-2c"]
     # saved bytes do not depend on the process layout: those verdicts still count both machines
-    assert any(line.startswith("| saved for backward |") and f"on {len(latest)} of {len(latest)} machines" in line
-               for line in table)
+    saved, _ = grid([r for r in rows if r.measure == "saved for backward"], data.details)
+    assert any(f"on {len(latest)} of {len(latest)}" in line for line in saved[2:])
 
 
 def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> None:
@@ -212,41 +220,74 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
     lines = hosts.explain(rows, details)
     assert "| amd (`aaaaaaaa`) | 1.857e+11 | 1.148e+11 | 2.932e-06 | 9.462e-06 | 3.314e+10 | 4.303e+09 |" in lines
     [eager] = [x for x in lines if "eager" in x and x.startswith("| mlp")]
-    # 4.2 / 3.0 = 1.4x; the dispatch cost ratio moved 3.844 / 3.227 = 1.19x the same way, 1.4 / 1.19 = 1.18x left
-    assert eager.endswith("| 3× → 4.2× | 1.4× | dispatch cost: 3.23 → 3.84 | 1.19× | accounts for part of it (1.18× "
-                          "left) |")
+    # 4.2 / 3.0 = 1.4x; one calibration a host predicts 3.844 / 3.227 = 1.19x, which does not hold 1.4x
+    assert eager.endswith("| 3× → 4.2× | 1.4× | dispatch cost: 3.23 (3.23–3.23, 1 run) → 3.84 (3.84–3.84, 1 run) | "
+                          "not explained by the calibration (their runs predict 1.19–1.19×) |")
     [compiled] = [x for x in lines if "compiled" in x and x.startswith("| mlp")]
     # JAX relatively faster on the AMD host, whose calibration says JAX's matmuls are relatively slower there
-    assert compiled.endswith("| 0.5× → 0.97× | 1.94× | matmul rate: 1.62 → 1.16 | 0.715× | does not account for it |")
+    assert compiled.endswith("| not explained by the calibration (their runs predict 0.715–0.715×) |")
     assert lines[-1] == ("Of 2 such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-                         "matmul rate for compiled ones) accounts for 0, for part of 1, moved the same way by more "
-                         "in 0 and does not account for 1.")
+                         "matmul rate for compiled steps with matmuls), over each host's runs, accounts for 0; 2 are "
+                         "not explained by the calibration.")
+    # the matmul rate is no explanation for a workload without matmuls
+    assert "not explained by the calibration (no matmuls: the matmul rate does not concern it)" in \
+        "\n".join(hosts.explain(rows, details, frozenset({"mlp"})))
     # within the band, or intervals that overlap: nothing to explain
     assert hosts.explain([rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)], details) == []
     # the front page counts them and links their page, which holds every row of the table
-    front = hosts.front_lines(rows, details)
-    assert front[-1].startswith("Of the 2 ratio(s) that differ between like machines beyond the 10 % a rerun moves "
-                                "them (intervals apart), the calibration of the step's kind")
-    assert front[-1].endswith(f"[{hosts.PAGE}]({hosts.PAGE}).") and not any(x.startswith("| ") for x in front)
+    [front_line] = hosts.front_lines(rows, details)
+    assert front_line.startswith("2 step-time ratios differ between like machines beyond a rerun's ±10 % (intervals "
+                                 "apart): the calibration of the step's kind, over each host's runs, accounts for 0; 2 "
+                                 "are not explained by the calibration.")
+    assert front_line.endswith(f"[{hosts.PAGE}]({hosts.PAGE}).")
     page = hosts.page(rows, details)
     assert eager in page.splitlines() and compiled in page.splitlines() and "](summary.md)" in page
     close = [rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)]
     assert hosts.page(close, details) is None and hosts.front_lines(close, details) == []
 
 
-def test_accounts_compares_the_two_changes() -> None:
-    assert hosts.accounts(1.5, 1.45) == "accounts for it"
-    assert hosts.accounts(1.5, 1.2) == "accounts for part of it (1.25× left)"
-    assert hosts.accounts(1.5, 1.9) == "the same way, by more (1.27× over)"
-    assert hosts.accounts(0.5, 0.3) == "the same way, by more (1.67× over)"
-    assert hosts.accounts(1.5, 0.8) == "does not account for it"
-    assert hosts.accounts(0.5, 1.0) == "does not account for it"
-    assert hosts.accounts(1.5, None) == "no calibration of this kind in both runs"
+def calibrated(value: float, low: float, high: float, runs: int = 3) -> hosts.Calibrated:
+    return hosts.Calibrated(value, low, high, runs)
 
 
-def test_the_count_of_differences_names_those_without_a_calibration() -> None:
-    said = hosts._counted(["accounts for it", hosts.NO_CALIBRATION, "does not account for it"], "3 such difference(s)")
-    assert said == ("Of 3 such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-                    "matmul rate for compiled ones) accounts for 1, for part of 0, moved the same way by more in 0 "
-                    "and does not account for 1; 1 have no such calibration in both runs.")
-    assert "no such calibration" not in hosts._counted(["accounts for it"], "1 such difference(s)")
+def test_accounts_only_where_the_runs_predict_a_change_that_holds_the_observed_one() -> None:
+    # the two hosts' runs predict 1.2-2.0x (b's 1.2-1.6 over a's 0.8-1.0): a change of 1.5x lies within
+    a, b = calibrated(0.9, 0.8, 1.0), calibrated(1.4, 1.2, 1.6)
+    assert hosts.accounts(1.5, a, b) == "accounts for it"
+    assert hosts.accounts(2.5, a, b) == "not explained by the calibration (their runs predict 1.2–2×)"
+    # one host's calibration ran 2.49-10.08 over its runs: its prediction holds 1, so it explains no change
+    wide = calibrated(5.72, 2.49, 10.08)
+    assert hosts.accounts(1.64, wide, calibrated(3.66, 3.64, 4.32)) == \
+        "not explained by the calibration (their runs predict 0.361–1.73×, either way)"
+    assert hosts.accounts(1.5, a, b, concerns=False) == \
+        "not explained by the calibration (no matmuls: the matmul rate does not concern it)"
+    assert hosts.accounts(1.5, None, b) == "no calibration of this kind in both runs"
+
+
+def test_a_calibration_range_spans_the_machines_runs_on_the_same_host_only() -> None:
+    amd = record("amd-epyc-f25m17-2c-run-b-quiet.json")["tape_vs_trace"]
+    intel = record("intel-xeon-f6m167-2c-7b3a82c3.json")["tape_vs_trace"]
+    slower = json.loads(json.dumps(amd))
+    slower["calibration"]["dispatch_seconds_per_op"]["jax"] *= 2
+    details = {("box", MINE): amd, ("box", OTHER): slower, ("box", THIRD): intel}  # THIRD: another host
+    got = hosts.calibrated_range(details, "box", MINE, "dispatch cost")
+    own = hosts.calibrated_ratio(amd["calibration"], "dispatch cost")
+    assert (got.value, got.low, got.high, got.runs) == pytest.approx((own, own, 2 * own, 2))
+    assert hosts.calibrated_range({("box", MINE): {}}, "box", MINE, "dispatch cost") is None
+
+
+def test_the_committed_runs_say_accounts_only_with_a_calibration_that_concerns_the_workload() -> None:
+    """The issue: the matmul rate explained the chain and LSTM rows, which have no matmuls, and a host whose eager
+    prediction ran 2.49-10.08 over its runs 'accounted for' eager differences."""
+    data = load_results(COMMITTED, lambda message: None)
+    groups, _ = headline.current(data)
+    rows = headline.rows_of(groups)
+    bare = scale.counted_without_matmuls(list(groups.values()))
+    assert {"chain", "lstm"} <= bare and "mlp" not in bare
+    lines = [x for x in hosts.explain(rows, data.details, bare) if x.startswith("| ")]
+    for line in lines:
+        if line.startswith(("| chain", "| lstm")) and "matmul rate" in line:
+            assert line.endswith("| not explained by the calibration (no matmuls: the matmul rate does not concern "
+                                 "it) |")
+        if "accounts for it" in line:
+            assert "either way" not in line and not line.startswith(("| chain", "| lstm"))

@@ -83,7 +83,7 @@ def test_provenance_counts_only_sampled_ok_rows_and_says_n_a_for_missing_counts(
     assert lines[:12] == [
         "| | |", "|---|---|",
         f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |",
-        f"| run date | {RUN} to {RUN} |",
+        f"| run date | {RUN} (started) |",
         "| machine | box: 2 cores, 16333648 RAM, Linux x86_64 |",
         "| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |",
         "| python | n/a (asv environment `existing-venv`) |",
@@ -108,7 +108,8 @@ def test_provenance_of_a_single_row() -> None:
     """A result file with one benchmark: its one row is the provenance."""
     rows = pd.DataFrame([provenance_row("recording.GradStep_mlp.time_step", "time_step")])
     lines = provenance.provenance(Results(table=rows), rows)
-    assert lines[2:4] == [f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |", f"| run date | {RUN} to {RUN} |"]
+    assert lines[2:4] == [f"| commit | `abc123{'0' * 34}` (commit date 2023-11-14) |",
+                          f"| run date | {RUN} (started) |"]
     assert lines[5:8] == ["| device | cpu |", "| torch | 2.5.1 |", "| jax | 0.4.35 |"]
 
 
@@ -116,7 +117,7 @@ def test_provenance_prints_fingerprint_calibration_and_samples(synthetic_report)
     _, text, _ = synthetic_report
     assert "| cpu_model | Test CPU 9000 |" in text and "| matmul_gflops | 123 |" in text
     assert "| `recording.GradStep_mlp.time_step` | 3 | 12 | processes |" in text
-    assert "| run date | 2023-11-14 22:13:20 UTC to 2023-11-14 22:13:20 UTC |" in text
+    assert "| run date | 2023-11-14 22:13:20 UTC (started) |" in text
     assert "different hosts" not in text
 
 
@@ -215,7 +216,7 @@ def test_markdown_separates_its_blocks_with_blank_lines() -> None:
 def test_the_front_heads_each_machine_of_several_and_links_its_page() -> None:
     lines = lines_of(pd.DataFrame([summary_row("torch", machine="box"), summary_row("torch", machine="lab")]))
     heads = [line for line in lines if line.startswith("## ")]
-    assert heads == ["## Scale", "## Headline", "## Each machine"]
+    assert heads == ["## Scale"]  # without a JAX/PyTorch ratio the front has only its scale and the links
     for group in ("box", "lab"):
         assert f"({machine_page.path(group)})" in "\n".join(lines)
     assert markdown.slug("All results on cpu-x86 (2 cores)") == "all-results-on-cpu-x86-2-cores"
@@ -238,6 +239,14 @@ def test_the_runner_record_is_one_readable_line() -> None:
         "| runner | 1 benchmark(s) by asv run, 2 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 5 rounds, 16 "
         "worker processes, 499.2 s |"]
     assert provenance._runner_lines({}) == []
+
+
+def test_run_dates_and_rounds_read_as_what_they_are() -> None:
+    # one start for every benchmark (the runner stamps its run once): that start and the run's wall time, not "a to a"
+    assert provenance._run_dates([RUN, RUN], {"wall_s": 478.0}) == f"{RUN} (started; tape-vs-trace run took 478.0 s)"
+    assert provenance._run_dates(["a", "b"], {}) == "a to b (the benchmarks' start times)"
+    assert provenance._run_words({"rounds": 1, "processes": 2, "wall_s": 9}).startswith("1 round, 2 worker")
+    assert provenance._run_words({"rounds": 1, "rounds_planned": 3, "processes": 2}).startswith("1 of 3 rounds")
 
 
 def test_the_runner_line_names_the_profile_and_why_a_budget_stopped_the_rounds() -> None:
@@ -272,7 +281,7 @@ def test_the_runner_lines_name_each_run_the_file_holds_and_the_steal_its_workers
     details = {"runner_of": {"a.B.time_step": "worker"}, "worker_runs": {**run(None, 1, []), "parts": 4},
                "earlier_runs": [{"worker_runs": run("cited", 4, [0.0, 0.002, 0.082, 0.033])}, {"chosen": {}}]}
     assert provenance._runner_lines(details) == [
-        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 4 parts, 1 rounds, 4 worker processes, "
+        "| runner | 1 benchmark(s) by tape-vs-trace run; tape-vs-trace run: 4 parts, 1 round, 4 worker processes, "
         "10.0 s |",
         "| earlier run in this file | profile cited, 4 rounds, 16 worker processes, 40.0 s; the hypervisor's steal "
         "while each worker ran: median 1.8%, most 8.2% |"]

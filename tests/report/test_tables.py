@@ -32,7 +32,7 @@ def test_cuda_workspaces_get_a_table_of_their_own_beside_the_peaks(results: Path
     _with_gpu_machine(results)
     with unrendered():  # the test reads the text
         report.write_report(results, tmp_path / "report", lambda line: None)
-    gpu = (tmp_path / "report" / "gpu-nvidia-h200" / "summary.md").read_text()  # the machine's own page
+    gpu = (tmp_path / "report" / "gpu-nvidia-h200" / "tables.md").read_text()  # the machine's page of every table
     peaks, workspaces = md_table(gpu, "track_peak_bytes"), md_table(gpu, "track_workspace_bytes")
     assert len(peaks) == 3 and all(r[-1] == "— (unlike modes: PyTorch eager, JAX compiled)" for r in peaks.values())
     assert len(workspaces) == 3 and all(r[-1] == "— (counts different things)" for r in workspaces.values())
