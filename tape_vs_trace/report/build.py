@@ -145,13 +145,14 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         drawn, compiled, series = _draw(data, staging, step)
         step("drawing the headline chart and writing summary.md: tables and findings")
         top = headline.build(data, staging)
-        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, series),
+        # The pages of their own that the front page points to, each in a line of its section.
+        pointers = {"memory": native_peak_section.front_line(native_peak_section.write(results, staging)),
+                    "compile": first_step.front_line(first_step.write(staging, results, warn))}
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, series, pointers),
                                             encoding="utf-8")
-        first_step.append(staging / "summary.md", results, warn)
         for name, text in markdown.pages(data, drawn, compiled, top).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")
-        native_peak_section.write(results, staging)  # its own page, linked from none yet
         if readme_path is not None:
             label = Path(os.path.relpath(out, readme_path.resolve().parent)).as_posix()
             block = readme.section(data, drawn, label, top)

@@ -122,14 +122,15 @@ def section(results: Path, warn: Warn) -> str:
 PAGE = "first_step.md"
 
 
-def append(page: Path, results: Path, warn: Warn) -> None:
-    """Write `section` as its own page (PAGE) beside `page` and add a short section linking it to `page`'s end, so
-    that the front page stays short; nothing without results/first_step."""
+def write(out: Path, results: Path, warn: Warn) -> bool:
+    """`section` as its own page (PAGE) in `out`, which the front page links under compile time; False (no page)
+    without results/first_step."""
     text = section(results, warn)
-    if not text:
-        return
-    (page.parent / PAGE).write_text(text + "\n", encoding="utf-8")
-    link = ("## Time to first step\n\nFrom a fresh interpreter to the first gradient step done, each framework's "
-            "compiled step with empty and with warm caches and its eager step, the one-time start apart from the "
-            f"compile: [{PAGE}]({PAGE}).\n")
-    page.write_text(page.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + link, encoding="utf-8")
+    if text:
+        (out / PAGE).write_text(text + "\n", encoding="utf-8")
+    return bool(text)
+
+
+def front_line(written: bool) -> str:
+    """The front page's sentence under compile time that points to PAGE; "" where it was not written."""
+    return f"Time to first step (fresh process, cold and warm caches): [{PAGE}]({PAGE})." if written else ""

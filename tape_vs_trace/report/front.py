@@ -10,19 +10,18 @@ import math
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace.report import best, fmt, headline, hosts, scale, stats
+from tape_vs_trace.report import best, fmt, headline, hosts, machine_page, scale, stats
 from tape_vs_trace.report.headline import Headline, Row
-from tape_vs_trace.report.select import base_numerics
+from tape_vs_trace.report.select import base_numerics, latest
 from tape_vs_trace.rowkey import RowKey
 
 FASTEST = "Each framework at its fastest"
 # the like-mode step times by mode, each named for what it measures (the eager pair is Python dispatch per op)
 MODES = {"compiled": "compiled program: `torch.compile` against `jax.jit`",
-         "eager": "dispatch cost: PyTorch's eager tape against un-jitted JAX, which dispatches each op from Python, "
+         "eager": "dispatch cost: PyTorch's eager tape against un-jitted JAX, "
                   "so it measures per-op dispatch, not a jitted program (default programs; all on the machine pages)"}
 MEMORY = ("Bytes kept for the backward: PyTorch's saved tensors (`saved_tensors_hooks`, deduplicated by storage) "
-          "against `jax.vjp`'s residuals before XLA, which may keep fewer or more; exact counts, no interval. CPU "
-          "peaks are measured by different methods (live-tensor tracking, XLA's buffer plan): no ratio.")
+          "against `jax.vjp`'s residuals before XLA, which may keep fewer or more; exact counts, no interval.")
 UNLIKE = "†"  # a cell shown but left out of its row's verdict: an unlike run (hosts.like_machines)
 
 
@@ -58,10 +57,11 @@ def scale_lines(groups: list[tuple[str, pd.DataFrame]], info: dict[str, dict]) -
         for w, s in scale.sizes(base):
             seen.setdefault((w, s), scale.size(base, w, s, saved=False))
     lines = [f"- **Machines** (newest run): {machines}."]
-    if seen:
-        lines.append("- **Sizes**: " + "; ".join(seen.values()) + ".")
-    if any(str(rows.device.iloc[0]) == "cpu" for _, rows in groups):
-        lines.append(f"- **What CPU results describe**: {scale.NOT_GPU_SCALE.removeprefix('CPU results ')}.")
+    cpu = any(str(rows.device.iloc[0]) == "cpu" for _, rows in groups)
+    if seen:  # what CPU results describe, said with the sizes it concerns
+        lines.append("- **Sizes**: " + "; ".join(seen.values()) + "." + (f" {scale.NOT_GPU_SCALE}." if cpu else ""))
+    elif cpu:
+        lines.append(f"- {scale.NOT_GPU_SCALE}.")
     lines.append("- **Reading a cell**: JAX/PyTorch, above 1 JAX is slower or keeps more; a time: the geometric mean "
                  "of per-process medians; [a–b]: the ratio's 95 % interval across processes; a finding only beyond "
                  f"the ±{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves a ratio; a program loops in Python unless it "
@@ -157,17 +157,18 @@ def mechanism_section(top: Headline, details: dict) -> tuple[list[str], dict]:
     table, left = grid(rows, machine_order(top), details,
                        lambda case, _: [MODES[case[2]].split(":")[0], *_program(case)],
                        ("measures", "workload", "program"))
-    lines = ["## Mechanisms, each in like modes", "", f"{caption(top)} Each ratio divides rows that differ in the "
-             f"framework alone. {'. '.join(m[0].upper() + m[1:] for m in MODES.values())}.", "", *table, ""]
+    modes = ". ".join(m[0].upper() + m[1:] for m in MODES.values())
+    lines = ["## Mechanisms, each in like modes", "", f"{caption(top)} {modes}.", "", *table, ""]
     said = [f"- **{name}** ({what}): {headline.told_by_mode(rs)}." for name, what, _, _ in headline.MECHANISMS
             if (rs := [r for r in top.extra if r.measure == name])]
     if said:
-        lines += ["Other mechanisms, over every machine:", "", *said, ""]
+        lines += [*said, ""]
     return lines, left
 
 
-def memory_section(top: Headline, details: dict) -> tuple[list[str], dict]:
-    """1d: the bytes kept for the backward, with the method ('before XLA'); one column where every machine agrees."""
+def memory_section(top: Headline, details: dict, more: str = "") -> tuple[list[str], dict]:
+    """1d: the bytes kept for the backward, with the method ('before XLA'); one column where every machine agrees;
+    `more`: a sentence after the caption (the CPU peaks' page)."""
     rows = [r for r in top.rows if r.measure == "saved for backward"]
     if not rows:
         return [], {}
@@ -178,12 +179,31 @@ def memory_section(top: Headline, details: dict) -> tuple[list[str], dict]:
                  "|---|---|---:|---|",
                  *["| " + " | ".join((cells := line.strip("| ").split(" | "))[:3] + [cells[-1]]) + " |"
                    for line in table[2:]]]
-    return ["## Memory", "", f"{caption(top)} {MEMORY}", "", *table, ""], left
+    return ["## Memory", "", " ".join(w for w in (caption(top), MEMORY, more) if w), "", *table, ""], left
 
 
-def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, list[list[str]], bool]]) -> list[str]:
+def gpu_peak_lines(table: pd.DataFrame) -> list[str]:
+    """The allocator peaks each GPU machine's newest run holds, named by workload, size and variant, with the versions
+    and their caveat where a peak is one process's: what exists on a GPU, said where memory is."""
+    out = []
+    for machine, rows in latest(table[table.device != "cpu"]).items():
+        peaks = rows[(rows.metric == "track_peak_bytes") & (rows.status == "ok")]
+        if peaks.empty:
+            continue
+        cases = "; ".join(f"{w} {s} ({', '.join(dict.fromkeys(g.variant))})"
+                          for (w, s), g in peaks.groupby(["workload", "size"], sort=False))
+        one = bool((peaks.processes.fillna(1) <= 1).all())
+        out.append(f"- {machine} (torch {peaks.torch_version.iloc[0]}, jax {peaks.jax_version.iloc[0]}): "
+                   f"{len(peaks)} allocator peaks, {cases}" + ("; one process each, no interval" if one else "")
+                   + f" ([page]({machine_page.path(machine)})).")
+    return out + ([""] if out else [])
+
+
+def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, list[list[str]], bool]],
+                    more: str = "") -> list[str]:
     """1e: per machine its newest compile-time depth series (report.compile_growth.front_rows), its commit named
-    where it is older than the machine's newest run, and where every point is one process's, said once."""
+    where it is older than the machine's newest run, and where every point is one process's, said once; `more`: a
+    sentence after the caption (the time to first step's page)."""
     rows, none, single = [], [], True
     for group, (commit, older, cells, one) in series.items():
         if not cells:
@@ -194,11 +214,12 @@ def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, lis
             run = f"{group} (`{commit[:8]}`, older than its newest run)" if older else group
             rows.append(f"| {run} | {workload} | {torch_said} | {jax_said} |")
     if not rows:
-        return []
-    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth, "
-            "and its growth exponent in depth with 95 % interval (none from one depth)."]
-    said += ["Every point is one process: no interval on a point."] if single else []
+        return ["## Compile time", "", more, ""] if more else []
+    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth "
+            "and its growth exponent in depth, 95 % interval."]
+    said += ["One process a point: no interval."] if single else []
     said += [f"Not run on {', '.join(none)}."] if none else []
+    said += [more]
     return ["## Compile time", "", " ".join(w for w in said if w), "", "| machine | workload | PyTorch | JAX |",
             "|---|---|---|---|", *rows, ""]
 

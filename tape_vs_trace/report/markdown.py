@@ -37,9 +37,12 @@ def first_part(data: Results, top: Headline | None, chart: str = headline.NAME) 
 
 
 def markdown(data: Results, figures: dict[str, list[str]], results_label: str, top: Headline | None = None,
-             series: dict[str, tuple[str, bool, list[list[str]], bool]] | None = None) -> str:
-    """summary.md: `first_part`, the mechanisms in like modes, memory, compile time (`series`: per machine its
-    newest depth series, report.front.compile_section), where machines disagree; each machine's page linked first."""
+             series: dict[str, tuple[str, bool, list[list[str]], bool]] | None = None,
+             pointers: dict[str, str] | None = None) -> str:
+    """summary.md: `first_part`, the mechanisms in like modes, memory (with the GPU allocator peaks and
+    `pointers["memory"]`), compile time (`series`: per machine its newest depth series, report.front.compile_section;
+    then `pointers["compile"]`), where machines disagree; each machine's page linked first."""
+    pointers = pointers or {}
     table = data.table
     groups = _newest_first(latest(table))
     shown = {(r.machine.iloc[0], r.commit.iloc[0]) for _, r in groups}
@@ -53,11 +56,13 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     lines += opening
     if top is not None:
         more: dict[str, str] = {}
-        for body, out in (front.mechanism_section(top, data.details), front.memory_section(top, data.details)):
+        for body, out in (front.mechanism_section(top, data.details),
+                          front.memory_section(top, data.details, pointers.get("memory", ""))):
             lines += body
             more |= {m: why for m, why in out.items() if m not in left}
+        lines += front.gpu_peak_lines(table)
         lines += front.unlike_line(more) + ([""] if more else [])
-    lines += front.compile_section(top, series or {})
+    lines += front.compile_section(top, series or {}, pointers.get("compile", ""))
     between = hosts.front_lines(top.rows, data.details, top.no_matmuls) if top is not None else []
     if between:
         lines += ["## Where machines disagree", "", *between]

@@ -151,6 +151,11 @@ def write(results: Path, out: Path) -> list[str]:
     return [PAGE, *names]
 
 
+def front_line(written: list[str]) -> str:
+    """The front page's sentence under memory that points to PAGE (`written`: what `write` wrote); "" without it."""
+    return f"CPU peaks by one method, both sides (memray), with ratios: [{PAGE}]({PAGE})." if written else ""
+
+
 def to_html(markdown: str, css: str) -> str:
     """The page's markdown (headings, paragraphs, tables, images: what `page` writes) as a dashboard page."""
     out = []
