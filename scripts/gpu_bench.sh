@@ -27,7 +27,8 @@
 # plan; TVT_COSTS=FILE plans from an earlier cost file (a first contact's preflight.json), TVT_PREFLIGHT=0 from the
 # defaults. A first contact at a commit (no results for it, no TVT_COSTS) runs the chunks the defaults fit first
 # and its pre-flight after them, where its budget is left: its phases would repeat their first round. Each chunk
-# is one `tape-vs-trace run -b REGEX --rounds 3` under its own `timeout`; it saves after every round.
+# is one `tape-vs-trace run -b REGEX --rounds 3 --extend` under its own `timeout`; it saves after every round,
+# and a later contact adds only the rounds a cut one lacked.
 # TVT_RUNNER=asv runs each as `asv run -b REGEX` instead (saved only when a run ends).
 # It refuses a tree whose measured code (the Makefile's RECORDED_SOURCES) differs from that commit.
 # Set-up: scripts/setup_offline.sh (TVT_OFFLINE=1, or where
