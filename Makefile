@@ -48,7 +48,7 @@ test-all: $(STAMP) lint
 # The main job: the asv suite (its PROFILE) on this machine (CPU sizes here, GPU sizes where there is a GPU), saved to
 # results/<machine>/ for the committed HEAD; then the paired comparisons and the remat trade-off curve divided from
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
-# PROFILE picks what the worker runner measures (tape_vs_trace/profiles.py): `cited` (the default on CPU machines:
+# PROFILE picks what the worker runner measures (tape_vs_trace/running/profiles.py): `cited` (the default on CPU machines:
 # the rows the report cites first and every count, 12 rounds, each round after the third started only while the
 # runner's 400 s budget has room for it) or `full` (the default on CUDA machines: every
 # benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
@@ -105,7 +105,7 @@ bench: $(STAMP)
 		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
+	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.results.compile_caches $(COMPILE_CACHE_STATE) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
@@ -149,7 +149,7 @@ compile-series: $(STAMP)
 	TVT_DEVICE=$(DEVICE) $(PY) scripts/compile_series.py --plan --machine $$machine --results $(SERIES_RESULTS) \
 		$(SERIES_ARGS) && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
-	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.compile_caches $(COMPILE_CACHE_STATE) && \
+	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.results.compile_caches $(COMPILE_CACHE_STATE) && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(PY) scripts/compile_series.py --machine $$machine --results $(SERIES_RESULTS) $(SERIES_ARGS) \

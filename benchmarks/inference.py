@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from benchmarks.common import Benchmark, by_workload
 from benchmarks.counts import _PeakBytes
+from implementations import frameworks
 from implementations.workloads import ATTENTIONS
 
 
@@ -18,9 +19,7 @@ class _Forward(Benchmark):
     axes = [("mode", ["no_grad", "inference_mode", "compiled"])]
 
     def skip(self, case):
-        if case.framework == "jax" and case.mode == "inference_mode":
-            return "JAX has no inference_mode: a plain call already saves nothing"
-        return None
+        return frameworks.forward_skip(case.framework, case.mode)
 
     def build(self, case):
         return {"step": case.fw.steps.forward_step(case.inputs, "plain", case.mode, case.device)}

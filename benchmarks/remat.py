@@ -143,7 +143,7 @@ class _CurveCounts(_SavedBytes, _PeakBytes, _Flops, _StepCosts):
         return super().reason_to_skip_method(method, case)
 
     def costs(self) -> dict[str, Any]:
-        """The paired table's cost columns of this point (tape_vs_trace.paired.FIELDS)."""
+        """The paired table's cost columns of this point (tape_vs_trace.side.paired.FIELDS)."""
         case = self.case
         saved, flops = self.count_saved_bytes(), self.count_flops()
         method = self.compiled().method if case.mode == "compiled" else EAGER_COSTS

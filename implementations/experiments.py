@@ -9,7 +9,7 @@ experiment and its points, the pillar's axes make a point's asv combination.
 
 Which workloads and sizes run each kind of experiment comes from the specs' grid (implementations/workload_table.py):
 'RematCurve' (the trade-off curve, remat.RematCurve_*: every policy at the first size, the granularity at the second),
-'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (PAIRED: a pillar's paired findings).
+'paired.inference', 'paired.engine', 'paired.custom' and 'paired.transforms' (each pillar's `paired`: its grid).
 """
 
 from __future__ import annotations
@@ -49,18 +49,12 @@ def asv_combination(experiment: Experiment, point: Point, device: str) -> tuple[
             "dtype": "float32", "precision": "highest", "device": device}
     if e.group == "remat":
         loop = {"formulation": e.formulation} if spec.formulations else {}
-        return (f"remat.RematCurve_{e.workload}.time_step",
+        return (pillars.role_benchmark("curve step time", e.workload),
                 {**head, "mode": point.mode, **loop, "point": point_id(point), **tail})
-    if point.kind == "forward":
-        return f"inference.Forward_{e.workload}.time_forward", {**head, "mode": point.mode, **tail}
-    if point.kind == "engine":
-        return (f"engine.EngineStep_{e.workload}.time_step",
-                {**head, "feature": point.feature, "mode": point.mode, **tail})
-    if point.kind == "transform":
-        return (f"transforms.TransformStep_{e.workload}.time_step",
-                {**head, "transform": point.transform, "mode": point.mode, **tail})
-    return f"custom_backward.CustomStep_{e.workload}.time_step", {**head, "variant": point.variant,
-                                                                     "mode": point.mode, **tail}
+    # a paired point: its pillar's family, its axes' values in the pillar's order (Point names its fields alike)
+    pillar = pillars.paired_by_kind(point.kind)
+    return (pillar.benchmark(pillar.paired.family, e.workload, pillar.paired.metric),
+            {**head, **{axis: getattr(point, axis) for axis in pillar.axes}, **tail})
 
 
 @dataclass(frozen=True)
@@ -143,12 +137,6 @@ def _remat_curve(workload: str, sizes: tuple[str, ...], cuda: bool) -> list[Expe
     return found
 
 
-# Per pillar with paired findings: the kind of step its points run (asv_combination, paired_worker.build) and the
-# specs' grid that chooses its workloads and sizes.
-PAIRED = {"custom_backward": ("grad", "paired.custom"), "inference": ("forward", "paired.inference"),
-          "engine": ("engine", "paired.engine"), "transforms": ("transform", "paired.transforms")}
-
-
 def paired_findings() -> list[tuple[str, pillars.Change]]:
     """The registry's findings that are paired experiments too (`Change.paired`), as (pillar, finding)."""
     return [(p, rule) for p, rule in pillars.findings() if isinstance(rule, pillars.Change) and rule.paired]
@@ -157,7 +145,7 @@ def paired_findings() -> list[tuple[str, pillars.Change]]:
 def finding_point(pillar: str, label: str) -> Point:
     """A finding's base or variant (its values of the pillar's axes joined by '/') as a point of the paired runner."""
     axes = pillars.PILLARS[pillar].axes
-    return Point(label, PAIRED[pillar][0], **dict(zip(axes, label.split("/"), strict=True)))
+    return Point(label, pillars.PILLARS[pillar].paired.kind, **dict(zip(axes, label.split("/"), strict=True)))
 
 
 def _runs(framework: str, point: Point, device: str) -> bool:
@@ -166,7 +154,7 @@ def _runs(framework: str, point: Point, device: str) -> bool:
         return not frameworks.transform_skip(framework, point.transform, point.mode, device)
     if point.kind == "engine":
         return point.feature in frameworks.get(framework).engine_features
-    return not (point.kind == "forward" and point.mode == "inference_mode" and framework == "jax")  # no such mode
+    return not (point.kind == "forward" and frameworks.forward_skip(framework, point.mode))
 
 
 def _pairs(pillar: str, rule: pillars.Change, workload: str, size: str, device: str) -> list[Experiment]:
@@ -182,6 +170,7 @@ def experiments(device: str) -> list[Experiment]:
     """Every experiment of this device, both frameworks, from the specs' grid."""
     cuda = device == "cuda"
     found = [e for w, sizes in workloads.runs("RematCurve", device).items() for e in _remat_curve(w, sizes, cuda)]
-    found += [e for pillar, rule in paired_findings() for w, sizes in workloads.runs(PAIRED[pillar][1], device).items()
+    found += [e for pillar, rule in paired_findings()
+              for w, sizes in workloads.runs(pillars.PILLARS[pillar].paired.grid, device).items()
               for size in sizes for e in _pairs(pillar, rule, w, size, device)]
     return found

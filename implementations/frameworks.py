@@ -67,6 +67,8 @@ class Framework:
     uncompiled_transforms: dict[str, str] = field(default_factory=dict)
     # transform -> why its saved bytes cannot be counted by the framework's probe (transform_saved_skip)
     unsaved_transforms: dict[str, str] = field(default_factory=dict)
+    # forward mode (benchmarks/inference.py) -> why the framework has no such mode
+    missing_forward_modes: dict[str, str] = field(default_factory=dict)
     scan: str = ""  # the operator its "scan" formulation runs, as every label of a scan row names it
     # device -> how the GEMM-library workspace inside a peak is read there (track_workspace_bytes); none on CPU
     workspace_methods: dict[str, str] = field(default_factory=dict)
@@ -117,6 +119,7 @@ FRAMEWORKS: dict[str, Framework] = {
             # No tensor hooks and no .grad attributes: only the functional counterparts exist.
             engine_features=("accumulate_tree_add", "no_hooks", "retain_graph_twice"),
             transforms=tuple(t for t in TRANSFORMS if t not in _TAPE_ONLY),
+            missing_forward_modes={"inference_mode": "JAX has no inference_mode: a plain call already saves nothing"},
             scan="lax.scan",
             workspace_methods={"cuda": "the largest cuBLAS/cuDNN custom call's workspace in the compiled HLO "
                                        "(XLA's buffer plan, not the allocator)"},
@@ -141,6 +144,12 @@ def get(name: str) -> Framework:
 def label(name: str) -> str:
     """'PyTorch' for 'torch'; an unknown name is returned as it is (results may name a framework no longer here)."""
     return FRAMEWORKS[name].label if name in FRAMEWORKS else name
+
+
+def forward_skip(framework: str, mode: str) -> str | None:
+    """Why `framework` has no forward in `mode`, or None where it has: the inference pillar's skips and its paired
+    experiments read it."""
+    return get(framework).missing_forward_modes.get(mode)
 
 
 def transform_skip(framework: str, transform: str, mode: str, device: str) -> str | None:

@@ -9,9 +9,8 @@ it say so in their spec's ``grid`` (implementations/workload_table.py). CONTRIBU
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from implementations import frameworks
+from implementations.pillar_spec import Across, Change, Figure, Paired, Panel, Pillar, ProgramChange, Role, Rule, Side
 
 # The parameters every per-workload benchmark has (benchmarks.common.by_workload); a pillar's `axes` come between
 # size and dtype and name its variants.
@@ -19,93 +18,6 @@ BASE_PARAMS = ("framework", "workload", "size", "dtype", "precision", "device")
 # The program's parameters, after a pillar's axes where the workload has them (benchmarks.common.program_axes): they
 # name the row's program (report.load.program_name), not its variant.
 PROGRAM_PARAMS = ("style", "attention")
-
-
-@dataclass(frozen=True)
-class Change:
-    """Finding: within each framework, `variant` against `base` on `metric` (a cost in %)."""
-
-    metric: str
-    base: str
-    variant: str
-    what: str
-    ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
-    # a paired experiment too (implementations.experiments): set pair by pair, as an eager/compiled pair moves its
-    # compiled combinations into the eager process (suite_plan.paired_across_modes)
-    paired: bool = False
-
-
-@dataclass(frozen=True)
-class Across:
-    """Finding: JAX against PyTorch on like rows of `variant` (the one ratio rule, report.stats.compare)."""
-
-    metric: str
-    variant: str
-    what: str
-    ops: bool = False
-
-
-@dataclass(frozen=True)
-class Side:
-    """Finding: two values that count different things, side by side without a ratio."""
-
-    metric: str
-    variant: str
-    what: str
-
-
-@dataclass(frozen=True)
-class ProgramChange:
-    """Finding: within each framework and variant, the program with `axis` ("style" or "attention") at `variant`
-    against the same program at `base` (workloads.STYLES, ATTENTIONS), on `metric` (a change in %)."""
-
-    metric: str
-    axis: str
-    base: str
-    variant: str
-    what: str
-    ops: bool = False
-
-
-Rule = Change | Across | Side | ProgramChange
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One panel of a 'changes' figure: each of `variants` against `base` on `metric`, in %."""
-
-    metric: str
-    base: str
-    variants: tuple[str, ...]
-    label: str
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A pillar's figure, ``<pillar>.png``: 'values' (times as dots with intervals, memory as bars) or 'changes'
-    (one panel per `panels` entry, each variant's change against its base)."""
-
-    kind: str
-    title: str = ""  # '' for a 'values' figure: "<pillar>: PyTorch and JAX (lower is better)"
-    panels: tuple[Panel, ...] = ()
-
-
-@dataclass(frozen=True)
-class Pillar:
-    """One benchmark file of the suite, ``benchmarks/<name>.py``."""
-
-    name: str
-    title: str
-    torch: str  # what the PyTorch side runs, in words
-    jax: str  # what the JAX side runs, in words
-    families: tuple[str, ...]  # its per-workload benchmark classes, `<Family>_<workload>`; sized by the specs' grid
-    axes: tuple[str, ...]  # the parameters beyond BASE_PARAMS, in the order a variant's name joins them
-    figure: Figure
-    findings: tuple[Rule, ...] = field(default=())
-
-    @property
-    def module(self) -> str:
-        return f"benchmarks.{self.name}"
 
 
 _POLICIES = ("remat_full", "remat_dots")
@@ -146,9 +58,12 @@ PILLARS: dict[str, Pillar] = {
                 ProgramChange("track_saved_bytes", "attention", "written", "fused", "fused attention", ops=True),
                 ProgramChange("time_step", "attention", "written", "fused", "fused attention"),
             ),
+            (("step time", Role("GradStep", "time_step")), ("flops", Role("GraphCost", "track_flops")),
+             ("saved bytes", Role("GraphCost", "track_saved_bytes"))),
         ),
         Pillar(
-            "custom_backward", "custom backward", "torch.autograd.Function", "jax.custom_vjp",
+            "custom_backward", "custom backward", "torch.autograd.Function (forward, setup_context, backward)",
+            "jax.custom_vjp",
             ("CustomStep", "CustomMemory"), ("variant", "mode"), Figure("values"),
             (
                 Change("track_saved_bytes", "plain", "custom", "the custom backward", ops=True),
@@ -158,15 +73,23 @@ PILLARS: dict[str, Pillar] = {
                 Change("time_step", "plain/compiled", "custom/compiled", "the custom backward, compiled",
                        paired=True),
             ),
+            (("custom step time", Role("CustomStep", "time_step")),),
+            paired=Paired("grad", "paired.custom", "CustomStep", "time_step"),
         ),
         Pillar(
-            "remat", "rematerialization", "torch.utils.checkpoint, selective checkpointing",
-            "jax.checkpoint and its policies", ("RematCost", "RematCurve"), ("variant",),
+            "remat", "rematerialization",
+            "torch.utils.checkpoint(use_reentrant=False), selective checkpointing (matmuls, named ops), "
+            "torch.compile's activation_memory_budget",
+            "jax.checkpoint with dots_saveable / save_only_these_names, as lax.scan and as a loop",
+            ("RematCost", "RematCurve"), ("variant",),
             Figure("changes", "remat: each policy's memory against plain (below 0: the policy saves memory)",
                    (Panel("track_peak_bytes", "plain", _POLICIES, "peak memory, change against plain"),
                     Panel("track_saved_bytes", "plain", _POLICIES, "saved for backward, change against plain"))),
             # the memory each policy saves; the transformer's curve, times included, is the paired runner's
             tuple(Change("track_peak_bytes", "plain", policy, policy) for policy in _POLICIES),
+            (("curve step time", Role("RematCurve", "time_step")),
+             ("remat saved bytes", Role("RematCost", "track_saved_bytes"))),
+            docs="remat-curve.md",
         ),
         Pillar(
             "inference", "no-grad inference", "grad-enabled forward, no_grad, inference_mode, compiled",
@@ -179,6 +102,8 @@ PILLARS: dict[str, Pillar] = {
                 Change("track_peak_bytes", "no_grad", "record", "a recording forward"),
                 ProgramChange("track_peak_bytes", "attention", "written", "fused", "fused attention"),
             ),
+            (("forward time", Role("Forward", "time_forward")),),
+            paired=Paired("forward", "paired.inference", "Forward", "time_forward"),
         ),
         Pillar(
             "engine", "autograd engine", ".grad accumulation, tensor hooks, retain_graph, zero_grad",
@@ -191,6 +116,7 @@ PILLARS: dict[str, Pillar] = {
                 Change("time_step", "accumulate_tree_add/eager", "accumulate_grad_attr/eager",
                        "accumulating into .grad", paired=True),
             ),
+            paired=Paired("engine", "paired.engine", "EngineStep", "time_step"),
         ),
         Pillar(
             "transforms", "function transforms and higher-order derivatives",
@@ -234,6 +160,9 @@ PILLARS: dict[str, Pillar] = {
                 Change("track_peak_bytes", "jacrev_tall", "jacfwd_tall", "forward mode on the tall Jacobian"),
                 Change("track_peak_bytes", "jacfwd_wide", "jacrev_wide", "reverse mode on the wide Jacobian"),
             ),
+            (("transform step time", Role("TransformStep", "time_step")),),
+            paired=Paired("transform", "paired.transforms", "TransformStep", "time_step"),
+            docs="transforms.md",
         ),
         Pillar(
             "harness", "harness overhead", "the suite's synchronised path against a direct call",
@@ -246,9 +175,9 @@ PILLARS: dict[str, Pillar] = {
     )
 }
 
-# The grids outside asv that read the workload specs too: the saved-bytes breakdown (tape_vs_trace.saved), the
-# paired runner's experiments (tape_vs_trace.paired), the peak sanity check (tape_vs_trace.gpucheck) and the steps
-# over several ranks (tape_vs_trace.distributed_run).
+# The grids outside asv that read the workload specs too: the saved-bytes breakdown (tape_vs_trace.side.saved), the
+# paired runner's experiments (tape_vs_trace.side.paired), the peak sanity check (tape_vs_trace.side.gpucheck) and the
+# steps over several ranks (tape_vs_trace.side.distributed_run).
 # Families whose asv rows only the paired section of the report reads (as tape-vs-trace paired's divisions of them):
 # one step time per point of the remat curve, which the dashboard draws and no pillar table repeats.
 PAIRED_FAMILIES = ("RematCurve",)
@@ -268,3 +197,24 @@ def pillar_of(family: str) -> Pillar:
 def findings() -> list[tuple[str, Rule]]:
     """Every pillar's findings as (pillar, rule), in registry order."""
     return [(p.name, rule) for p in PILLARS.values() for rule in p.findings]
+
+
+def role(use: str) -> tuple[Pillar, Role]:
+    """The pillar that declares the metric read for `use` (its `roles`), and the metric; a ValueError names them."""
+    found = [(p, r) for p in PILLARS.values() for u, r in p.roles if u == use]
+    if len(found) != 1:
+        known = sorted(u for p in PILLARS.values() for u, _ in p.roles)
+        raise ValueError(f"the role {use!r} is declared {len(found)} times; declared: {', '.join(known)}")
+    return found[0]
+
+
+def role_benchmark(use: str, workload: str = "") -> str:
+    """The asv name of the metric read for `use` on `workload`; without a workload, the prefix every workload's name
+    starts with ('recording.GradStep_')."""
+    pillar, r = role(use)
+    return pillar.benchmark(r.family, workload, r.metric) if workload else f"{pillar.name}.{r.family}_"
+
+
+def paired_by_kind(kind: str) -> Pillar:
+    """The pillar whose paired comparisons run steps of `kind`."""
+    return next(p for p in PILLARS.values() if p.paired and p.paired.kind == kind)

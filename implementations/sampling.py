@@ -1,6 +1,6 @@
 """How many calls make one timing sample: shared by the asv suite (benchmarks/common.py) and the paired runner
-(tape_vs_trace/paired.py), so both time a step the same way; and how both probes time the host's calibration
-(tape_vs_trace/calibrate.py). Imports no framework."""
+(tape_vs_trace/side/paired.py), so both time a step the same way; and how both probes time the host's calibration
+(tape_vs_trace/running/calibrate.py). Imports no framework."""
 
 from __future__ import annotations
 

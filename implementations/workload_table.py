@@ -93,7 +93,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 "L12-B8-S1024-D1024": {
                     "layers": 12, "batch": 8, "seq": 1024, "width": 1024, "heads": 16, "ffn": 4096,
                 },
-                # The GPU remat curve's second depth (tape_vs_trace.paired).
+                # The GPU remat curve's second depth (tape_vs_trace.side.paired).
                 "L24-B8-S1024-D1024": {
                     "layers": 24, "batch": 8, "seq": 1024, "width": 1024, "heads": 16, "ffn": 4096,
                 },

@@ -32,8 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace import host_load, profiles  # noqa: E402
-from tape_vs_trace.intervals import half_width, median_interval  # noqa: E402
+from tape_vs_trace.results import host_load  # noqa: E402
+from tape_vs_trace.results.intervals import half_width, median_interval  # noqa: E402
+from tape_vs_trace.running import profiles  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,11 +61,11 @@ ARMS = {
 
 def groups() -> tuple[dict[str, list], list[dict]]:
     """The cited profile's eager shared-process tasks (time benchmarks, default process settings), by framework."""
-    from tape_vs_trace import suite_plan
+    from tape_vs_trace.running import plan
 
-    benchmarks = suite_plan.discover(log=lambda m: None)
-    selection = suite_plan.select(benchmarks, profiles.regexes(profiles.CITED.selection))
-    chosen = suite_plan.tasks(benchmarks, selection, profiles.CITED.rounds)
+    benchmarks = plan.discover(log=lambda m: None)
+    selection = plan.select(benchmarks, profiles.regexes(profiles.CITED.selection))
+    chosen = plan.tasks(benchmarks, selection, profiles.CITED.rounds)
     default = min({t.settings for t in chosen})
     found: dict[str, list] = {}
     for t in chosen:
@@ -74,8 +75,8 @@ def groups() -> tuple[dict[str, list], list[dict]]:
 
 
 def run(out: Path, rounds: int, arms: list[str]) -> None:
-    from tape_vs_trace.suite_plan import rotated
-    from tape_vs_trace.suite_processes import run_worker, setup_caches
+    from tape_vs_trace.running.plan import rotated
+    from tape_vs_trace.running.processes import run_worker, setup_caches
 
     found, benchmarks = groups()
     log_path = out / "log.jsonl"

@@ -28,7 +28,7 @@ for _path in (ROOT, Path(__file__).resolve().parent):  # the repository (impleme
 import gpu_resume  # noqa: E402
 
 from implementations import frameworks, workloads  # noqa: E402
-from tape_vs_trace import profiles  # noqa: E402
+from tape_vs_trace.running import profiles  # noqa: E402
 
 BENCHMARK = "recording.CompilePhases_*.time_compile_phase"
 BUDGET_S = 720.0  # what the series may take on a 2-core host: make bench's 10 minutes and a little

@@ -36,9 +36,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace import result_files  # noqa: E402
-from tape_vs_trace.intervals import WIDTH_FLOOR_S, projected_half_width  # noqa: E402
-from tape_vs_trace.suite_plan import COPY_SHARE, next_round_fits, spread_copies  # noqa: E402
+from tape_vs_trace.results import asv_files  # noqa: E402
+from tape_vs_trace.results.intervals import WIDTH_FLOOR_S, projected_half_width  # noqa: E402
+from tape_vs_trace.running.plan import COPY_SHARE, next_round_fits, spread_copies  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class Run:
 
 def read_run(path: Path, costs: dict | None = None) -> Run:
     """The file's timed rows of 1 ms or more in shared groups (three processes at least) and its runner's record."""
-    rf = result_files.read(path)
+    rf = asv_files.read(path)
     runs = (rf.details or {}).get("worker_runs") or {}
     per_process = [p for p in runs.get("per_process") or [] if p.get("group") and p.get("round", 0) > 1]
     if not per_process or not runs.get("budget_s") or not runs.get("round_wall_s"):
@@ -203,7 +203,8 @@ def read_run(path: Path, costs: dict | None = None) -> Run:
 
 def _cited() -> tuple[list, list]:
     """The suite's benchmarks and the cited profile's tasks, as `make bench`'s runner chooses them."""
-    from tape_vs_trace import profiles, suite_runner
+    from tape_vs_trace.running import profiles
+    from tape_vs_trace.running import runner as suite_runner
 
     benchmarks = suite_runner.discover(lambda _: None)
     selection = suite_runner.select(benchmarks, list(profiles.get("cited").bench))
@@ -212,7 +213,7 @@ def _cited() -> tuple[list, list]:
 
 def _groups() -> dict[str, str]:
     """The cited profile's timed combinations in shared groups, by worker key."""
-    from tape_vs_trace.suite_plan import group
+    from tape_vs_trace.running.plan import group
 
     return {t.id: group(t.framework, [t]) for t in _cited()[1] if not t.fresh and t.kind == "time"}
 
@@ -239,8 +240,8 @@ def project(paths: list[Path], budgets: list[float] | None, costs: dict | None) 
 def measure_costs(out: Path) -> None:
     """One worker process of each shared group of the cited profile's round 2, alone on this host: its wall and
     each combination's set-up and samples (the worker's "seconds")."""
-    from tape_vs_trace.suite_plan import group, round_plans
-    from tape_vs_trace.suite_processes import run_worker, setup_caches
+    from tape_vs_trace.running.plan import group, round_plans
+    from tape_vs_trace.running.processes import run_worker, setup_caches
 
     benchmarks, chosen = _cited()
     found_all = {}
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         costs = json.loads(args.costs.read_text()) if args.costs else None
         print("\n".join(project(args.results, budgets, costs)))
-    except (OSError, ValueError, result_files.ResultFileError) as exc:
+    except (OSError, ValueError, asv_files.ResultFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -12,7 +12,7 @@ Per arm it prints each side's between-round spread (standard deviation of the lo
 JAX/PyTorch ratio's spread with rounds paired, the 95 % half-widths these give, and each side's median against the
 sequential arm's (what taking turns costs); and, from the sequential processes, the drift inside one process: the
 spread of its 1-second window medians and their lag-1 autocorrelation. Samples are the suite's own (asv_runner's
-timer through tape_vs_trace.suite_worker, `calls` calls a sample of at least 10 ms).
+timer through tape_vs_trace.running.worker, `calls` calls a sample of at least 10 ms).
 
     python scripts/drift_study.py --out /tmp/drift [--rounds 4] [--seconds 10] [--workload mlp] [--mode eager]
 
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace.intervals import median_interval, ratio_interval  # noqa: E402
+from tape_vs_trace.results.intervals import median_interval, ratio_interval  # noqa: E402
 
 ARMS = ("sequential", "cotimed", "cotimed-rewarm")
 WINDOW_S = 1.0
@@ -119,7 +119,7 @@ def summarise(found: dict[str, list[dict[str, list[list[float]]]]]) -> dict[str,
 def serve(asv_id: str, rewarm: bool) -> int:
     """The worker: set up `asv_id`, say "ready", then per input line take one sample and print "time seconds"."""
     from implementations import frameworks
-    from tape_vs_trace.suite_worker import BENCHMARK_DIR, Worker
+    from tape_vs_trace.running.worker import BENCHMARK_DIR, Worker
 
     frameworks.isolate_allocators()
     from asv_runner.discovery import get_benchmark_from_name
@@ -194,7 +194,7 @@ def one_round(arm: str, ids: dict[str, str], seconds: float) -> dict[str, list[l
 
 def like_pair(workload: str, mode: str) -> dict[str, str]:
     """The asv ids (`benchmark-index`) of the float32 matched gradient step of `workload` in `mode`, per framework."""
-    from tape_vs_trace import profiles
+    from tape_vs_trace.running import profiles
 
     name = f"recording.GradStep_{workload}.time_step"
     combos = [c for c in profiles.combinations() if c.benchmark == name]

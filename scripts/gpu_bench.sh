@@ -17,12 +17,12 @@
 # with fewer rounds than the chunk's), the most cited first, says what it skipped and why, and the runner merges
 # the new values into the file. k contacts complete the quick profile (`python scripts/gpu_chunks.py estimate`).
 #
-# quick: the most cited benchmarks (tape_vs_trace/profiles.py QUICK), each timed chunk in 3 rounds, within
+# quick: the most cited benchmarks (tape_vs_trace/running/profiles.py QUICK), each timed chunk in 3 rounds, within
 #        TVT_BUDGET_S (default 510 s, set-up included, 15 % short of the device's 600 s command limit). A chunk too long for one contact is planned in parts; a
 #        part starts only while its estimate fits in what is left, and its timeout never reaches past the budget.
 # full:  every benchmark, one chunk per class, most cited first; no budget.
 # After the chunks (worker runner), `tape-vs-trace paired` divides their samples into the paired comparisons and
-# the remat curve (TVT_CURVE=0 leaves it out). The pre-flight (python -m tape_vs_trace.preflight, at most
+# the remat curve (TVT_CURVE=0 leaves it out). The pre-flight (python -m tape_vs_trace.running.preflight, at most
 # TVT_PREFLIGHT_S, default 60 s) times each framework's phases; scripts/gpu_chunks.py plans from it and prints the
 # plan; TVT_COSTS=FILE plans from an earlier cost file (a first contact's preflight.json), TVT_PREFLIGHT=0 from the
 # defaults. A first contact at a commit (no results for it, no TVT_COSTS) runs the chunks the defaults fit first
@@ -107,7 +107,7 @@ export TVT_CALIBRATION=$PWD/.asv/calibration.json
 export TVT_INPUT_CACHE=$PWD/.asv/inputs  # the GPU sizes' inputs are generated once, not in every process
 export TVT_COMPILE_CACHE=$PWD/.asv/compile-cache  # later rounds' compiles read it, as under make bench
 export TVT_COMPILE_CACHE_STATE=$PWD/.asv/compile-cache-state.json
-"$py" -m tape_vs_trace.compile_caches "$TVT_COMPILE_CACHE_STATE" ||
+"$py" -m tape_vs_trace.results.compile_caches "$TVT_COMPILE_CACHE_STATE" ||
     echo "warning: no compile-cache state: results will not say whether the caches were warm"
 if [ "${TVT_CALIBRATE:-1}" = 1 ]; then
     timeout 120 "$py" -m tape_vs_trace.cli calibrate --out "$TVT_CALIBRATION" ||
@@ -132,7 +132,7 @@ costs=()
 [ -z "${TVT_COSTS:-}" ] || costs=(--costs "$TVT_COSTS")
 preflight_s=${TVT_PREFLIGHT_S:-60}
 preflight() {  # the pre-flight's costs into $out/preflight.json and the plan's --costs; never fatal
-    if timeout $(( preflight_s + 15 )) "$py" -m tape_vs_trace.preflight --out "$out/preflight.json" \
+    if timeout $(( preflight_s + 15 )) "$py" -m tape_vs_trace.running.preflight --out "$out/preflight.json" \
         --budget-s "$preflight_s"; then
         costs=(--costs "$out/preflight.json")
         mkdir -p .asv && cp "$out/preflight.json" .asv/preflight.json
@@ -239,7 +239,7 @@ fi
 if [ "${TVT_PEAKCHECK:-1}" = 1 ]; then
     left=$(( budget > 0 ? start + budget - $(date +%s) : 1800 ))
     if [ "$left" -ge 60 ]; then
-        timeout "$left" "$py" -m tape_vs_trace.gpucheck > "$out/peak_check.txt" || status=$?
+        timeout "$left" "$py" -m tape_vs_trace.side.gpucheck > "$out/peak_check.txt" || status=$?
         cat "$out/peak_check.txt"
     else
         echo "peak check skipped: ${left}s left of the budget"

@@ -1,13 +1,13 @@
 """The device machine's limits and what a plan of GPU contacts spends of them: one command's limit, a lease's device
 time with its machine start and idle waits, the margin a quick contact's plan keeps; and the leases that hold a run
-of contacts, per kind of machine (tape_vs_trace.machine.DEVICE_KINDS). Plain Python, like gpu_chunks.py.
+of contacts, per kind of machine (tape_vs_trace.results.machine.DEVICE_KINDS). Plain Python, like gpu_chunks.py.
 """
 
 from __future__ import annotations
 
 from gpu_costs import Costs
 
-from tape_vs_trace import machine
+from tape_vs_trace.results import machine
 
 # The device's limits (docs/gpu.md): one command runs at most COMMAND_LIMIT_S, its machine's start and the transfers
 # not counted; a lease holds the machine for at most LEASE_S of device time, its start, every call and the idle wait

@@ -13,12 +13,12 @@ import gpu_resume
 from gpu_costs import Costs, Estimate, rounds_of
 from gpu_costs import estimate as _estimate
 
-from tape_vs_trace import profiles
-from tape_vs_trace.profiles import Chunk, Combo
+from tape_vs_trace.running import profiles
+from tape_vs_trace.running.profiles import Chunk, Combo
 
 
 def select(chunk: Chunk, combos: list[Combo]) -> list[Combo]:
-    """The combinations `chunk` selects (the selection rule of tape_vs_trace/profiles.py)."""
+    """The combinations `chunk` selects (the selection rule of tape_vs_trace/running/profiles.py)."""
     return profiles.select(chunk.selection, combos)
 
 

@@ -1,5 +1,5 @@
 """What a machine's result file for this commit already holds, combination by combination, so that a GPU contact
-runs only what is missing (scripts/gpu_chunks.py plan --results FILE), read through tape_vs_trace.result_files.
+runs only what is missing (scripts/gpu_chunks.py plan --results FILE), read through tape_vs_trace.results.asv_files.
 
 A combination counts as done when its file holds a value for it (a count) or samples of at least the rounds its
 chunk asks for (a time: `rounds x repeat` samples; fewer are still to run, and the runner's --extend adds only the
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tape_vs_trace import result_files  # noqa: E402
+from tape_vs_trace.results import asv_files  # noqa: E402
 
 
 class ResultsError(Exception):
@@ -45,16 +45,16 @@ def read(path: Path | None, commit: str | None = None) -> dict[str, State]:
     if path is None or not Path(path).exists():
         return {}
     try:
-        file = result_files.read(Path(path))
+        file = asv_files.read(Path(path))
         found: dict[str, State] = {}
         for name in file.benchmarks:
             for c in file.combinations(name):
-                if c.outcome == result_files.FAILED:
+                if c.outcome == asv_files.FAILED:
                     # A file of before the record of failures holds one failure: its own.
                     found[c.name] = State(failed=True, errors=_errors(file.details, f"{name}-{c.index}") or ("",))
                 elif c.measured:
                     found[c.name] = State(samples=len(c.samples) if isinstance(c.samples, list) else 1, measured=True)
-    except result_files.ResultFileError as exc:
+    except asv_files.ResultFileError as exc:
         raise ResultsError(f"result file {exc}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise ResultsError(f"result file {path} is not an asv result file ({type(exc).__name__}: {exc})") from None

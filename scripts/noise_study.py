@@ -28,8 +28,8 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace import result_files  # noqa: E402
-from tape_vs_trace.intervals import half_width, median_interval  # noqa: E402
+from tape_vs_trace.results import asv_files  # noqa: E402
+from tape_vs_trace.results.intervals import half_width, median_interval  # noqa: E402
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
@@ -48,17 +48,17 @@ DEFAULT_BENCH = [r"^recording\.GradStep_mlp\.time_step", r"^recording\.GradStep_
 def per_process(result_file: Path, rounds: int) -> dict[str, list[list[float]]]:
     """Each measured combination's samples, split into its `rounds` processes (in order, as the report splits them),
     by "<benchmark>-<index>"; one with fewer than two samples per process is left out."""
-    file = result_files.read(result_file)
+    file = asv_files.read(result_file)
     found = {}
     for name in file.benchmarks:
         for c in file.combinations(name):
             s = c.samples
             if c.measured and isinstance(s, list) and len(s) >= 2 * rounds and len(s) % rounds == 0:
-                found[f"{name}-{c.index}"] = result_files.Split(rounds, len(s) // rounds).chunks(s)[0]
+                found[f"{name}-{c.index}"] = asv_files.Split(rounds, len(s) // rounds).chunks(s)[0]
     return found
 
 
-def _process_of(file: result_files.ResultFile, key: str) -> tuple[str, bool]:
+def _process_of(file: asv_files.ResultFile, key: str) -> tuple[str, bool]:
     """(framework, compiled) of combination `key` ("<name>-<index>"), from its benchmark's parameters."""
     name, index = key.rsplit("-", 1)
     values = [v.strip("'") for v in file.combinations(name)[int(index)].values]
@@ -69,7 +69,7 @@ def steal_effect(result_file: Path, processes: dict[str, list[list[float]]]) -> 
     """Per worker process: the host's steal share while it ran (the runner's record) and its slowdown (the geometric
     mean over its combinations of its median over the combination's median across processes); their Spearman
     correlation, and the median slowdown of the processes above and below the median steal."""
-    file = result_files.read(result_file)
+    file = asv_files.read(result_file)
     records = {(p["round"], p["framework"], p.get("compiled")): p.get("host") for p in
                (file.details or {})["worker_runs"]["per_process"]}
     logs: dict[tuple, list[float]] = {}

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the checkout's rowkey names the rows; the reports come from each worktree's code
     sys.path.insert(0, str(ROOT))
 
-from tape_vs_trace.rowkey import RowKey, params_of  # noqa: E402
+from tape_vs_trace.results.rowkey import RowKey, params_of  # noqa: E402
 
 START, END = "<!-- report:start -->", "<!-- report:end -->"  # as tape_vs_trace.report.readme: this script runs alone
 # Where a row of summary.csv comes from; its RowKey names it there (a side row's experiment and point among its axes).

@@ -1,4 +1,5 @@
-"""/proc/cpuinfo texts shared by the machine-record tests (tests/test_machine.py, tests/test_host_check.py)."""
+"""/proc/cpuinfo texts shared by the machine-record tests (tests/results/test_machine.py,
+tests/results/test_host_check.py)."""
 
 AMD = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -8,7 +8,8 @@ import pytest
 from implementations import workloads
 from implementations.jax import common as jax_common
 from implementations.torch import common as torch_common
-from tape_vs_trace import cli, machine
+from tape_vs_trace import cli
+from tape_vs_trace.results import machine
 
 
 def test_unknown_workload_lists_choices() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import recording
 from implementations import workloads
-from tape_vs_trace import profiles
+from tape_vs_trace.running import profiles
 
 ROOT = Path(__file__).resolve().parents[1]
 

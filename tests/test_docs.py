@@ -44,7 +44,7 @@ NOT_RUN = {
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
     "tape-vs-trace calibrate": "measures this host for about 10 s",
     "tape-vs-trace first-step": "starts fresh processes of both frameworks, a torch.compile each (about 2 minutes "
-                                "at the defaults); tests/test_first_step.py runs its points",
+                                "at the defaults); tests/side/test_first_step.py runs its points",
     "tape-vs-trace distributed": "starts rank processes for every combination (about 45 minutes at the defaults), "
                                  "and refuses an uncommitted implementations/",
 }
@@ -340,7 +340,8 @@ def _load_once(load):
 
 def _run_in_process(command: Command, where: Path) -> None:
     """The command through tape_vs_trace.cli.main in `where`, as `python -m tape_vs_trace.cli` would run it."""
-    from tape_vs_trace import cite, cli, compare
+    from tape_vs_trace import cli
+    from tape_vs_trace.report import cite, compare
 
     err = io.StringIO()
     with _IN_PROCESS_LOCK, contextlib.chdir(where), contextlib.redirect_stdout(io.StringIO()), \

@@ -12,9 +12,9 @@ import pytest
 
 from implementations import experiments, pillars
 from implementations.pillars import Change
-from tape_vs_trace import suite_plan
 from tape_vs_trace.report import paired_results
-from tape_vs_trace.schema import PAIRED_FIELDS
+from tape_vs_trace.results.schema import PAIRED_FIELDS
+from tape_vs_trace.running import plan
 
 DEVICES = ("cpu", "cuda")
 CONSTANT = {"dtype": "float32", "precision": "highest", "style": "matched"}
@@ -124,7 +124,8 @@ def test_the_paired_experiments_are_the_registrys_paired_findings(device: str) -
     expected = {(rule.what, rule.base, rule.variant) for _, rule in experiments.paired_findings()}
     assert _findings_of(_paired(device)) == expected
     # a paired ratio divides two samples of one sweep: only timed findings, of the pillars the runner can run
-    assert all(rule.metric.startswith("time_") and p in experiments.PAIRED for p, rule in experiments.paired_findings())
+    assert all(rule.metric.startswith("time_") and pillars.PILLARS[p].paired
+               for p, rule in experiments.paired_findings())
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -132,7 +133,7 @@ def test_the_asv_combinations_paired_are_those_of_the_hand_declared_pairs(device
     found = [_compact(e, device) for e in _paired(device)]
     assert len(found) == len(set(found)) and set(found) == BEFORE[device]
     # so no combination moves process: the compiled rows kept with the eager ones are still the transforms' alone
-    assert suite_plan.paired_across_modes(device) == {"transforms.TransformStep_mlp.time_step"}
+    assert plan.paired_across_modes(device) == {"transforms.TransformStep_mlp.time_step"}
 
 
 def test_a_finding_marked_paired_is_an_experiment_and_one_removed_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:

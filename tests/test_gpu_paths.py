@@ -21,8 +21,9 @@ import pytest
 import torch
 
 from implementations import frameworks
-from tape_vs_trace import gpucheck, profiles
-from tape_vs_trace.profiles import rows
+from tape_vs_trace.running import profiles
+from tape_vs_trace.running.profiles import rows
+from tape_vs_trace.side import gpucheck
 
 ROOT = Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -109,7 +110,7 @@ def test_gpucheck_turns_preallocation_off_for_its_measurements(monkeypatch: pyte
 
 
 def test_gpucheck_bad_framework_is_one_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", "mxnet", "mlp", "s",
+    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.side.gpucheck", "--measure", "mxnet", "mlp", "s",
                            "--device", "cpu"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 1 and done.stderr.startswith("error: unknown framework 'mxnet'")
     assert "Traceback" not in done.stderr
@@ -336,7 +337,7 @@ def test_the_leases_hold_calls_while_start_calls_and_idle_waits_fit() -> None:
 
 def test_both_device_kinds_are_named_as_their_results_are_filed() -> None:
     """The device tool's two kinds, each named as `machine.record` names the GPU it reports."""
-    from tape_vs_trace import machine
+    from tape_vs_trace.results import machine
 
     for kind in machine.DEVICE_KINDS.values():
         named = machine.record(cpuinfo="model name\t: Intel Xeon\n", gpu={"gpu": kind.gpu})["machine"]
@@ -916,7 +917,7 @@ def test_offline_setup_on_a_venv_of_a_venv(tmp_path: Path) -> None:
 @requires_cuda
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_cuda_peak_uses_the_allocator(framework: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.gpucheck", "--measure", framework, "mlp",
+    done = subprocess.run([sys.executable, "-m", "tape_vs_trace.side.gpucheck", "--measure", framework, "mlp",
                            "64x256x1024", "--device", "cuda"], capture_output=True, text=True, check=True)
     assert frameworks.memory_method(framework, "cuda") in done.stdout
 
@@ -1188,7 +1189,7 @@ def test_the_gpu_fixture_has_the_fields_a_real_gpu_record_has(monkeypatch: pytes
     """tests/data/gpu_fixture (synthetic) is read as a GPU machine's results are: its machine record has the fields
     machine.record gives on a GPU machine (the device is the GPU's model; the CUDA-graph pairing is keyed), and its
     result file the GPU's fingerprint and the run's graph settings, as scrub-results stores them."""
-    from tape_vs_trace import machine
+    from tape_vs_trace.results import machine
 
     monkeypatch.delenv("TVT_DEVICE", raising=False)
     fixture = ROOT / "tests" / "data" / "gpu_fixture" / "gpu-nvidia-h200"

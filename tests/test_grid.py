@@ -35,7 +35,7 @@ if sys.argv[1] == "toy":
 from implementations import experiments, workloads
 from benchmarks import common, counts
 from scripts import gpu_chunks
-from tape_vs_trace import distributed_run, gpucheck, saved
+from tape_vs_trace.side import distributed_run, gpucheck, saved
 
 device = common.DEVICE
 names = gpu_chunks.discover()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from implementations import frameworks, process_settings
-from tape_vs_trace import machine
+from tape_vs_trace.results import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD = "glibc malloc, mmap threshold 32 MiB and trim threshold 64 MiB held fixed"

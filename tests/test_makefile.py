@@ -34,7 +34,7 @@ def test_every_tracked_file_that_measures_or_records_is_in_the_clean_tree_check(
 
 def test_the_measuring_packages_and_scripts_are_in_it() -> None:
     sources = recorded_sources()
-    for path in ("tape_vs_trace/suite_runner.py", "tape_vs_trace/paired.py", "tape_vs_trace/saved.py",
+    for path in ("tape_vs_trace/running/runner.py", "tape_vs_trace/side/paired.py", "tape_vs_trace/side/saved.py",
                  "benchmarks/common.py", "implementations/frameworks.py", "scripts/gpu_bench.sh", "pyproject.toml",
                  "requirements/cpu.txt", "asv.conf.json"):
         assert _covered(path, sources), path

@@ -16,8 +16,9 @@ from implementations.jax import steps as jax_steps
 from implementations.torch import common as torch_common
 from implementations.torch import probe as torch_probe
 from implementations.torch import steps as torch_steps
-from tape_vs_trace import cli, saved
+from tape_vs_trace import cli
 from tape_vs_trace.report import breakdown
+from tape_vs_trace.side import saved
 from tests.report.helpers import off_the_page, overlapping, saved_groups
 
 SIDES = {"torch": (torch_steps, torch_probe), "jax": (jax_steps, jax_probe)}

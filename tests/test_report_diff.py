@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = importlib.util.spec_from_file_location("report_diff", ROOT / "scripts" / "report_diff.py")

@@ -71,34 +71,34 @@ def test_default_formulations() -> None:
     assert torch_common.formulation_of("mlp") is jax_common.formulation_of("mlp") is None
 
 
-# The layers, lowest first, and which layers each may import (MAY_IMPORT), functions' imports and those for type
-# checking included; no import that runs goes round in a cycle. The report reads what the runners wrote through the
-# results layer: it imports no runner.
-# "pkg.*" is a package and everything in it; a plain name is one module.
-LAYERS: dict[str, tuple[str, ...]] = {
-    "implementations": ("implementations.*",),
-    "benchmarks (the asv suite)": ("benchmarks.*",),
-    "results": tuple(f"tape_vs_trace{m}" for m in (
-        "", ".asv_results", ".compile_caches", ".history", ".host_check", ".host_load", ".intervals", ".machine",
-        ".native_peak_rows", ".progress", ".result_files", ".result_merge", ".rowkey", ".schema")),
-    "runners": tuple(f"tape_vs_trace.{m}" for m in (
-        "calibrate", "distributed_plan", "distributed_run", "first_step", "gpucheck", "native_peaks", "paired",
-        "paired_worker",
-        "preflight", "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes",
-        "suite_results", "suite_runner", "suite_worker")),
-    "report": tuple(f"tape_vs_trace.{m}" for m in (
-        "report.*", "agreement", "cite", "cite_distributed", "cite_native_peak", "compare", "comparison_figure",
-        "comparison_page", "distributed_page", "host_split")),
-    "command line": ("tape_vs_trace.cli", "tape_vs_trace.commands", "tape_vs_trace.handlers", "tape_vs_trace.publish",
-                     "scripts.*"),
+# The layers, lowest first, are folders: a module's layer is the folder it sits in (the most specific folder named
+# here), so moving a module moves its layer. MAY_IMPORT says which layers each may import (functions' imports and
+# those for type checking included); no import that runs goes round in a cycle. The report reads what the runners
+# wrote through the results package: it imports no runner.
+LAYERS: dict[str, str] = {
+    "implementations": "implementations",
+    "benchmarks (the asv suite)": "benchmarks",
+    "tooling's base (progress lines)": "tape_vs_trace",
+    "results (the data model)": "tape_vs_trace/results",
+    "running (the grid's runner)": "tape_vs_trace/running",
+    "side measurements": "tape_vs_trace/side",
+    "report": "tape_vs_trace/report",
+    "command line": "tape_vs_trace/cli",
+    "scripts": "scripts",
 }
+_BELOW_TOOLING = ("tooling's base (progress lines)", "benchmarks (the asv suite)", "implementations")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "implementations": (),
     "benchmarks (the asv suite)": ("implementations",),
-    "results": ("implementations",),
-    "runners": ("results", "benchmarks (the asv suite)", "implementations"),
-    "report": ("results", "benchmarks (the asv suite)", "implementations"),
-    "command line": ("report", "runners", "results", "benchmarks (the asv suite)", "implementations"),
+    "tooling's base (progress lines)": (),
+    "results (the data model)": ("tooling's base (progress lines)", "implementations"),
+    "running (the grid's runner)": ("results (the data model)", *_BELOW_TOOLING),
+    "side measurements": ("results (the data model)", *_BELOW_TOOLING),
+    "report": ("results (the data model)", *_BELOW_TOOLING),
+    "command line": ("report", "side measurements", "running (the grid's runner)", "results (the data model)",
+                     *_BELOW_TOOLING),
+    "scripts": ("command line", "report", "side measurements", "running (the grid's runner)",
+                "results (the data model)", *_BELOW_TOOLING),
 }
 PACKAGES = ("implementations", "benchmarks", "tape_vs_trace", "scripts")
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,17 +117,12 @@ MODULES = _modules()
 
 
 def layer_of(module: str) -> int:
-    """The index in LAYERS of `module`'s layer; the most specific declaration wins."""
-    best = None
-    for i, names in enumerate(LAYERS.values()):
-        for name in names:
-            package = name.removesuffix(".*")
-            covers = module == package or (name.endswith(".*") and module.startswith(package + "."))
-            if covers and (best is None or len(package) > best[1]):
-                best = (i, len(package))
-    if best is None:
-        raise KeyError(f"{module} is in no layer of tests/test_structure.py LAYERS")
-    return best[0]
+    """The index in LAYERS of `module`'s layer: the deepest layer folder that holds its file."""
+    folder = MODULES[module].parent.relative_to(ROOT).as_posix()
+    found = [i for i, path in enumerate(LAYERS.values()) if folder == path or folder.startswith(path + "/")]
+    if not found:
+        raise KeyError(f"{module} is in no layer's folder (tests/test_structure.py LAYERS)")
+    return max(found, key=lambda i: len(list(LAYERS.values())[i]))
 
 
 # How a module imports another, weakest first: an import under `if TYPE_CHECKING:` never runs (annotations only), one
@@ -186,15 +181,19 @@ def _where(a: str, b: str) -> str:
     return f"{a} -> {b}" + ("" if GRAPH[a][b] == MODULE else f" ({GRAPH[a][b]})")
 
 
-def test_every_module_has_one_layer() -> None:
-    names = [name for names in LAYERS.values() for name in names]
-    assert len(names) == len(set(names)), "a name declared in two layers"
-    undeclared = [m for m in MODULES if not any(m == n.removesuffix(".*") or (n.endswith(".*") and m.startswith(
-        n.removesuffix(".*") + ".")) for n in names)]
-    assert not undeclared, f"modules in no layer (add each to LAYERS): {undeclared}"
-    stale = [n for n in names if not any(m == n.removesuffix(".*") or m.startswith(n.removesuffix(".*") + ".")
-                                         for m in MODULES)]
-    assert not stale, f"LAYERS names modules that do not exist: {stale}"
+def test_every_package_folder_is_a_layer_or_inside_one() -> None:
+    # a new folder under tape_vs_trace/ is a layer to place, never a place where anything goes
+    folders = {p.parent.relative_to(ROOT).as_posix() for p in MODULES.values()}
+    tooling = {f for f in folders if f.count("/") == 1 and f.startswith("tape_vs_trace/")}
+    assert tooling <= set(LAYERS.values()), f"folders that are no layer: {sorted(tooling - set(LAYERS.values()))}"
+    assert all(layer_of(m) is not None for m in MODULES)
+    stale = [path for path in LAYERS.values() if not (ROOT / path).is_dir()]
+    assert not stale, f"LAYERS names folders that do not exist: {stale}"
+
+
+def test_only_the_base_sits_directly_in_the_tooling_package() -> None:
+    loose = sorted(p.name for p in (ROOT / "tape_vs_trace").glob("*.py"))
+    assert loose == ["__init__.py", "progress.py"], loose
 
 
 def test_no_import_goes_up_a_layer() -> None:
@@ -258,19 +257,19 @@ def test_the_import_graph_sees_imports_inside_functions() -> None:
     # today's import inside cite.run is how a cycle hid; the graph must see such an import, and say where it is
     source = """
 from typing import TYPE_CHECKING
-from tape_vs_trace import history
-from . import progress
+from tape_vs_trace.results import history
+from .. import progress
 if TYPE_CHECKING:
     from tape_vs_trace.report.load import Results
 def run():
     from tape_vs_trace.report import stats
-    import tape_vs_trace.host_check
-    from tape_vs_trace import history
+    import tape_vs_trace.results.host_check
+    from tape_vs_trace.results import history
 """
-    assert imports("tape_vs_trace.asv_results", source) == {
-        "tape_vs_trace.history": MODULE, "tape_vs_trace.progress": MODULE, "tape_vs_trace.report.load": TYPING,
-        "tape_vs_trace.report.stats": FUNCTION, "tape_vs_trace.host_check": FUNCTION}
-    assert GRAPH["tape_vs_trace.handlers"]["tape_vs_trace.cite"] == FUNCTION
+    assert imports("tape_vs_trace.results.run_record", source) == {
+        "tape_vs_trace.results.history": MODULE, "tape_vs_trace.progress": MODULE, "tape_vs_trace.report.load": TYPING,
+        "tape_vs_trace.report.stats": FUNCTION, "tape_vs_trace.results.host_check": FUNCTION}
+    assert GRAPH["tape_vs_trace.cli.handlers"]["tape_vs_trace.report.cite"] == FUNCTION
 
 
 # Issue 37's size rule for the code: no file over MAX_LINES lines, no function over MAX_FUNCTION_LINES. Each

@@ -1,5 +1,5 @@
-"""The host calibration measured by JAX: matmul rate, copy bandwidth and op-by-op dispatch cost (tape_vs_trace.calibrate
-stores them with every result; the report's roofline divides by the matmul rate).
+"""The host calibration measured by JAX: matmul rate, copy bandwidth and op-by-op dispatch cost
+(tape_vs_trace.running.calibrate stores them with every result; the report's roofline divides by the matmul rate).
 
 The mirror of ``implementations.torch.rates``: the same public names and signatures.
 """

@@ -1,5 +1,5 @@
 """The host calibration measured by PyTorch: matmul rate, copy bandwidth and eager dispatch cost
-(tape_vs_trace.calibrate stores them with every result; the report's roofline divides by the matmul rate).
+(tape_vs_trace.running.calibrate stores them with every result; the report's roofline divides by the matmul rate).
 
 The mirror of ``implementations.jax.rates``: the same public names and signatures.
 """

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from implementations import pillars
 from tape_vs_trace.report import fmt, headline, hosts, stats
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 QUESTION = "What does each framework give at its fastest mode on this machine?"
-STEP = ("recording.GradStep_", "time_step")
+STEP = (pillars.role_benchmark("step time"), pillars.role("step time")[1].metric)
 NO_STEPS = "No like pair of gradient step times in this machine's newest run: nothing to answer it with yet."
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 from implementations import frameworks, metrics, workloads
 from tape_vs_trace.report import fmt
 from tape_vs_trace.report.load import COLUMNS, Warn, program_label, read_side_csv
-from tape_vs_trace.schema import SAVED_FIELDS, SAVED_LOOP
+from tape_vs_trace.results.schema import SAVED_FIELDS, SAVED_LOOP
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
     from matplotlib.figure import Figure

@@ -16,7 +16,7 @@ import pandas as pd
 
 from implementations import frameworks, metrics
 from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
-from tape_vs_trace.schema import DISTRIBUTED_FIELDS, DISTRIBUTED_KEY
+from tape_vs_trace.results.schema import DISTRIBUTED_FIELDS, DISTRIBUTED_KEY
 
 FOLDER = "distributed"
 NUMBERS = ("ranks", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup", "compile_s",

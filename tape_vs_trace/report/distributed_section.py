@@ -16,12 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace import rowkey
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.distributed_results import FOLDER, launch_medians
 from tape_vs_trace.report.findings import describe
-from tape_vs_trace.rowkey import RowKey
-from tape_vs_trace.schema import DISTRIBUTED_KEY
+from tape_vs_trace.results import rowkey
+from tape_vs_trace.results.rowkey import RowKey
+from tape_vs_trace.results.schema import DISTRIBUTED_KEY
 
 # What names a row (schema.DISTRIBUTED_KEY and the device): like rows differ in the framework alone, on one machine
 # and commit (rowkey.same_place); a change within a framework differs in the ranks alone.

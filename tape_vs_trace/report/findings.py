@@ -26,8 +26,8 @@ from implementations.pillars import Across, Change, ProgramChange, Rule, Side
 from tape_vs_trace.report import breakdown, fmt, paired_section, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import Cells, display
-from tape_vs_trace.rowkey import RowKey, params_of
-from tape_vs_trace.schema import SAVED_VARIANTS
+from tape_vs_trace.results.rowkey import RowKey, params_of
+from tape_vs_trace.results.schema import SAVED_VARIANTS
 
 
 def _values(a: dict, b: dict) -> str:

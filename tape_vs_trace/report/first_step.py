@@ -18,10 +18,10 @@ import pandas as pd
 from implementations import frameworks
 from implementations.first_step import ABSOLUTE_S as TOLERANCE_S
 from implementations.first_step import TOLERANCE
-from tape_vs_trace.intervals import median_interval
 from tape_vs_trace.report.load import Warn, read_side_csv, side_files
-from tape_vs_trace.schema import FIRST_STEP_FIELDS as FIELDS
-from tape_vs_trace.schema import FIRST_STEP_FOLDER as FOLDER
+from tape_vs_trace.results.intervals import median_interval
+from tape_vs_trace.results.schema import FIRST_STEP_FIELDS as FIELDS
+from tape_vs_trace.results.schema import FIRST_STEP_FOLDER as FOLDER
 
 # The columns of the table: (heading, the CSV's seconds columns it adds up).
 COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -13,7 +13,7 @@ from implementations import frameworks
 from tape_vs_trace.report import best, fmt, headline, hosts, machine_page, scale, stats
 from tape_vs_trace.report.headline import Headline, Row
 from tape_vs_trace.report.select import base_numerics, latest
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 FASTEST = "Each framework at its fastest"
 # the like-mode step times by mode, each named for what it measures (the eager pair is Python dispatch per op)

@@ -16,24 +16,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from implementations import frameworks
+from implementations import frameworks, pillars
 from tape_vs_trace.report import fmt, headline_chart, scale, stats
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.scale import size_words
 from tape_vs_trace.report.select import base_numerics, latest
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 NAME = "headline.png"
 # (what the row measures, benchmark prefix, metric): the step people cite first, and what the tape and the trace keep
-MEASURES = (("step time", "recording.GradStep_", "time_step"),
-            ("saved for backward", "recording.GraphCost_", "track_saved_bytes"))
+def _role(use: str) -> tuple[str, str]:
+    """(benchmark prefix, metric) of the registry's metric for `use` (pillars.Pillar.roles)."""
+    return pillars.role_benchmark(use), pillars.role(use)[1].metric
+
+
+MEASURES = (("step time", *_role("step time")), ("saved for backward", *_role("saved bytes")))
 # the other mechanisms' JAX/PyTorch ratios of like rows: (name, what it compares, benchmark prefix, metric)
-MECHANISMS = (("custom backward", "`autograd.Function` against `custom_vjp`, step time", "custom_backward.CustomStep_",
-               "time_step"),
-              ("remat", "`checkpoint` against `jax.checkpoint`, saved bytes", "remat.RematCost_", "track_saved_bytes"),
-              ("no-grad inference", "forward time", "inference.Forward_", "time_forward"),
-              ("transforms", "`torch.func` against JAX's transforms, step time", "transforms.TransformStep_",
-               "time_step"))
+MECHANISMS = (("custom backward", "`autograd.Function` against `custom_vjp`, step time", *_role("custom step time")),
+              ("remat", "`checkpoint` against `jax.checkpoint`, saved bytes", *_role("remat saved bytes")),
+              ("no-grad inference", "forward time", *_role("forward time")),
+              ("transforms", "`torch.func` against JAX's transforms, step time", *_role("transform step time")))
 KEEPS = ("saved for backward", "remat")  # the measures of bytes kept: more or less, not slower or faster
 FORMULATION_WORDS = {"unrolled": "Python loop"}  # "scan": scan_label()
 

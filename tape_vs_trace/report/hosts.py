@@ -1,5 +1,5 @@
 """Runs on different hosts. Runs filed under one machine name that come from different hosts: told apart by their
-fingerprints (tape_vs_trace.host_check.same_host), their times never compared as seconds, and offered side by side in
+fingerprints (results.host_check.same_host), their times never compared as seconds, and offered side by side in
 calibrated units for a reader who wants to anyway. Machines whose ratios meet in one verdict across machines: only
 like runs (the same benchmark versions, runner layout and measurement methods), the others named with the reason."""
 
@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from tape_vs_trace import history, host_check, rowkey
 from tape_vs_trace.report import headline, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results import history, host_check, rowkey
+from tape_vs_trace.results.rowkey import RowKey
 
 KIND = "matmul_float32"  # times in float32 matmul flops of each host's calibrated rate
 SHOWN = "time_step"  # the step times: the numbers most cited

@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import metrics
-from tape_vs_trace import result_files
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import roofline
 from tape_vs_trace.report.rows import Meanings, Stale, Warn, program_label, program_name, result_rows
-from tape_vs_trace.result_files import literal
+from tape_vs_trace.results import asv_files
+from tape_vs_trace.results.asv_files import literal
 
 # read through this module by the report, cite and the side readers (the rows themselves are report.rows')
 __all__ = ["COLUMNS", "Meanings", "ReportError", "Results", "Warn", "literal", "load_results", "machine_folders",
@@ -54,8 +54,8 @@ class Results:
 
 def _read_json(path: Path) -> dict:
     try:
-        return result_files.read_json(path)
-    except result_files.ResultFileError as exc:
+        return asv_files.read_json(path)
+    except asv_files.ResultFileError as exc:
         raise ReportError(str(exc)) from None
 
 
@@ -92,14 +92,14 @@ def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = 
         except ReportError as exc:
             warn(f"skipped machine folder {folder.name}: {exc}")
             continue
-        paths = list(result_files.result_files(folder))
+        paths = list(asv_files.result_files(folder))
         step(f"reading the {len(paths)} result file(s) of {folder.name}")
         for path in paths:
             seen += 1
             try:
-                file = result_files.read(path)
+                file = asv_files.read(path)
                 new, skips = result_rows(file, benchmarks, machine, folder.name, meanings, stale)
-            except result_files.ResultFileError as exc:
+            except asv_files.ResultFileError as exc:
                 warn(f"skipped {exc}")
                 continue
             except (KeyError, TypeError, IndexError, ValueError) as exc:

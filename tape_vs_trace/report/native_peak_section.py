@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from implementations import frameworks
-from tape_vs_trace import native_peak_rows as rows
+from tape_vs_trace.results import native_peak_rows as rows
 
 FOLDER = "native-peak"
 PAGE = "native-peak.md"

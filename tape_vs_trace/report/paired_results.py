@@ -13,7 +13,7 @@ import pandas as pd
 
 from implementations import metrics, workloads
 from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
-from tape_vs_trace.schema import PAIRED_FIELDS
+from tape_vs_trace.results.schema import PAIRED_FIELDS
 
 FOLDER = "paired"
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from implementations import frameworks
-from tape_vs_trace import rowkey
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.paired_results import FOLDER, curves, finite, medians
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results import rowkey
+from tape_vs_trace.results.rowkey import RowKey
 
 NEAR_BEST = 1.10  # "as fast as the fastest": a ratio to plain within 10 % of the curve's best
 AFFORDABLE = 1.25  # "affordable": the upper 95 % bound of the ratio to plain at most 1.25 (25 % more time)

@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from implementations import metrics, workloads
+from implementations import metrics, pillars, workloads
 from tape_vs_trace.report import stats
-from tape_vs_trace.rowkey import RowKey, params_of
-from tape_vs_trace.schema import roofline_rate
+from tape_vs_trace.results.rowkey import RowKey, params_of
+from tape_vs_trace.results.schema import roofline_rate
 
 METRIC = "time_over_matmul_peak"
 METHOD = "GradStep samples x calibrated matmul rate / matmul flops"
@@ -32,16 +32,16 @@ SHARED = ("framework", "workload", "size", "formulation")  # a step's parameters
 
 def source(workload: str) -> str:
     """The measured benchmark the roofline of `workload` is derived from."""
-    return f"recording.GradStep_{workload}.time_step"
+    return pillars.role_benchmark("step time", workload)
 
 
 def _flops_benchmark(workload: str) -> str:
-    return f"recording.GraphCost_{workload}.track_flops"
+    return pillars.role_benchmark("flops", workload)
 
 
 def name(workload: str) -> str:
-    """The derived rows' benchmark name: the GradStep class they come from, with the derived metric."""
-    return f"recording.GradStep_{workload}.{METRIC}"
+    """The derived rows' benchmark name: the step time's class they come from, with the derived metric."""
+    return f"{source(workload).rpartition('.')[0]}.{METRIC}"
 
 
 def _case(row: dict) -> RowKey:

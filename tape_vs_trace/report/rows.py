@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from implementations import frameworks, metrics, pillars, workloads
-from tape_vs_trace import result_files
 from tape_vs_trace.report import roofline, stats
+from tape_vs_trace.results import asv_files
 
 Warn = Callable[[str], None]
 
@@ -61,7 +61,7 @@ class Meanings:
         return kind == "time", False
 
 
-def _file_columns(file: result_files.ResultFile, machine: dict, machine_name: str) -> dict:
+def _file_columns(file: asv_files.ResultFile, machine: dict, machine_name: str) -> dict:
     """The columns every row of one result file shares: its commit, run, environment, machine and versions."""
     run = file.run
     # An asv environment with a version matrix (asv.matrix.conf.json) records the versions it installed; the
@@ -109,9 +109,9 @@ def _skipped(file: str, gone: list[str], reshaped: list[str]) -> str:
     return f"{file}: skipped " + "; ".join(parts)
 
 
-def result_rows(file: result_files.ResultFile, benchmarks: dict, machine: dict, machine_name: str,
+def result_rows(file: asv_files.ResultFile, benchmarks: dict, machine: dict, machine_name: str,
                 meanings: Meanings, stale: Stale | None = None) -> tuple[list[dict], list[dict]]:
-    """The rows of one asv result file (result_files), and the combinations not run or skipped (asv's NaN)."""
+    """The rows of one asv result file (asv_files), and the combinations not run or skipped (asv's NaN)."""
     shared = _file_columns(file, machine, machine_name)
     rows, skips = [], []
     stale = stale if stale is not None else Stale()
@@ -131,7 +131,7 @@ def result_rows(file: result_files.ResultFile, benchmarks: dict, machine: dict, 
     return rows, skips
 
 
-def _benchmark_rows(file: result_files.ResultFile, name: str, meta: dict, shared: dict,
+def _benchmark_rows(file: asv_files.ResultFile, name: str, meta: dict, shared: dict,
                     meanings: Meanings) -> tuple[list[dict], list[dict]]:
     """The rows of one benchmark of a result file, one per parameter combination, and the combinations not run."""
     pillar, cls, metric = name.split(".")[0], name.split(".")[1], name.split(".")[-1]
@@ -157,7 +157,7 @@ def _benchmark_rows(file: result_files.ResultFile, name: str, meta: dict, shared
             "method": "",  # how a derived row was computed (the roofline); measured rows: asv's columns
             "memory_method": _memory_method(framework, device_kind, metric),
         }
-        if combination.outcome in (result_files.SKIPPED, result_files.NOT_RUN):
+        if combination.outcome in (asv_files.SKIPPED, asv_files.NOT_RUN):
             skips.append(row | {"status": "not run"})  # no value: the run skipped it or did not choose it
             continue
         row.update(stats.summarise(combination.value, combination.q25, combination.q75, combination.samples, sampled,

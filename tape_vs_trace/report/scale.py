@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from implementations import workloads
+from implementations import pillars, workloads
 from tape_vs_trace.report import fmt
 
 NOT_GPU_SCALE = ("CPU results on small sizes: they describe the frameworks' per-op and compiler costs on this host, "
                  "not GPU-scale training")
-STEP = "recording.GradStep_"  # the sizes a machine's step times were measured at
-FLOPS = ("recording.GraphCost_", "track_flops")
-SAVED = ("recording.GraphCost_", "track_saved_bytes")
+STEP = pillars.role_benchmark("step time")  # the sizes a machine's step times were measured at
+FLOPS = (pillars.role_benchmark("flops"), pillars.role("flops")[1].metric)
+SAVED = (pillars.role_benchmark("saved bytes"), pillars.role("saved bytes")[1].metric)
 
 
 def size_words(workload: str, size: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from implementations import metrics
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 # The columns of the report's table that name a case of a pillar's metric, the framework apart (report.rows)
 CASE = ("workload", "size", "program", "variant")

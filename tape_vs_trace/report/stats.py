@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from implementations import metrics
-from tape_vs_trace import rowkey
-from tape_vs_trace.intervals import ACROSS_PROCESSES, median_interval, ratio_interval
-from tape_vs_trace.result_files import Split
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results import rowkey
+from tape_vs_trace.results.asv_files import Split
+from tape_vs_trace.results.intervals import ACROSS_PROCESSES, median_interval, ratio_interval
+from tape_vs_trace.results.rowkey import RowKey
 
 # The smallest change stated as a difference: a sampled ratio is a finding only when its 95 % interval excludes
 # every change up to this, not only 1 (in the spirit of `asv compare`, which reports a change when it is significant

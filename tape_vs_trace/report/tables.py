@@ -12,7 +12,7 @@ from implementations import frameworks
 from tape_vs_trace.report import fmt, headline, skips, stats
 from tape_vs_trace.report.load import program_label
 from tape_vs_trace.report.select import display
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 # the library workspace inside a CUDA peak is its own row (track_workspace_bytes), a table of its own
 WORKSPACE = (" Each CUDA peak includes the GEMM-library workspace (cuBLAS/cuDNN) its step used, a set-up of the "

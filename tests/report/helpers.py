@@ -20,8 +20,8 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from implementations import metrics
-from tape_vs_trace.paired import FIELDS
 from tape_vs_trace.report.load import COLUMNS
+from tape_vs_trace.side.paired import FIELDS
 
 FIXTURE = Path(__file__).parents[1] / "data" / "asv_fixture"  # real, scrubbed asv output (see its README)
 PROGRESS_LINE = re.compile(r"^\[[\w-]+ \d+ s\] ")  # tape_vs_trace.progress: "[report 3 s] writing summary.csv"
@@ -344,8 +344,8 @@ def distributed_row(framework: str, form: str, mode: str, ranks: int, medians: l
     interval stats.median_interval's, as the command writes them."""
     import statistics
 
-    from tape_vs_trace.distributed_run import FIELDS as DISTRIBUTED_FIELDS
     from tape_vs_trace.report import stats
+    from tape_vs_trace.side.distributed_run import FIELDS as DISTRIBUTED_FIELDS
 
     low, high = stats.median_interval([m * 1e-3 for m in medians]) if medians else ("", "")
     measured = {"torch": ("torch live-storage tracking (TorchDispatchMode), the largest rank's", "gloo (loopback)"),

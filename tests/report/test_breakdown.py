@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tape_vs_trace import cli, saved
+from tape_vs_trace import cli
 from tape_vs_trace.report import breakdown, findings
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
+from tape_vs_trace.side import saved
 from tests.report.helpers import (
     FIXTURE,
     MACHINE,

@@ -17,7 +17,7 @@ import pytest
 
 from tape_vs_trace import cli, report
 from tape_vs_trace.report import distributed_figure, distributed_results, distributed_section, fmt, stats
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 from tests.report.helpers import (
     FIXTURE,
     MACHINE,

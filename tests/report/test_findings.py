@@ -10,7 +10,7 @@ import pytest
 from implementations import pillars
 from tape_vs_trace.report import findings, stats
 from tape_vs_trace.report.stats import Comparison
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 from tests.report.helpers import MIB, write_results
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tape_vs_trace import first_step as fs
 from tape_vs_trace.report import build
 from tape_vs_trace.report import first_step as section
+from tape_vs_trace.side import first_step as fs
 from tests.report.helpers import FIXTURE
 
 PARTS = {"interpreter_s": 0.04, "import_s": 1.5, "harness_s": 0.06, "backend_start_s": 0.01, "unattributed_s": 0.0,

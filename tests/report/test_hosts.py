@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tape_vs_trace import cli, history, host_check
+from tape_vs_trace import cli
 from tape_vs_trace.report import front, headline, hosts, scale, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results, load_results
+from tape_vs_trace.results import history, host_check
 from tests.report.helpers import report_text, unrendered, write_results
 
 MINE, OTHER, THIRD = "a" * 40, "b" * 40, "c" * 40

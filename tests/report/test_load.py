@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from implementations import frameworks
-from tape_vs_trace import result_files
 from tape_vs_trace.report import load, roofline, rows
+from tape_vs_trace.results import asv_files
 from tests.report.helpers import ASV_COLUMNS, write_results
 
 
@@ -59,7 +59,7 @@ def result_rows(name: str, meta: dict, item: list, machine: dict | None = None, 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "r.json"
         path.write_text(json.dumps(data))
-        out, _ = rows.result_rows(result_files.read(path), {name: meta}, machine or {}, "box",
+        out, _ = rows.result_rows(asv_files.read(path), {name: meta}, machine or {}, "box",
                                    load.Meanings(warnings.append))
     return out
 

@@ -272,7 +272,7 @@ def test_the_runner_line_says_which_groups_were_copied_in_their_rounds_and_from_
 
 def test_the_runner_lines_name_each_run_the_file_holds_and_the_steal_its_workers_saw() -> None:
     """A later run of other rows (make compile-series) merged into the file keeps the earlier run's record: both
-    get a line, and a run's per-process steal (tape_vs_trace.host_load) is summed up as its median and most."""
+    get a line, and a run's per-process steal (tape_vs_trace.results.host_load) is summed up as its median and most."""
 
     def run(profile: str | None, rounds: int, steal: list[float]) -> dict:
         return {"profile": profile, "rounds": rounds, "processes": 4 * rounds, "wall_s": 10.0 * rounds,

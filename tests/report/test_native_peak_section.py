@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 
-from tape_vs_trace import native_peak_rows
 from tape_vs_trace.report import native_peak_section
-from tests.test_native_peak_rows import METHOD, _row, write_results
+from tape_vs_trace.results import native_peak_rows
+from tests.results.test_native_peak_rows import METHOD, _row, write_results
 
 
 def test_the_page_divides_like_modes_only(tmp_path) -> None:

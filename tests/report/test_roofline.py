@@ -14,7 +14,7 @@ import pytest
 
 from tape_vs_trace.report import roofline, stats
 from tape_vs_trace.report.load import load_results
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 from tests.report.helpers import FW, TAIL, bench, entry, md_table, report_text, table_row, unrendered, write_results
 
 RATE = 1e11  # flop/s, the calibration's float32 matmul rate

@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from implementations import workloads
-from tape_vs_trace import cite
-from tape_vs_trace.report import compile_growth, hosts, load, machine_page, scale, write_report
+from tape_vs_trace.report import cite, compile_growth, hosts, load, machine_page, scale, write_report
 from tests.report.helpers import unrendered
 
 RESULTS = Path(__file__).parents[2] / "results"

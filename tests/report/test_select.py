@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tape_vs_trace.report import select
-from tape_vs_trace.rowkey import RowKey
+from tape_vs_trace.results.rowkey import RowKey
 
 
 def frame(*rows: dict) -> pd.DataFrame:

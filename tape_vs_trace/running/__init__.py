@@ -1,0 +1,1 @@
+"""The grid's runner: the plan, the worker processes, their rounds and outcomes, the pre-flight."""
