@@ -28,6 +28,7 @@ for _path in (ROOT, Path(__file__).resolve().parent):  # the repository (impleme
 import gpu_resume  # noqa: E402
 
 from implementations import frameworks, workloads  # noqa: E402
+from tape_vs_trace.results.folder import ResultsFolder  # noqa: E402
 from tape_vs_trace.running import profiles  # noqa: E402
 
 BENCHMARK = "recording.CompilePhases_*.time_compile_phase"
@@ -132,7 +133,7 @@ def describe(series: list[Point], skipped: int, budget: float) -> list[str]:
 
 def _result_file(results: Path, machine: str) -> Path:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return results / machine / f"{commit[:8]}-existing-venv.json"
+    return ResultsFolder(results).result_file(machine, commit)
 
 
 def _parser() -> argparse.ArgumentParser:

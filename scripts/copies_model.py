@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tape_vs_trace.results import asv_files  # noqa: E402
+from tape_vs_trace.results.folder import ResultsFolder  # noqa: E402
 from tape_vs_trace.results.intervals import WIDTH_FLOOR_S, projected_half_width  # noqa: E402
 from tape_vs_trace.running.plan import COPY_SHARE, next_round_fits, spread_copies  # noqa: E402
 
@@ -174,7 +175,7 @@ def read_run(path: Path, costs: dict | None = None) -> Run:
     walls = {g: Walls(statistics.median(w), min(w), max(w)) for g, w in walls_of.items()}
     groups = _groups()
     scale = {g: walls[g].typical / costs[g]["wall"] for g in walls if costs and g in costs}
-    bench_meta = json.loads((path.parents[1] / "benchmarks.json").read_text())
+    bench_meta = ResultsFolder(path.parents[1]).benchmarks()
     rows, measured, left_out = [], [], 0
     for c in rf.records(bench_meta):
         key = f"{c.benchmark}-{c.index}"

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tape_vs_trace.results import asv_files  # noqa: E402
+from tape_vs_trace.results.folder import MACHINE_RECORD  # noqa: E402
 from tape_vs_trace.results.intervals import half_width, median_interval  # noqa: E402
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -116,7 +117,7 @@ def run_setting(name: str, out: Path, rounds: int, bench: list[str]) -> dict[str
     if done.returncode != 0:
         raise SystemExit(f"error: setting {name}: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     files = sorted((folder / f"noise-{name}").glob("*-*.json"))
-    files = [f for f in files if f.name != "machine.json"]
+    files = [f for f in files if f.name != MACHINE_RECORD]
     processes = per_process(files[-1], rounds)
     return {"setting": name, "env": env_add, "prefix": prefix, "wall_s": round(wall, 1), **spread(processes),
             "host": steal_effect(files[-1], processes)}

@@ -306,3 +306,31 @@ def test_every_size_exemption_still_applies() -> None:
     stale = {n for n in OVERSIZED_FILES if files.get(n, 0) <= MAX_LINES}
     stale |= {n for n in OVERSIZED_FUNCTIONS if functions.get(n, 0) <= MAX_FUNCTION_LINES}
     assert not stale, f"remove from the size exemptions, they fit now: {sorted(stale)}"
+
+
+# The files of a results folder that only tape_vs_trace.results.folder opens by name (Deliver 2 of issue 60).
+RESULT_FILE_NAMES = ("machine.json", "benchmarks.json", "-existing-venv.json")
+
+
+def hand_opened(source: str) -> list[str]:
+    """The string constants of `source` that name a result file, docstrings left out."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    # a path or a pattern ends with the name and holds no space; a message that names the file is no read of it
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and " " not in node.value and node.value.endswith(RESULT_FILE_NAMES)]
+
+
+def test_no_module_outside_the_results_package_opens_a_result_file_by_name() -> None:
+    found = {m: names for m, path in MODULES.items() if not m.startswith("tape_vs_trace.results.")
+             and (names := hand_opened(path.read_text()))}
+    assert not found, f"read these through tape_vs_trace.results.folder.ResultsFolder: {found}"
+
+
+def test_the_hand_opened_check_sees_a_planted_read() -> None:
+    planted = ('"""machine.json in a docstring is fine"""\nimport json\n'
+               'x = json.loads((p / "machine.json").read_text())\n')
+    assert hand_opened(planted) == ["machine.json"]
+    assert hand_opened('f = results / f"{commit[:8]}-existing-venv.json"\n') == ["-existing-venv.json"]

@@ -19,13 +19,15 @@ import pandas as pd
 
 from implementations import frameworks, metrics, workloads
 from tape_vs_trace.report import fmt
-from tape_vs_trace.report.load import COLUMNS, Warn, program_label, read_side_csv
+from tape_vs_trace.report.load import COLUMNS, Warn, program_label
+from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.schema import SAVED_FIELDS, SAVED_LOOP
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with this module
     from matplotlib.figure import Figure
 
-FOLDER = "saved"
+SPEC = side_tables.SPECS["saved"]
+FOLDER = SPEC.name
 TOP = 3  # ops named per side of a finding
 FIGURE_OPS = 9  # ops drawn by name in a figure; the rest are "other ops"
 # A file from before the program column ran each framework's own default form of a loop (JAX's lax.scan, PyTorch's
@@ -39,7 +41,7 @@ LOOPS = {"unrolled": "unrolled loop", "scan": "scan loop"}
 def _read(path: Path) -> pd.DataFrame:
     """One breakdown file, checked; ValueError (with the reason) for anything that is not one."""
     # A file from before the program column holds the programs its commit ran, which named none.
-    table = read_side_csv(path, tuple(f for f in SAVED_FIELDS if f != "program"))
+    table = side_tables.read_csv(path, tuple(f for f in SAVED_FIELDS if f != "program"))
     named = "program" in table.columns
     if not named:
         table = table.assign(program="")
@@ -69,20 +71,9 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
         return {}
     dates = dict(zip(table.commit, table.date))
     shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
-    candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
-    for path in sorted([*folder.glob("*.csv"), *folder.glob("*.csv.gz")]):  # gzip since saved-all compressed them
-        machine = path.name.removesuffix(".gz").removesuffix(".csv").rsplit("-", 1)[0]
-        try:
-            data = _read(path)
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            warn(f"skipped the saved-bytes breakdown {path}: {exc}")
-            continue
-        commit = data.commit.iloc[0]
-        key = (commit == shown.get(machine), dates.get(commit, ""), path.stat().st_mtime)
-        candidates.setdefault(machine, []).append((key, data, path))
     out = {}
-    for machine, found in candidates.items():
-        _, data, path = max(found, key=lambda item: item[0])
+    found = side_tables.files(folder, SPEC.what, _read, warn)  # gzip since saved-all compressed them
+    for machine, (path, data) in side_tables.newest(found, shown, dates).items():
         if machine in shown and data.commit.iloc[0] != shown[machine]:
             warn(f"{path.name}: the saved-bytes breakdown is of commit {data.commit.iloc[0][:8]}, the results of "
                  f"{shown[machine][:8]}; its ops explain that commit's saved bytes")

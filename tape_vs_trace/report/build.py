@@ -26,6 +26,7 @@ from tape_vs_trace.report import (
 )
 from tape_vs_trace.report.load import ReportError, Results, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
+from tape_vs_trace.results.folder import MACHINE_RECORD
 
 OUTPUTS = ["summary.csv", "summary.md", headline.NAME, *figures.FIGURES]
 
@@ -52,7 +53,7 @@ def check_out(results: Path, out: Path) -> None:
     if _inside(res, dst):
         raise ReportError(f"--out {out} contains the results folder {results}; replacing it would delete them")
     for folder in [dst, *dst.parents]:
-        if (folder / "machine.json").exists():
+        if (folder / MACHINE_RECORD).exists():
             raise ReportError(f"--out {out} is inside the machine folder {folder}; asv owns that folder")
     for folder in dst.parents:
         if folder.exists() and not folder.is_dir():

@@ -19,7 +19,8 @@ from implementations import frameworks
 from tape_vs_trace.report import distributed_page, distributed_results, fmt
 from tape_vs_trace.report.cite import BASE, OTHER, SELECTORS, CiteError, _finite, _ratio, _some, parse_filters
 from tape_vs_trace.report.distributed_section import across, communicated
-from tape_vs_trace.report.load import side_files
+from tape_vs_trace.results import side_tables
+from tape_vs_trace.results.folder import ResultsFolder
 from tape_vs_trace.results.schema import DISTRIBUTED_KEY as KEY
 
 QUERY = "distributed"  # the query word that cites these rows instead of an asv benchmark
@@ -31,11 +32,11 @@ def tables(results: Path, commit: str | None, warn: Callable[[str], None]) -> li
     folder = results / distributed_results.FOLDER
     if not folder.is_dir():
         raise CiteError(f"no distributed results: {folder} is not a folder (run tape-vs-trace distributed first)")
-    found = list(side_files(folder, "distributed results", distributed_results.read, warn))
+    found = list(side_tables.files(folder, distributed_results.SPEC.what, distributed_results.read, warn))
     if not found:
         raise CiteError(f"no readable distributed results in {folder}")
     if commit is None:
-        return list(distributed_results.newest(found).values())
+        return list(side_tables.newest(found).values())
     return [(path, data) for _, path, data in found]
 
 
@@ -70,10 +71,7 @@ def select(found: list[tuple[Path, pd.DataFrame]], filters: dict[str, str]) -> l
 
 
 def _cpu(results: Path, machine: str) -> str | None:
-    try:
-        return json.loads((results / machine / "machine.json").read_text()).get("cpu")
-    except (OSError, ValueError, AttributeError):
-        return None
+    return ResultsFolder(results).machine_record(machine).get("cpu")
 
 
 def record(results: Path, row: dict) -> dict:

@@ -7,12 +7,12 @@ of one commit do not make; like the History page, this one sits beside asv's."""
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from tape_vs_trace.report import distributed_figure, distributed_results, distributed_section
+from tape_vs_trace.results.folder import ResultsFolder
 
 PAGE = "distributed.html"
 FOLDER = distributed_results.FOLDER  # results/distributed, and the figures' folder inside the published site
@@ -89,10 +89,7 @@ def to_html(lines: list[str], machine: str) -> str:
 
 
 def _machine_info(results: Path, machine: str) -> dict:
-    try:
-        return json.loads((results / machine / "machine.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    return ResultsFolder(results).machine_record(machine)
 
 
 def write(results: Path, site: Path, css: str, warn: Callable[[str], None]) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -15,10 +14,12 @@ import numpy as np
 import pandas as pd
 
 from implementations import frameworks, metrics
-from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
+from tape_vs_trace.report.load import COLUMNS, Warn
+from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.schema import DISTRIBUTED_FIELDS, DISTRIBUTED_KEY
 
-FOLDER = "distributed"
+SPEC = side_tables.SPECS["distributed"]
+FOLDER = SPEC.name
 NUMBERS = ("ranks", "time_s", "time_ci_low", "time_ci_high", "launches", "repeat", "warmup", "compile_s",
            "compile_ci_low", "compile_ci_high", "peak_bytes", "comm_bytes", "analytic_bytes", "gradient_bytes")
 STATUSES = ("ok", "failed")
@@ -31,7 +32,7 @@ def launch_medians(row: dict) -> list[float]:
 
 def read(path: Path) -> pd.DataFrame:
     """One distributed CSV, checked; ValueError (with the reason) for anything that is not one."""
-    table = read_side_csv(path, DISTRIBUTED_FIELDS)
+    table = side_tables.read_csv(path, DISTRIBUTED_FIELDS)
     bad = sorted(set(table.status) - set(STATUSES))
     if bad:
         raise ValueError(f"status {bad[0]!r} is neither {' nor '.join(STATUSES)}")
@@ -45,23 +46,13 @@ def read(path: Path) -> pd.DataFrame:
     return table
 
 
-def newest(files: Iterable[tuple[str, Path, pd.DataFrame]]) -> dict[str, tuple[Path, pd.DataFrame]]:
-    """Per machine, the (path, table) of its newest commit (by commit date, then as written last)."""
-    out: dict[str, tuple[tuple, Path, pd.DataFrame]] = {}
-    for machine, path, data in files:
-        key = (str(data.commit_date.iloc[0]), path.stat().st_mtime)
-        if machine not in out or key > out[machine][0]:
-            out[machine] = (key, path, data)
-    return {machine: (path, data) for machine, (_, path, data) in out.items()}
-
-
 def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
     """Per machine, the file of its newest commit (`newest`). An unreadable file is skipped with a one-line
     warning; without results/distributed the report has no distributed sections."""
     folder = results / FOLDER
     if not folder.is_dir():
         return {}
-    found = newest(side_files(folder, "distributed results", read, warn))
+    found = side_tables.newest(side_tables.files(folder, SPEC.what, read, warn))
     return {machine: data for machine, (_, data) in found.items()}
 
 

@@ -19,13 +19,13 @@ from implementations import frameworks
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.distributed_results import FOLDER, launch_medians
 from tape_vs_trace.report.findings import describe
-from tape_vs_trace.results import rowkey
+from tape_vs_trace.results import rowkey, side_tables
 from tape_vs_trace.results.rowkey import RowKey
-from tape_vs_trace.results.schema import DISTRIBUTED_KEY
 
 # What names a row (schema.DISTRIBUTED_KEY and the device): like rows differ in the framework alone, on one machine
 # and commit (rowkey.same_place); a change within a framework differs in the ranks alone.
-KEY = (*DISTRIBUTED_KEY, "device")
+SPEC = side_tables.SPECS["distributed"]
+KEY = SPEC.like  # a row's key: the combination and the device
 FIGURES = "distributed_"  # distributed_figure's distributed_<workload>.png
 CPU = ("On a CPU the ranks share the host's cores (PyTorch: a process per rank, the cores divided between them; JAX: "
        "one process whose N XLA:CPU devices share its thread pool), so the times describe each form's overhead, "
@@ -46,18 +46,19 @@ def _timed(a: dict, b: dict) -> stats.Comparison:
 
 
 def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comparison:
-    """JAX/PyTorch of two rows on `metric` (time_s or peak_bytes), formed only between like rows (`_differing` the
-    framework alone) of the two frameworks, both measured; peak bytes only when measured by the same method."""
+    """JAX/PyTorch of two rows on `metric` (time_s or peak_bytes), formed only between like rows (side_tables.differing
+    the framework alone) of the two frameworks, both measured; peak bytes only when measured by the same method."""
     reason = stats.refusal(t, j)
     if reason:
         return stats.Comparison(reason=reason)
-    if _differing(t, j) != {"framework"}:
+    if side_tables.differing(SPEC, t, j) != {"framework"}:
         return stats.Comparison(reason=rowkey.NOT_LIKE)
     if metric == "peak_bytes":
         if not _finite(t[metric], j[metric]):
             return stats.Comparison(reason="not measured")
-        if not frameworks.same_memory_method(t["peak_method"], j["peak_method"]):
-            return stats.Comparison(reason="different memory methods")
+        unlike = side_tables.unlike(SPEC, t, j, metric)
+        if unlike:
+            return stats.Comparison(reason=unlike)
         if not t[metric]:
             return stats.Comparison(reason="divisor is zero")
         return stats.exact(t[metric], j[metric], "track_peak_bytes")
@@ -65,11 +66,12 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
 
 
 def change(a: dict | None, b: dict | None) -> stats.Comparison:
-    """b's time over a's within one framework: the same row at another rank count (`_differing` the ranks alone)."""
+    """b's time over a's within one framework: the same row at another rank count (side_tables.differing the ranks
+    alone)."""
     reason = stats.refusal(a, b)
     if reason:
         return stats.Comparison(reason=reason.replace("only one framework ran", "not run"))
-    if _differing(a, b) != {"ranks"}:
+    if side_tables.differing(SPEC, a, b) != {"ranks"}:
         return stats.Comparison(reason=rowkey.NOT_LIKE)
     return _timed(a, b)
 
@@ -77,12 +79,6 @@ def change(a: dict | None, b: dict | None) -> stats.Comparison:
 def _key(row: dict) -> RowKey:
     """A row's key: its KEY columns."""
     return RowKey.of_columns(row, KEY, "distributed")
-
-
-def _differing(a: dict, b: dict) -> set[str]:
-    """The fields of KEY in which two rows differ, and "place" where they ran on other machines or commits."""
-    keys = (_key(r) for r in (a, b))
-    return next(keys).differing(next(keys)) | (set() if rowkey.same_place(a, b) else {"place"})
 
 
 def communicated(row: dict) -> str:

@@ -18,7 +18,8 @@ import pandas as pd
 from implementations import frameworks
 from implementations.first_step import ABSOLUTE_S as TOLERANCE_S
 from implementations.first_step import TOLERANCE
-from tape_vs_trace.report.load import Warn, read_side_csv, side_files
+from tape_vs_trace.report.load import Warn
+from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.intervals import median_interval
 from tape_vs_trace.results.schema import FIRST_STEP_FIELDS as FIELDS
 from tape_vs_trace.results.schema import FIRST_STEP_FOLDER as FOLDER
@@ -38,7 +39,7 @@ _NUMERIC = ("wall_s", "interpreter_s", "import_s", "harness_s", "backend_start_s
 
 def read(path: Path) -> pd.DataFrame:
     """One results/first_step CSV with its seconds as numbers; ValueError where it is not one."""
-    table = read_side_csv(path, FIELDS)
+    table = side_tables.read_csv(path, FIELDS)
     for column in _NUMERIC:
         table[column] = pd.to_numeric(table[column], errors="coerce")
     return table
@@ -50,7 +51,7 @@ def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
     if not folder.is_dir():
         return {}
     newest: dict[str, pd.DataFrame] = {}
-    for machine, _, table in side_files(folder, "time-to-first-step results", read, warn):
+    for machine, _, table in side_tables.files(folder, "time-to-first-step results", read, warn):
         if machine not in newest or table.written.iloc[0] > newest[machine].written.iloc[0]:
             newest[machine] = table
     return newest

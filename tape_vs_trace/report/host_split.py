@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tape_vs_trace.results import asv_files, host_check
+from tape_vs_trace.results.folder import BENCHMARKS, MACHINE_RECORD, ResultsFolder
 
 SUFFIX = "@host"
-SKIP = ("machine.json", "benchmarks.json")
+SKIP = (MACHINE_RECORD, BENCHMARKS)
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,7 @@ def machine(folder: Path, name: str) -> Machine:
 
 def machines(results: Path) -> list[Machine]:
     """Every machine folder of `results` (it holds a readable machine.json), in name order."""
-    out = []
-    for machine_json in sorted(results.glob("*/machine.json")):
-        try:
-            name = json.loads(machine_json.read_text())["machine"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # asv publish skips this folder and says why
-        if isinstance(name, str):
-            out.append(machine(machine_json.parent, name))
-    return out
+    return [machine(folder, name) for folder, name in ResultsFolder(results).machine_folders()]
 
 
 def stage(found: list[Machine], results: Path, view: Path) -> set[Path]:
@@ -119,9 +112,8 @@ def stage(found: list[Machine], results: Path, view: Path) -> set[Path]:
     for m in found:
         for host in m.hosts[1:]:
             folder = view / m.folder.relative_to(results).parent / host.name
-            folder.mkdir(parents=True, exist_ok=True)
-            info = json.loads((m.folder / "machine.json").read_text())
-            (folder / "machine.json").write_text(json.dumps({**info, "machine": host.name}, indent=4))
+            info = ResultsFolder(results).machine_record(m.folder.name)
+            ResultsFolder(results).write_machine_record(host.name, {**info, "machine": host.name}, folder=folder)
             for run in host.runs:
                 asv_files.write(run.path, folder / run.path.name, machine=host.name)
                 moved.add(run.path)

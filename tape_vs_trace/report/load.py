@@ -8,8 +8,7 @@ from a unit string.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +20,11 @@ from tape_vs_trace.report import roofline
 from tape_vs_trace.report.rows import Meanings, Stale, Warn, program_label, program_name, result_rows
 from tape_vs_trace.results import asv_files
 from tape_vs_trace.results.asv_files import literal
+from tape_vs_trace.results.folder import ResultsFolder
 
 # read through this module by the report, cite and the side readers (the rows themselves are report.rows')
 __all__ = ["COLUMNS", "Meanings", "ReportError", "Results", "Warn", "literal", "load_results", "machine_folders",
-           "program_label", "program_name", "read_side_csv", "side_files"]
+           "program_label", "program_name"]
 
 COLUMNS = ["pillar", "workload", "size", "variant", "program", "framework", "metric", "unit", "value", "spread", "q25",
            "q75", "ci_low", "ci_high", "processes", "samples", "basis", "method", "process_medians", "sampled",
@@ -52,17 +52,16 @@ class Results:
     files: int = 0
 
 
-def _read_json(path: Path) -> dict:
+def _read(read: Callable[..., dict], *args: object) -> dict:
     try:
-        return asv_files.read_json(path)
+        return read(*args)
     except asv_files.ResultFileError as exc:
         raise ReportError(str(exc)) from None
 
 
 def machine_folders(results: Path) -> list[Path]:
     """Every folder of `results` that asv made for a machine (it holds machine.json); report/ never does."""
-    return [d for d in sorted(results.iterdir())
-            if d.is_dir() and d.name != "report" and (d / "machine.json").is_file()]
+    return ResultsFolder(results).record_folders()
 
 
 def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = quiet) -> Results:
@@ -75,11 +74,11 @@ def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = 
     machines = machine_folders(results)
     if not machines:
         raise ReportError(f"no asv results in {results}: no machine folder with a machine.json (run `make bench`)")
-    benchmarks_json = results / "benchmarks.json"
-    if not benchmarks_json.is_file():
-        raise ReportError(f"{benchmarks_json} is missing: asv writes it beside the machine folders, and the report "
-                          "needs its parameter names, units, rounds and repeat")
-    benchmarks = _read_json(benchmarks_json)
+    folder = ResultsFolder(results)
+    if not folder.has_benchmarks():
+        raise ReportError(f"{folder.benchmarks_path} is missing: asv writes it beside the machine folders, and the "
+                          "report needs its parameter names, units, rounds and repeat")
+    benchmarks = _read(folder.benchmarks)
     meanings = Meanings(warn)
     out = Results(pd.DataFrame(columns=COLUMNS), benchmarks=benchmarks)
     rows: list[dict] = []
@@ -88,7 +87,7 @@ def load_results(results: Path, warn: Warn, verbose: bool = False, step: Step = 
     seen = 0
     for folder in machines:
         try:
-            machine = _read_json(folder / "machine.json")
+            machine = _read(ResultsFolder(results).read_machine_record, folder)
         except ReportError as exc:
             warn(f"skipped machine folder {folder.name}: {exc}")
             continue
@@ -138,39 +137,3 @@ def _derived(out: Results, table: pd.DataFrame, warn: Warn) -> list[dict]:
                                                        "unit": metrics.get(roofline.METRIC).unit,
                                                        "derived_from": roofline.source(workload)}
     return rows
-
-
-def read_side_csv(path: Path, fields: tuple[str, ...]) -> pd.DataFrame:
-    """A CSV written beside the asv results (results/saved, results/paired), as strings, checked for what every such
-    file must have: its columns, at least one row, one commit. ValueError with the reason otherwise."""
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in fields if c not in table.columns]
-    if missing:
-        raise ValueError(f"no column {', '.join(missing)}")
-    if table.empty:
-        raise ValueError("no rows")
-    if table.commit.nunique() != 1:
-        raise ValueError("rows of several commits")
-    return table
-
-
-SIDE_FILE = re.compile(r"(.+)-([0-9a-f]{8})")  # <machine>-<commit8>.csv
-
-
-def side_files(folder: Path, what: str, read: Callable[[Path], pd.DataFrame],
-               warn: Warn) -> Iterator[tuple[str, Path, pd.DataFrame]]:
-    """(machine, path, table) of every readable <machine>-<commit8>.csv in `folder`, in name order; a file named
-    otherwise or unreadable by `read` is skipped with a one-line warning that names `what` it holds."""
-    for path in sorted(folder.glob("*.csv")):
-        name = SIDE_FILE.fullmatch(path.stem)
-        if name is None:
-            warn(f"skipped the {what} {path}: not named <machine>-<commit8>.csv")
-            continue
-        try:
-            data = read(path)
-        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            warn(f"skipped the {what} {path}: {exc}")
-            continue
-        yield name.group(1), path, data
-
-

@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 
 from implementations import metrics, workloads
-from tape_vs_trace.report.load import COLUMNS, Warn, read_side_csv, side_files
+from tape_vs_trace.report.load import COLUMNS, Warn
+from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.schema import PAIRED_FIELDS
 
-FOLDER = "paired"
+SPEC = side_tables.SPECS["paired"]
+FOLDER = SPEC.name
 NUMBERS = ("time_s", "time_ci_low", "time_ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "processes", "passes",
            "saved_bytes", "flops", "peak_bytes")
 REQUIRED = ("time_s", "ratio", "processes")  # a number on every row; the others may be empty (no interval, no cost)
@@ -72,7 +74,7 @@ def renamed(table: pd.DataFrame) -> pd.DataFrame:
 def read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
     # files from before the remat curve had fused attention: every row of theirs is written attention
-    table = read_side_csv(path, tuple(f for f in PAIRED_FIELDS if f != "attention"))
+    table = side_tables.read_csv(path, tuple(f for f in PAIRED_FIELDS if f != "attention"))
     if "attention" not in table.columns:
         table["attention"] = ""
     for column in NUMBERS:
@@ -90,13 +92,11 @@ def load(results: Path, table: pd.DataFrame, warn: Warn) -> dict[str, pd.DataFra
     if not folder.is_dir():
         return {}
     shown = {m: rows.sort_values(["date", "commit"]).commit.iloc[-1] for m, rows in table.groupby("machine")}
-    candidates: dict[str, list[tuple[tuple, pd.DataFrame, Path]]] = {}
-    for machine, path, data in side_files(folder, "paired results", read, warn):
-        key = (data.commit.iloc[0] == shown.get(machine), path.stat().st_mtime)
-        candidates.setdefault(machine, []).append((key, data.assign(machine=machine), path))
+    dates = dict(zip(table.commit, table.date))
     out = {}
-    for machine, found in candidates.items():
-        _, data, path = max(found, key=lambda item: item[0])
+    found = side_tables.files(folder, SPEC.what, read, warn)
+    for machine, (path, data) in side_tables.newest(found, shown, dates).items():
+        data = data.assign(machine=machine)
         if machine in shown and data.commit.iloc[0] != shown[machine]:
             warn(f"{path.name}: the paired results are of commit {data.commit.iloc[0][:8]}, the asv results of "
                  f"{shown[machine][:8]}")

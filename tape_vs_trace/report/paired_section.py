@@ -16,16 +16,16 @@ import pandas as pd
 from implementations import frameworks
 from tape_vs_trace.report import fmt, stats
 from tape_vs_trace.report.paired_results import FOLDER, curves, finite, medians
-from tape_vs_trace.results import rowkey
+from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.rowkey import RowKey
 
 NEAR_BEST = 1.10  # "as fast as the fastest": a ratio to plain within 10 % of the curve's best
 AFFORDABLE = 1.25  # "affordable": the upper 95 % bound of the ratio to plain at most 1.25 (25 % more time)
 GRANULARITY = ("plain", "remat_every4", "remat_every2", "remat_full")  # layers per checkpoint: none, 4, 2, 1
-# The columns (schema.PAIRED_FIELDS) that name a curve point for a ratio across frameworks (the formulation is
-# checked first, for its own reason), and those that find a JAX point's PyTorch counterpart in the table.
-LIKE = ("framework", "workload", "size", "mode", "point", "device")
-COUNTERPART = ("size", "mode", "attention", "point")
+# The columns (schema.PAIRED_FIELDS) that find a JAX point's PyTorch counterpart in the table; whether the two are
+# like rows is the side tables' one rule (side_tables.unlike).
+COUNTERPART = ("workload", "size", "mode", "attention", "point")
+SPEC = side_tables.SPECS["paired"]
 
 
 def _key(row: dict, columns: tuple[str, ...]) -> RowKey:
@@ -67,12 +67,10 @@ def across(t: dict | None, j: dict | None, metric: str = "time_s") -> stats.Comp
     if t["formulation"] != j["formulation"]:
         scan = {t["formulation"], j["formulation"]} == {"scan", "unrolled"}
         return stats.Comparison(reason="scan against unrolled" if scan else "different formulations")
-    if _key(t, LIKE).differing(_key(j, LIKE)) != {"framework"}:
-        return stats.Comparison(reason=rowkey.NOT_LIKE)
-    method = {"saved_bytes": "cost_method", "flops": "cost_method", "peak_bytes": "peak_method"}.get(metric)
-    if method and not (frameworks.same_memory_method(t[method], j[method]) if metric == "peak_bytes"
-                       else t[method] == j[method]):
-        return stats.Comparison(reason="different memory methods" if metric != "flops" else "different methods")
+    reason = side_tables.unlike(SPEC, t, j, metric)
+    if reason:
+        return stats.Comparison(reason=reason)
+    method = dict(SPEC.method_of).get(metric)
     if not finite(t[metric], j[metric]):
         return stats.Comparison(reason="not measured")
     if not t[metric]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import comparison_page, distributed_page, host_split, native_peak_section
 from tape_vs_trace.results import asv_files, history
+from tape_vs_trace.results.folder import BENCHMARKS, ResultsFolder
 
 ASSETS = Path(__file__).parents[1] / "dashboard_assets"
 ASSET_DIR = "offline-assets"  # the vendored copies' folder inside the published site
@@ -126,7 +127,7 @@ def _check_paths(results: Path, out: Path) -> None:
     """Refuse what asv would fail on with a traceback, and any --out that replacing could destroy."""
     if not results.is_dir():
         raise PublishError(f"results folder {results} not found")
-    if not (results / "benchmarks.json").is_file():
+    if not ResultsFolder(results).has_benchmarks():
         raise PublishError(f"{results} is no asv results folder: it has no benchmarks.json (run `make bench` first)")
     for folder in (out, *out.parents):
         if folder.exists() and not folder.is_dir():
@@ -139,23 +140,15 @@ def _check_paths(results: Path, out: Path) -> None:
 def merged_benchmarks(results: Path, step: Step = quiet) -> dict:
     """`results`' benchmarks.json with every benchmark's parameter values extended by those its result files hold
     on any machine: the discovered values first, then new ones in the order they first appear."""
-    from asv import util
-
-    path = results / "benchmarks.json"
+    folder = ResultsFolder(results)
     try:
-        benchmarks = util.load_json(str(path), api_version=2)  # asv's Benchmarks.api_version
-    except (util.UserError, ValueError) as exc:
-        raise PublishError(f"cannot read {path}: {str(exc).splitlines()[0]}") from exc
+        benchmarks = folder.benchmarks()
+    except asv_files.ResultFileError as exc:
+        raise PublishError(f"cannot read {exc}") from None
     differ: dict[str, set[str]] = {}
-    for machine_json in sorted(results.rglob("machine.json")):
-        try:
-            machine = json.loads(machine_json.read_text())["machine"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # asv publish skips this folder and says why
+    for machine_folder, machine in folder.machine_folders():
         step(f"reading the parameter values of {machine}'s results")
-        for file in asv_files.result_files(machine_json.parent):
-            if file.name == "benchmarks.json":
-                continue
+        for file in asv_files.result_files(machine_folder):
             try:
                 result = asv_files.read(file)
             except asv_files.ResultFileError:
@@ -190,7 +183,7 @@ def results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, l
     moved = host_split.stage(hosts, results, view)
     for file in sorted(results.rglob("*.json")):
         link = view / file.relative_to(results)
-        if link == view / "benchmarks.json" or file in moved:
+        if link == view / BENCHMARKS or file in moved:
             continue
         link.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -198,7 +191,7 @@ def results_view(results: Path, view: Path, step: Step = quiet) -> tuple[Path, l
         except OSError:  # a file system without symbolic links
             shutil.copy2(file, link)
     view.mkdir(parents=True, exist_ok=True)
-    (view / "benchmarks.json").write_text(json.dumps(merged_benchmarks(results, step), indent=4))
+    (view / BENCHMARKS).write_text(json.dumps(merged_benchmarks(results, step), indent=4))
     return view, hosts
 
 

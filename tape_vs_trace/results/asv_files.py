@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tape_vs_trace.results import folder as results_folder
+from tape_vs_trace.results.folder import ResultFileError, read_json  # the folder's one reader and error
+
 MEASURED, SKIPPED, NOT_RUN, FAILED = "measured", "skipped", "not run", "failed"
 OUTCOMES = (MEASURED, SKIPPED, NOT_RUN, FAILED)
-
-
-class ResultFileError(Exception):
-    """A file that is no readable asv result file; the message is one line naming it."""
 
 
 def literal(text: str) -> Any:
@@ -216,20 +215,6 @@ class ResultFile:
         return gone, reshaped
 
 
-def read_json(path: Path) -> dict:
-    """The JSON object in the file at `path` (a result file, benchmarks.json, machine.json); ResultFileError (one
-    line) where it is unreadable, no JSON or no object."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultFileError(f"{path}: cannot be read ({exc.__class__.__name__})") from None
-    except json.JSONDecodeError as exc:
-        raise ResultFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: not a JSON object")
-    return data
-
-
 def read(path: Path) -> ResultFile:
     """The result file at `path`; ResultFileError (one line) where it is unreadable or no asv result file."""
     from asv import util
@@ -262,5 +247,5 @@ def write(path: Path, dest: Path | None = None, *, machine: str | None = None, r
 
 
 def result_files(folder: Path) -> Iterator[Path]:
-    """The result files of a machine folder (every JSON file but machine.json), in name order."""
-    return (p for p in sorted(Path(folder).glob("*.json")) if p.name != "machine.json")
+    """The result files of a machine folder (every JSON file but its machine record), in name order."""
+    return results_folder.result_files(folder)

@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace.results import asv_files, host_check
+from tape_vs_trace.results import asv_files, folder, host_check
 
-ENV_NAME = "existing-venv"
+ENV_NAME = folder.ENV_NAME
 
 
 def _per_combination(column: str) -> bool:

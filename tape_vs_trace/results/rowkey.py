@@ -106,6 +106,13 @@ def same_place(a: Mapping, b: Mapping) -> bool:
     return all(a.get(k) == b.get(k) for k in PLACE)
 
 
+def unlike_methods(a: str, b: str, metric: str) -> str | None:
+    """Why two values of `metric` measured by methods `a` and `b` are unlike, or None: a peak's two methods must be
+    one (frameworks.same_memory_method: on CUDA both allocators' high-water marks are); a count's must be equal."""
+    same = frameworks.same_memory_method(a, b) if "peak" in metric else a == b
+    return None if same else ("different methods" if "flops" in metric else "different memory methods")
+
+
 def _peak_mode(row: Mapping) -> str:
     """The mode in which a peak row was measured: the row's own `peak_mode` where it records one (a side
     measurement that runs every mode), else its framework's probe's (frameworks.peak_mode); '' if unknown."""
@@ -123,7 +130,7 @@ def unlike_runs(a: Mapping, b: Mapping) -> str | None:
         return NOT_LIKE
     if not (a["comparable"] and b["comparable"]):
         return "counts different things"
-    if not frameworks.same_memory_method(a["memory_method"], b["memory_method"]):
+    if unlike_methods(a["memory_method"], b["memory_method"], "track_peak_bytes"):
         return "different memory methods"
     if a["memory_method"] and _peak_mode(a) != _peak_mode(b):
         return "unlike modes: " + ", ".join(f"{frameworks.label(r['framework'])} {_peak_mode(r)}" for r in (a, b))

@@ -129,13 +129,6 @@ def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task],
     return next((p for p in scrubbed if p.parent == path.parent), path)
 
 
-def write_benchmarks_json(benchmarks: list[dict[str, Any]], results_dir: Path) -> None:
-    """results/benchmarks.json as `asv run` writes it, from this device's discovery."""
-    from asv import util
-
-    util.write_json(str(results_dir / "benchmarks.json"), {b["name"]: b for b in benchmarks}, 2)
-
-
 def held_rounds(chosen: list[Task], path: Path, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Outcome]]:
     """The tasks with the processes `path` (this commit's result file) already holds of each time combination taken
     off its rounds, and those held samples as their outcomes' first rounds: a contact that was cut keeps the rounds

@@ -30,7 +30,6 @@ path, with full isolation.
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import subprocess
 import sys
@@ -46,9 +45,9 @@ import numpy as np
 
 from implementations import frameworks
 from tape_vs_trace.results import host_load
+from tape_vs_trace.results.folder import ResultsFolder
 from tape_vs_trace.results.intervals import WIDTH_FLOOR_S
-from tape_vs_trace.results.merge import ENV_NAME
-from tape_vs_trace.running.outcomes import Outcome, Task, held_rounds, record, save, to_results, write_benchmarks_json
+from tape_vs_trace.running.outcomes import Outcome, Task, held_rounds, record, save, to_results
 from tape_vs_trace.running.plan import (
     COPY_SHARE,
     LAYOUT,
@@ -199,15 +198,14 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     held: dict[str, Outcome] = {}
     if extend:
         try:
-            chosen, held = held_rounds(chosen, results_dir / fields["machine"] / f"{commit[:8]}-{ENV_NAME}.json", log)
+            chosen, held = held_rounds(chosen, ResultsFolder(results_dir).result_file(fields["machine"], commit), log)
         except ValueError as exc:
             raise RunError(str(exc)) from None
         if not chosen:
             raise RunError("nothing to run: this commit's result file holds every round of the selection")
-    results_dir.mkdir(parents=True, exist_ok=True)
-    write_benchmarks_json(benchmarks, results_dir)
-    (results_dir / fields["machine"]).mkdir(exist_ok=True)
-    (results_dir / fields["machine"] / "machine.json").write_text(json.dumps({**fields, "version": 1}, indent=4))
+    folder = ResultsFolder(results_dir)
+    folder.write_benchmarks({b["name"]: b for b in benchmarks})  # as `asv run` writes it, from this discovery
+    folder.write_machine_record(fields["machine"], {**fields, "version": 1})
     started = datetime.datetime.now(datetime.UTC)
     return _Run(benchmarks, chosen, fields, results_dir, commit, date,
                 _record(profile, regexes, budget, chosen, started), started, outcomes=held)

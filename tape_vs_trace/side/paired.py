@@ -34,6 +34,7 @@ from typing import Any
 from implementations import frameworks
 from implementations.experiments import Experiment, asv_combination, experiments
 from tape_vs_trace.results import asv_files
+from tape_vs_trace.results.folder import ResultsFolder
 from tape_vs_trace.results.schema import PAIRED_FIELDS as FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,13 +68,12 @@ def _run_costs(framework: str, names: list[str], scratch: Path) -> dict[str, Any
 
 def result_file(results: Path, machine_name: str, commit: str) -> tuple[asv_files.ResultFile, dict]:
     """The asv result file of `commit` on `machine_name` (scrubbed) and benchmarks.json, or a one-line error."""
-    path = results / machine_name / f"{commit[:8]}-existing-venv.json"
-    if not path.is_file():
-        raise PairedError(f"no results to pair: {path} is missing (run `tape-vs-trace run` first)")
+    folder = ResultsFolder(results)
+    for path in (folder.result_file(machine_name, commit), folder.benchmarks_path):
+        if not path.is_file():
+            raise PairedError(f"no results to pair: {path} is missing (run `tape-vs-trace run` first)")
     try:
-        return asv_files.read(path), json.loads((results / "benchmarks.json").read_text())
-    except FileNotFoundError as exc:
-        raise PairedError(f"no results to pair: {exc.filename} is missing (run `tape-vs-trace run` first)") from None
+        return asv_files.read(path), folder.benchmarks()
     except (OSError, ValueError, asv_files.ResultFileError) as exc:
         raise PairedError(f"cannot read the results in {results} ({type(exc).__name__}: {exc})") from None
 

@@ -12,7 +12,8 @@ import pytest
 
 from tape_vs_trace import cli
 from tape_vs_trace.report import distributed_results
-from tape_vs_trace.report.load import side_files
+from tape_vs_trace.results.side_tables import files as side_files
+from tape_vs_trace.results.side_tables import newest
 from tape_vs_trace.side.distributed_run import FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +149,7 @@ def test_no_distributed_folder_or_no_readable_file_is_one_line(tmp_path, capsys)
 def test_committed_distributed_results(capsys) -> None:
     """The committed file that cite reads (a machine's newest commit): a like pair of the mlp's ddp eager step at
     N=2, its values as the CSV holds them."""
-    found = distributed_results.newest(side_files(ROOT / "results" / "distributed", "distributed results",
+    found = newest(side_files(ROOT / "results" / "distributed", "distributed results",
                                                   distributed_results.read, lambda _: None))
     path = found[sorted(found)[0]][0]
     with path.open() as f:
