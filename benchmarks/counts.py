@@ -141,7 +141,7 @@ class _PeakBytes(_Counted):
     # workspace too: PyTorch's sum covers every cuBLAS handle the process has used, those of earlier steps included.
     track_peak_bytes.fresh_process = not SHARED_COUNTS
     track_workspace_bytes.fresh_process = not SHARED_COUNTS
-    # ... one process for both rows of a combination, which read one probe call (suite_plan.METHOD)
+    # ... one process for both rows of a combination, which read one probe call (running.plan.METHOD)
     track_peak_bytes.fresh_process_shared_across = "method"
     track_workspace_bytes.fresh_process_shared_across = "method"
 

@@ -16,7 +16,7 @@ class Change:
     what: str
     ops: bool = False  # name the ops that make the difference (saved bytes, from the breakdown)
     # a paired experiment too (implementations.experiments): set pair by pair, as an eager/compiled pair moves its
-    # compiled combinations into the eager process (suite_plan.paired_across_modes)
+    # compiled combinations into the eager process (running.plan.paired_across_modes)
     paired: bool = False
 
 

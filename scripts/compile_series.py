@@ -7,7 +7,7 @@ formulation, both frameworks, the cold cache, the processes per point the benchm
 
 It prints the points and the estimated wall time first and refuses (exit 1, one line) a plan over --budget. Then it
 runs `tape-vs-trace run` once per (workload, framework), each saved and merged into this commit's result file before
-the next starts (result_merge.merge_results keeps every other row of the file), so an interrupted series loses one
+the next starts (results.merge.merge_results keeps every other row of the file), so an interrupted series loses one
 part at most; a point whose first call the file already holds is not run again (--again runs it anyway).
 Plain Python until the runner starts: it lists the grid from the benchmark files, importing no framework.
 """

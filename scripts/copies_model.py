@@ -3,8 +3,8 @@
 
 Each timed row of a shared process group keeps the between-process SD of the logarithms of its process medians in
 that file; each group's process costs its median wall after round 1 there. The rounds after the file's first are
-replayed as the runner decides them: a round starts while `suite_plan.next_round_fits` says it fits; its processes
-follow `suite_plan.round_plans`' order, each group once and its copies by `suite_plan.spread_copies` (reading each
+replayed as the runner decides them: a round starts while `running.plan.next_round_fits` says it fits; its processes
+follow `running.plan.round_plans`' order, each group once and its copies by `running.plan.spread_copies` (reading each
 group's cheapest wall, where the runner reads the cheapest so far); of the first round that does not fit, the
 processes that fit at their group's slowest wall run, and the run ends. Each row's half-width is then
 `intervals.projected_half_width` of its SD at the processes it got. The alternative rule `parts` gives a copy only
@@ -70,7 +70,7 @@ Plan = list[tuple[str, list[str], float, float]]  # a round's processes in order
 
 
 def _order(groups: list[str], r: int) -> list[str]:
-    """The groups in round `r`'s order (suite_plan.round_plans): frameworks alternate, and within one the compiled
+    """The groups in round `r`'s order (running.plan.round_plans): frameworks alternate, and within one the compiled
     and the other process."""
     frameworks = ["torch", "jax"] if r % 2 == 0 else ["jax", "torch"]
     kinds = ["others", "compiled"] if r % 2 == 0 else ["compiled", "others"]
@@ -79,7 +79,7 @@ def _order(groups: list[str], r: int) -> list[str]:
 
 
 def committed(rows: list[Row], walls: dict[str, Walls], processes: dict[str, int], r: int) -> Plan:
-    """Round `r` under the committed rule: each group once and its copies by `suite_plan.spread_copies`, which reads
+    """Round `r` under the committed rule: each group once and its copies by `running.plan.spread_copies`, which reads
     each group's cheapest wall and its rows' spreads at the processes they have."""
     spreads: dict[str, list[tuple[float, int]]] = {}
     for row in rows:
@@ -127,7 +127,7 @@ RULES = {"committed": committed, "parts": parts}
 def replay(rows: list[Row], walls: dict[str, Walls], first: float, budget: float, rounds: int,
            rule: Callable[[list[Row], dict[str, Walls], dict[str, int], int], Plan]) -> dict[str, int]:
     """Processes per row after the file's first round (one each) and the rounds after it that `budget` holds, as
-    the runner decides them: a round starts while suite_plan.next_round_fits says it fits; of the first that does
+    the runner decides them: a round starts while running.plan.next_round_fits says it fits; of the first that does
     not, the processes that fit at their expected cost run in the round's order, and the run ends there."""
     processes = {row.key: 1 for row in rows}
     round_walls, elapsed = [first], first

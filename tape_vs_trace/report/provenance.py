@@ -163,7 +163,7 @@ def _run_words(runs: dict) -> str:
             f"{runs.get('wall_s', '?')} s")
     if runs.get("stopped"):
         text += f" ({runs['stopped']})"
-    copied: dict[str, tuple[int, int]] = {}  # a group copied in its round (suite_plan.copies): first round, most
+    copied: dict[str, tuple[int, int]] = {}  # a group copied in its round (running.plan.copies): first round, most
     for r, groups in enumerate(runs.get("copies") or [], start=1):
         for group, n in groups.items():
             first, most = copied.get(group, (r, n))

@@ -1,6 +1,7 @@
 """Result files merged and written after a run (`make bench`, the runner's save): a fresh asv file's machine paths
 scrubbed, and a second run of the same commit merged into the first without losing a value or its provenance. The
-run's own record (host fingerprint, calibration, interpreter version) comes from asv_results, which calls `scrub`."""
+run's own record (host fingerprint, calibration, interpreter version) comes from results.run_record, which calls
+`scrub`."""
 
 from __future__ import annotations
 
@@ -173,7 +174,7 @@ def scrub(results: Path, python_version: Callable[[str], str], run_details: Call
     produced them. The environment becomes `existing-venv` and `python` the interpreter's version. Files renamed
     now come from a run on this machine: they also get its fingerprint and the run's calibration under
     "tape_vs_trace", which asv ignores and the report prints. `python_version`: the version of an interpreter asv
-    recorded; `run_details`: this run's record (asv_results gives both).
+    recorded; `run_details`: this run's record (results.run_record gives both).
 
     Safe to run twice and after a second run of the same commit: a fresh file whose scrubbed name exists already
     is merged into it (`merge_results`); an older run's record (another fingerprint or calibration) moves to

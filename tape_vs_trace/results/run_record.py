@@ -1,5 +1,5 @@
 """This run's record for `make bench`'s result files (host fingerprint, calibration, interpreter version); the
-scrubbing, merging and writing of the files is result_merge's."""
+scrubbing, merging and writing of the files is results.merge's."""
 
 from __future__ import annotations
 

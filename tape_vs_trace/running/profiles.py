@@ -8,7 +8,7 @@ share.
   policies), the no-grad forwards, the engine's features, the harness's overhead, one cold compile's phases per
   framework), with every count (one shared count process takes them all); 12 rounds, each round after the third
   started only while the runner's budget has room for it, a cheap shared process measured more than once a round
-  (suite_plan.copies). More processes for fewer rows: its
+  (running.plan.copies). More processes for fewer rows: its
   intervals are the narrow ones.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
@@ -235,7 +235,7 @@ def _steps(workloads: tuple[str, ...], mode: str, *programs: dict[str, str]) -> 
     return tuple(rows("recording.GradStep_*.time_step", workload=workloads, mode=mode, **p) for p in programs)
 
 
-QUICK_ROUNDS = 3  # the fewest processes whose t interval the report prints (suite_plan.MIN_ROUNDS)
+QUICK_ROUNDS = 3  # the fewest processes whose t interval the report prints (running.plan.MIN_ROUNDS)
 CITED_WORKLOADS = ("mlp", "transformer")
 # The matched program (written attention, the loop unrolled) in float32 at full precision; the GPU's fast formats;
 # the transformer's other programs (its out-of-the-box style, fused attention, the scan).

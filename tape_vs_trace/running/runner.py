@@ -9,9 +9,9 @@ float64), each process taking every combination's `repeat` samples, interleaved 
 order rotated every round and every pass. So the statistics between processes stay what they are (the report
 splits each combination's samples into its processes), and a round costs a few start-ups (four on a CPU grid of one
 precision) instead of one per combination. Under a budget, a shared process that costs little beside the round's
-slowest is measured again in the same round (suite_plan.copies): on a noisy host each process draws its own speed,
+slowest is measured again in the same round (running.plan.copies): on a noisy host each process draws its own speed,
 so a cheap process buys its rows more processes for little time. Where the next round would not fit whole, the
-processes of it that still fit run (suite_plan.partial_round), and the run ends with that round.
+processes of it that still fit run (running.plan.partial_round), and the run ends with that round.
 
 What stays in a process of its own, as under asv: each combination whose benchmark sets `fresh_process` (a cold
 compile time; on CUDA, an allocator peak, whose high-water mark would carry earlier work), and asv's `setup_cache`.
@@ -242,7 +242,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     of HEAD for this machine after every round; returns its path and the combinations that failed. With `budget`
     (seconds from the start, set-up included), a round after the first MIN_ROUNDS starts only while it is expected
     to end within it; `profile` names the selection in the result file. `extend`: add to what this commit's result
-    file holds only the rounds each combination lacks (suite_results.held_rounds)."""
+    file holds only the rounds each combination lacks (running.outcomes.held_rounds)."""
     if rounds is not None and rounds < 1:
         raise RunError(f"--rounds must be at least 1, not {rounds}")
     if budget is not None and not budget > 0:
