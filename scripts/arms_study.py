@@ -64,7 +64,7 @@ def groups() -> tuple[dict[str, list], list[dict]]:
     from tape_vs_trace.running import plan
 
     benchmarks = plan.discover(log=lambda m: None)
-    selection = plan.select(benchmarks, profiles.regexes(profiles.CITED.selection))
+    selection = plan.select(benchmarks, None, profiles.CITED.selection)
     chosen = plan.tasks(benchmarks, selection, profiles.CITED.rounds)
     default = min({t.settings for t in chosen})
     found: dict[str, list] = {}

@@ -208,7 +208,7 @@ def _cited() -> tuple[list, list]:
     from tape_vs_trace.running import runner as suite_runner
 
     benchmarks = suite_runner.discover(lambda _: None)
-    selection = suite_runner.select(benchmarks, list(profiles.get("cited").bench))
+    selection = suite_runner.select(benchmarks, None, profiles.get("cited").selection)
     return benchmarks, suite_runner.tasks(benchmarks, selection, None)
 
 

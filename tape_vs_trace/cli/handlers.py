@@ -83,14 +83,15 @@ def handle_run(args: argparse.Namespace) -> int:
     from tape_vs_trace.running import runner
 
     chosen = profiles.get(args.profile) if args.profile else None
-    bench = args.bench or (list(chosen.bench) if chosen else None) or None
+    bench = args.bench or None
+    rows = chosen.selection if chosen and not args.bench else ()
     rounds = args.rounds if args.rounds is not None else chosen.rounds if chosen else None
     budget = args.budget if args.budget is not None else chosen.budget_s if chosen else None
     if chosen:
         print(f"[run] profile {chosen.name}: {chosen.summary if not args.bench else 'the -b selection'}, "
               f"{rounds} rounds" + (f", within a {budget:.0f} s budget" if budget else ""), flush=True)
     done = runner.run(args.results, bench, rounds, args.machine, timeout=args.worker_timeout, budget=budget,
-                            profile=chosen.name if chosen and not args.bench else None, extend=args.extend)
+                            profile=chosen.name if chosen and not args.bench else None, extend=args.extend, rows=rows)
     print(f"wrote {done.path}")
     return 2 if done.failed else 0  # as asv run: failed benchmarks are recorded, and the status says so
 

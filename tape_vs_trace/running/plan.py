@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from implementations import frameworks
+from tape_vs_trace.results.asv_files import literal
 from tape_vs_trace.results.intervals import projected_half_width
 from tape_vs_trace.running.outcomes import Task
 from tape_vs_trace.running.worker import BENCHMARK_DIR, ROOT
@@ -60,8 +61,25 @@ def _class_attr(name: str, attr: str, default: Any) -> Any:
     return default
 
 
-def select(benchmarks: list[dict[str, Any]], regexes: list[str] | None) -> dict[str, list[int]]:
-    """asv's selection (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`): benchmark -> indices."""
+def values_of(bench: dict[str, Any], combination: tuple) -> dict[str, str]:
+    """A combination's parameters by name, each value read once from asv's stored repr (asv_files.literal)."""
+    return {n: str(literal(v)) for n, v in zip(bench.get("param_names", []), combination, strict=True)}
+
+
+def select(benchmarks: list[dict[str, Any]], regexes: list[str] | None,
+           rows: tuple[Any, ...] = ()) -> dict[str, list[int]]:
+    """The chosen combinations, benchmark -> indices: by what they are where `rows` (profiles.Rows) are given, the
+    discovered grid read once; else by asv's -b rule (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`),
+    as a user's -b asks."""
+    if rows:
+        selection = {}
+        for bench in benchmarks:
+            combinations = list(itertools.product(*bench["params"])) if bench["params"] else [()]
+            indices = [i for i, c in enumerate(combinations)
+                       if any(r.selects(bench["name"], values_of(bench, c)) for r in rows)]
+            if indices:
+                selection[bench["name"]] = indices
+        return selection
     from asv.benchmarks import Benchmarks
 
     chosen = Benchmarks(_config(), benchmarks, regex=regexes or None)
@@ -106,7 +124,7 @@ def tasks(benchmarks: list[dict[str, Any]], selection: dict[str, list[int]], rou
         timed = bench["type"] == "time"
         own = int(bench.get("rounds", 1))
         for i in indices:
-            values = dict(zip(bench.get("param_names", []), (v.strip("'\"") for v in combos[i]), strict=True))
+            values = values_of(bench, combos[i])
             compiled = values.get("mode") == "compiled" and name not in together
             # `rounds` buys processes where they are cheap (a round costs two start-ups per framework); a combination
             # that needs a fresh process (a cold compile) keeps its own count.

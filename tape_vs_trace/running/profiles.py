@@ -44,6 +44,10 @@ class Rows:
     benchmark: str
     where: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def __str__(self) -> str:
+        where = ", ".join(f"{axis}={'|'.join(values)}" for axis, values in self.where)
+        return f"{self.benchmark}[{where}]" if where else self.benchmark
+
     def selects(self, name: str, params: Mapping[str, str]) -> bool:
         return fnmatch.fnmatchcase(name, self.benchmark) and all(
             params[axis] in values for axis, values in self.where if axis in params)
@@ -166,11 +170,6 @@ class Profile:
     rounds: int
     budget_s: float | None  # the runner's seconds, set-up included; None: every round runs
     summary: str
-
-    @property
-    def bench(self) -> tuple[str, ...]:
-        """The selection as asv `-b` regexes (empty: every benchmark)."""
-        return tuple(regexes(self.selection))
 
 
 def _first_sizes(grid: str) -> tuple[str, ...]:

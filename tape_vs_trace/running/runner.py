@@ -160,10 +160,10 @@ class _Run:
         return sorted(t.id for t in self.chosen if self.outcomes.get(t.id) and self.outcomes[t.id].error)
 
 
-def _record(profile: str | None, regexes: list[str] | None, budget: float | None, chosen: list[Task],
+def _record(profile: str | None, selection: list[str], budget: float | None, chosen: list[Task],
             started: datetime.datetime) -> dict[str, Any]:
     """The runner's record of a run before its first round ("worker_runs" in the result file)."""
-    return {"started": started.isoformat(), "profile": profile, "selection": list(regexes or []), "budget_s": budget,
+    return {"started": started.isoformat(), "profile": profile, "selection": selection, "budget_s": budget,
             "rounds_planned": max(t.rounds for t in chosen), "rounds": 0, "stopped": None, "processes": 0,
             "graphs": {}, "wall_s": 0.0, "round_wall_s": [], "per_process": [], "copies": [],
             "layout": {"id": LAYOUT, "copies": f"under a budget, a shared group runs again in its round while its "
@@ -181,7 +181,8 @@ def _record(profile: str | None, regexes: list[str] | None, budget: float | None
 
 
 def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, machine_name: str | None,
-           log: Callable[[str], None], budget: float | None, profile: str | None, extend: bool = False) -> _Run:
+           log: Callable[[str], None], budget: float | None, profile: str | None, extend: bool = False,
+           rows: tuple[Any, ...] = ()) -> _Run:
     """The machine recorded, the benchmarks discovered and chosen, the results folder ready."""
     from tape_vs_trace.results import machine
 
@@ -191,9 +192,10 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     machine.write_asv_machine_file(fields)
     commit, date = _commit()
     benchmarks = discover(log)
-    selection = select(benchmarks, regexes)
+    selection = select(benchmarks, regexes, rows)
+    asked = [str(r) for r in rows] or list(regexes or [])
     if not selection:
-        raise RunError(f"no benchmark matches {' '.join(regexes or [])!r}")
+        raise RunError(f"no benchmark matches {' '.join(asked)!r}")
     chosen = tasks(benchmarks, selection, rounds)
     held: dict[str, Outcome] = {}
     if extend:
@@ -208,7 +210,7 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     folder.write_machine_record(fields["machine"], {**fields, "version": 1})
     started = datetime.datetime.now(datetime.UTC)
     return _Run(benchmarks, chosen, fields, results_dir, commit, date,
-                _record(profile, regexes, budget, chosen, started), started, outcomes=held)
+                _record(profile, asked, budget, chosen, started), started, outcomes=held)
 
 
 def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Callable[[str], None],
@@ -237,8 +239,9 @@ def _round(state: _Run, r: int, caches: dict[str, Path], scratch: Path, log: Cal
 
 def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None = None, machine_name: str | None = None,
         log: Callable[[str], None] = print, timeout: float = WORKER_TIMEOUT_S, budget: float | None = None,
-        profile: str | None = None, extend: bool = False) -> Finished:
-    """Measure the selected benchmarks (every one without `regexes`) in worker rounds, saving the asv result file
+        profile: str | None = None, extend: bool = False, rows: tuple[Any, ...] = ()) -> Finished:
+    """Measure the selected benchmarks (those `rows` name, by what they are, or those asv's -b `regexes` match;
+    every one without either) in worker rounds, saving the asv result file
     of HEAD for this machine after every round; returns its path and the combinations that failed. With `budget`
     (seconds from the start, set-up included), a round after the first MIN_ROUNDS starts only while it is expected
     to end within it; `profile` names the selection in the result file. `extend`: add to what this commit's result
@@ -248,7 +251,7 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
     if budget is not None and not budget > 0:
         raise RunError(f"--budget must be a positive number of seconds, not {budget}")
     t0 = time.perf_counter()  # the budget and the wall time count from here: discovery and set-up included
-    state = _start(results_dir, regexes, rounds, machine_name, log, budget, profile, extend)
+    state = _start(results_dir, regexes, rounds, machine_name, log, budget, profile, extend, rows)
     path = results_dir
     with tempfile.TemporaryDirectory(prefix="tvt-run-") as tmp:
         scratch = Path(tmp)

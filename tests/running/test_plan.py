@@ -268,14 +268,28 @@ def test_the_part_of_a_round_that_fits_keeps_the_rounds_order_and_leaves_out_wha
     assert suite_plan.partial_round(plans, walls, 4.9) == []
 
 
+def test_a_profile_selects_by_rows_what_asvs_b_rule_selects_with_its_regexes(suite) -> None:
+    # the grid is read once and selected by what its combinations are; a -b regex (the GPU chunks') picks the same
+    from tape_vs_trace.running import profiles
+
+    benchmarks, _ = suite
+    for name in ("cited", "full"):
+        selection = profiles.get(name).selection
+        by_rows = suite_plan.select(benchmarks, None, selection)
+        assert by_rows == suite_plan.select(benchmarks, profiles.regexes(selection) or None), name
+    for chunk in profiles.QUICK:
+        by_rows = suite_plan.select(benchmarks, None, chunk.selection)
+        assert by_rows == suite_plan.select(benchmarks, profiles.regexes(chunk.selection) or ["^$"]), chunk.name
+
+
 def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_leaves_the_rest(suite) -> None:
     from tape_vs_trace.running import profiles
 
     benchmarks, _ = suite
     cited = profiles.get("cited")
-    for regex in cited.bench:  # every regex of the profile selects something on this grid
-        assert suite_plan.select(benchmarks, [regex]), regex
-    chosen = suite_plan.tasks(benchmarks, suite_plan.select(benchmarks, list(cited.bench)), cited.rounds)
+    for rows in cited.selection:  # every part of the profile selects something on this grid
+        assert suite_plan.select(benchmarks, None, (rows,)), rows
+    chosen = suite_plan.tasks(benchmarks, suite_plan.select(benchmarks, None, cited.selection), cited.rounds)
     names = {t.name for t in chosen}
     by_name = {b["name"]: b for b in benchmarks}
     # the headline's two measures, whole: every gradient step and every saved-bytes count
