@@ -1,5 +1,5 @@
-"""The headline chart (headline.png): each machine's JAX/PyTorch ratios of the headline's measures, per case, on a
-log axis; report.headline chooses the rows and labels them."""
+"""The strip of every case (a machine page's every_ratio.png, report.glance.strip): the JAX/PyTorch ratios of the
+headline's measures, per case, on a log axis, each written out; report.headline chooses the rows and labels them."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def ratio_text(c: stats.Comparison) -> str:
 
 def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple[str, tuple | None]]],
          key: str) -> bool:
-    """headline.png: per measure (`entries`' keys, in order; its lines from the top: a workload's heading, None as
+    """The strip: per measure (`entries`' keys, in order; its lines from the top: a workload's heading, None as
     case, or a case's label) a panel of JAX/PyTorch ratios on a log axis with their 95 % intervals, a line at 1
     and the rerun band shaded; each machine a marker of its own, filled where the ratio is a finding, its value
     written at the right. False (and nothing written) where there is no ratio to draw."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace.report import headline, headline_chart, stats
+from tape_vs_trace.report import glance, headline, headline_chart, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import load_results
 from tests.report.helpers import unrendered, write_results
@@ -204,7 +204,7 @@ def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path:
     summary = (tmp_path / "out" / "summary.md").read_text().splitlines()
     heads = [line for line in summary if line.startswith("## ")]
     assert heads[:2] == ["## Scale", "## Each framework at its fastest"]
-    chart = "![Each framework at its fastest and the mechanisms in like modes, JAX/PyTorch](headline.png)"
+    chart = f"![{glance.ALT}](headline.png)"
     assert summary.index(chart) < summary.index("## Mechanisms, each in like modes")
     block = readme.read_text()
     assert chart.replace("](headline.png)", "](out/headline.png)") in block
