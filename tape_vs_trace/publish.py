@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace import comparison_page, distributed_page, history, host_split, result_files
+from tape_vs_trace import comparison_page, distributed_page, graph_defaults, history, host_split, result_files
 from tape_vs_trace.progress import Step, quiet
 from tape_vs_trace.report import native_peak_section
 
@@ -95,6 +95,8 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
             text = regressions_note(text, hosts, host_split.regressions(site, hosts))
             text = native_peak_section.link(text) if native else text
             index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
+        step("choosing the selection each graph opens with")
+        graph_defaults.write(site, ASSET_DIR)
         pages = sorted(site.rglob("*.html"))
         for page in pages:
             page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")

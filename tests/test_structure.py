@@ -88,7 +88,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "suite_results", "suite_runner", "suite_worker")),
     "report": tuple(f"tape_vs_trace.{m}" for m in (
         "report.*", "agreement", "cite", "cite_distributed", "cite_native_peak", "compare", "comparison_figure",
-        "comparison_page", "distributed_page", "host_split")),
+        "comparison_page", "distributed_page", "graph_defaults", "host_split")),
     "command line": ("tape_vs_trace.cli", "tape_vs_trace.commands", "tape_vs_trace.handlers", "tape_vs_trace.publish",
                      "scripts.*"),
 }
