@@ -44,7 +44,8 @@ def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple
 
     machines = list(dict.fromkeys(r.machine for r in rows))
     measures = list(entries)
-    step = 0.22 * len(machines)  # inches per line: room for each machine's ratio, written out
+    # inches per line: room for each machine's ratio, written out, and for a two-line scan label on one machine's
+    step = max(0.22 * len(machines), 0.36)
     heights = [step * len(entries[m]) + 0.8 for m in measures]
     font, total = 9, sum(heights) + 1.5
     fig = Figure(figsize=(7.5, total), dpi=130)
@@ -94,8 +95,8 @@ def _panel(fig, ax, mine: list[Row], lines: list[tuple[str, tuple | None]], mach
     ax.set_xscale("log")
     ax.set_xlim(low / 1.25, high * 1.25)
     # a narrow axis needs more ticks than 1-2-5 to be read; a wide one fewer, or the labels collide
-    subs = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e3 * low \
-        else (1.0,)
+    subs = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e2 * low \
+        else (1.0, 3.0) if high < 1e3 * low else (1.0,)
     ax.xaxis.set_major_locator(LogLocator(subs=subs))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}×"))
     ax.xaxis.set_minor_formatter(NullFormatter())

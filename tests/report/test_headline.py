@@ -180,14 +180,17 @@ def test_no_two_labels_of_the_chart_overlap(drawn) -> None:
     assert not clashes
 
 
-def test_a_tall_chart_with_a_scan_row_keeps_its_title_and_labels_apart(monkeypatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("machines", ["ab", "a"])  # a machine page's strip is one machine's
+def test_a_tall_chart_with_a_scan_row_keeps_its_title_and_labels_apart(monkeypatch, tmp_path: Path,
+                                                                     machines: str) -> None:
     """Twenty cases and the scan row's long label: the title clears the key line, the label its neighbours."""
     from tests.report.helpers import captured_figures, overlapping
 
     figs = captured_figures(monkeypatch)
     rows = [Row("step time", ("mlp", f"s{i}", "eager", "", "", ""), f"mlp s{i}", m, "c" * 40,
-                stats.Comparison(2.0, 1.5, 2.5), {"device": "cpu"}, {}) for i in range(20) for m in "ab"]
-    rows += [scan_row(m, 0.08, "compiled", "l2-c128-b14", "scan") for m in "ab"]
+                stats.Comparison(2.0, 1.5, 2.5), {"device": "cpu"}, {}) for i in range(20) for m in machines]
+    rows += [scan_row(m, 0.08, "compiled", "l2-c128-b14", "scan") for m in machines]
+    rows += [scan_row(m, 50.0, "eager", "l2-c32-b14", "") for m in machines]  # a heading under the scan label
     assert headline.draw(rows, tmp_path / headline.NAME, headline.footer(rows))
     assert overlapping(figs[headline.NAME]) == []
 
