@@ -58,7 +58,7 @@ def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple
                       marker=MACHINE_MARKERS[k % len(MACHINE_MARKERS)], label=m) for k, m in enumerate(machines)]
     handles += [Line2D([], [], color="0.2", marker="o", linestyle="", label="filled: a finding"),
                 Line2D([], [], color="0.2", marker="o", markerfacecolor="white", linestyle="",
-                       label="hollow: no difference measurable")]
+                       label="hollow: not a finding")]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=font, frameon=False,
                bbox_to_anchor=(0.5, (0.12 + 0.16 * (textwrap.fill(footer, 105).count("\n") + 1)) / total))
     foot = textwrap.fill(footer, 105)

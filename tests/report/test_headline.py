@@ -145,7 +145,7 @@ def test_the_chart_has_a_panel_per_measure_with_its_metric_a_line_at_one_and_eve
     band = step.patches[0]
     assert band.get_x() == pytest.approx(1 / 1.1) and band.get_x() + band.get_width() == pytest.approx(1.1)
     legend = [t.get_text() for t in drawn.legends[0].get_texts()]
-    assert legend[:2] == ["a", "b"] and "hollow: no difference measurable" in legend
+    assert legend[:2] == ["a", "b"] and "hollow: not a finding" in legend
 
 
 def test_the_chart_tells_machines_by_marker_in_no_frameworks_colour(drawn) -> None:
