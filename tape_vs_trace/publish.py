@@ -85,6 +85,8 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
             step("drawing the distributed results' page")
         distributed = distributed_page.write(results, site, css, warn)
         native = native_peak_section.publish(results, site, css)
+        step("choosing the selection each graph opens with")
+        graph_defaults.write(site, ASSET_DIR)
         step("pointing every page at the offline copies of its scripts and stylesheets")
         shutil.copytree(ASSETS, site / ASSET_DIR)
         (site / "history.html").write_text(history.page(results, css), encoding="utf-8")
@@ -95,8 +97,6 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
             text = regressions_note(text, hosts, host_split.regressions(site, hosts))
             text = native_peak_section.link(text) if native else text
             index.write_text(distributed_page.link(text) if distributed else text, encoding="utf-8")
-        step("choosing the selection each graph opens with")
-        graph_defaults.write(site, ASSET_DIR)
         pages = sorted(site.rglob("*.html"))
         for page in pages:
             page.write_text(localise(page.read_text(encoding="utf-8"), page, site, manifest), encoding="utf-8")
