@@ -141,12 +141,13 @@ with contextlib.redirect_stdout(cited):
     cli.main(["cite", "GradStep_aaa_toy.time_step", "framework=torch", "mode=eager", "--results", str(results)])
 print(json.dumps({
     "pillars": sorted(set(table[table.workload == "aaa_toy"].pillar)),
-    # the front page and each machine's page, which holds the machine's tables and figures
-    "markdown": [line for page in [root / "report" / "summary.md", *sorted((root / "report").glob("*/summary.md"))]
+    # the front page, each machine's page and its page of every table
+    "markdown": [line for page in [root / "report" / "summary.md", *sorted((root / "report").glob("*/summary.md")),
+                                   *sorted((root / "report").glob("*/tables.md"))]
                  for line in page.read_text().splitlines() if "aaa_toy" in line],
-    "pages": "\n".join(p.read_text() for p in sorted((root / "report").rglob("summary.md"))),
+    "pages": "\n".join(p.read_text() for p in sorted((root / "report").rglob("*.md"))),
     "files": sorted(p.name for p in (root / "report").rglob("*") if p.is_file()),
-    "headline": [r.label for r in headline.build(load_results(results, lambda m: None), root).rows],
+    "headline": [r.label for r in headline.build(load_results(results, lambda m: None)).rows],
     "cite": cited.getvalue(),
 }))
 """

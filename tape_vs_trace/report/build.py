@@ -18,6 +18,7 @@ from tape_vs_trace.report import (
     figures,
     first_step,
     front,
+    glance,
     headline,
     markdown,
     native_peak_section,
@@ -28,7 +29,7 @@ from tape_vs_trace.report.load import ReportError, Results, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 from tape_vs_trace.results.folder import MACHINE_RECORD
 
-OUTPUTS = ["summary.csv", "summary.md", headline.NAME, *figures.FIGURES]
+OUTPUTS = ["summary.csv", "summary.md", headline.NAME, glance.STRIP, *figures.FIGURES]
 
 
 def _compile_growth():
@@ -145,12 +146,17 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
         pd.concat([data.table, *extra]).to_csv(staging / "summary.csv", index=False)
         drawn, compiled, series = _draw(data, staging, step)
         step("drawing the headline chart and writing summary.md: tables and findings")
-        top = headline.build(data, staging)
+        top = glance.build(data, staging)
+        for group in latest(data.table):  # each machine's every case, on its own page
+            sub = "" if len(drawn) == 1 else f"{group}/"
+            drawn[group] = drawn.get(group, []) + [sub + n for n in glance.strip(top, group, staging / sub)]
         # The pages of their own that the front page points to, each in a line of its section.
-        pointers = {"memory": native_peak_section.front_line(native_peak_section.write(results, staging)),
-                    "compile": first_step.front_line(first_step.write(staging, results, warn))}
-        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, series, pointers),
-                                            encoding="utf-8")
+        pointers = {"memory": native_peak_section.front_line(native_peak_section.write(results, staging))}
+        # the page's writing warned of any unreadable file already
+        first = (first_step.front_rows(results, lambda _: None), first_step.SAID) \
+            if first_step.write(staging, results, warn) else ([], "")
+        (staging / "summary.md").write_text(markdown.markdown(data, drawn, results.as_posix(), top, series, pointers,
+                                                              first), encoding="utf-8")
         for name, text in markdown.pages(data, drawn, compiled, top).items():
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")

@@ -97,15 +97,15 @@ def svg(title: str, rows: list[str], points: list[tuple[int, int, stats.Comparis
 
 
 def legend(machines: list[str]) -> str:
-    """The machines' markers, and what a filled marker means, as a small SVG."""
-    width = 40 + sum(24 + 7 * len(m) for m in machines) + 330
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="24" font-family="sans-serif" '
+    """The machines' markers, and under them what a filled marker means, as a small SVG."""
+    said = "filled: a finding (the interval excludes the rerun band); hollow: not a finding"
+    width = max(40 + sum(24 + 7 * len(m) for m in machines), 20 + 7 * len(said))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="44" font-family="sans-serif" '
            'font-size="12">']
     at = 10.0
     for j, m in enumerate(machines):
         out.append(_marker(MARKERS[j % len(MARKERS)], at, 12, True, 'class="legend"'))
         out.append(f'<text x="{at + 10:.0f}" y="16">{html.escape(m)}</text>')
         at += 24 + 7 * len(m)
-    out.append(f'<text x="{at:.0f}" y="16">filled: a finding (the interval excludes the rerun band); open: none'
-               "</text></svg>")
+    out.append(f'<text x="10" y="38">{said}</text></svg>')
     return "\n".join(out)

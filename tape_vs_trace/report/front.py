@@ -19,18 +19,18 @@ FASTEST = "Each framework at its fastest"
 # the like-mode step times by mode, each named for what it measures (the eager pair is Python dispatch per op)
 MODES = {"compiled": "compiled program: `torch.compile` against `jax.jit`",
          "eager": "dispatch cost: PyTorch's eager tape against un-jitted JAX, "
-                  "so it measures per-op dispatch, not a jitted program (default programs; all on the machine pages)"}
+                  "so it measures per-op dispatch, not a jitted program"}
 MEMORY = ("Bytes kept for the backward: PyTorch's saved tensors (`saved_tensors_hooks`, deduplicated by storage) "
           "against `jax.vjp`'s residuals before XLA, which may keep fewer or more; exact counts, no interval.")
 UNLIKE = "†"  # a cell shown but left out of its row's verdict: an unlike run (hosts.like_machines)
 
 
-def caption(top: Headline) -> str:
+def caption(top: Headline, sizes: str = "at the sizes above") -> str:
     """The scale every table carries: '_Scale: 2-core CPUs at the sizes above, not GPU-scale training._'."""
     devices = {r.torch["device"] for r in top.rows}
     cores = sorted({str(top.info.get(r.machine, {}).get("num_cpu", "")) for r in top.rows} - {""})
     said = f"{'/'.join(cores)}-core CPUs" if devices == {"cpu"} and cores else ", ".join(sorted(devices))
-    return f"_Scale: {said} at the sizes above{', not GPU-scale training' if 'cpu' in devices else ''}._"
+    return f"_Scale: {said} {sizes}{', not GPU-scale training' if 'cpu' in devices else ''}._"
 
 
 def case_words(case: tuple[str, ...]) -> str:
@@ -62,14 +62,14 @@ def scale_lines(groups: list[tuple[str, pd.DataFrame]], info: dict[str, dict]) -
         lines.append("- **Sizes**: " + "; ".join(seen.values()) + "." + (f" {scale.NOT_GPU_SCALE}." if cpu else ""))
     elif cpu:
         lines.append(f"- {scale.NOT_GPU_SCALE}.")
-    lines.append("- **Reading a cell**: JAX/PyTorch, above 1 JAX is slower or keeps more; a time: the geometric mean "
-                 "of per-process medians; [a–b]: the ratio's 95 % interval across processes; a finding only beyond "
-                 f"the ±{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves a ratio; a program loops in Python unless it "
-                 f"says scan ({headline.scan_words()}).")
+    lines.append("- **Reading a cell**: JAX/PyTorch, above 1 JAX is slower or keeps more; times: geometric means of "
+                 "per-process medians; [a–b]: 95 % interval across processes; a finding only beyond the "
+                 f"±{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves a ratio; programs loop in Python unless marked "
+                 f"scan ({headline.scan_words()}).")
     return lines
 
 
-def _fastest_rows(groups: list[tuple[str, pd.DataFrame]]) -> list[Row]:
+def fastest_rows(groups: list[tuple[str, pd.DataFrame]]) -> list[Row]:
     """Each machine's fastest-mode ratios (best.rows_of) as headline rows of one case per workload and size."""
     out = []
     for group, rows in groups:
@@ -119,7 +119,7 @@ def machine_order(top: Headline) -> list[str]:
 
 def fastest_section(top: Headline, groups: list[tuple[str, pd.DataFrame]], details: dict) -> tuple[list[str], dict]:
     """1b: per workload and size, each framework's fastest gradient step on each machine, whichever its mode."""
-    rows = _fastest_rows(groups)
+    rows = fastest_rows(groups)
     if not rows:
         return [f"## {FASTEST}", "", best.NO_STEPS, ""], {}
 
@@ -140,24 +140,27 @@ def _program(case, by_machine=None) -> list[str]:
     return [case_words(case), words or "—"]
 
 
-def _default(case: tuple[str, ...]) -> bool:
+def is_default(case: tuple[str, ...]) -> bool:
     """A workload's default program: its default style and written attention, where it has those axes."""
     return case[4] in ("", "default") and case[5] in ("", "written")
 
 
+def like_mode_rows(top: Headline) -> list[Row]:
+    """The step times of the like-mode table, compiled first: each workload's default program (`is_default`)."""
+    return [r for mode in MODES for r in top.rows if r.measure == "step time" and r.case[2] == mode
+            and is_default(r.case)]
+
+
 def mechanism_section(top: Headline, details: dict) -> tuple[list[str], dict]:
-    """1c: the like-mode step times in one table, compiled first, the eager pair named as dispatch cost (its default
-    programs); then one line per other mechanism (headline.MECHANISMS), its verdicts counted over every machine."""
-    rows = []
-    for mode in MODES:
-        rows += [r for r in top.rows if r.measure == "step time" and r.case[2] == mode
-                 and (mode != "eager" or _default(r.case))]
+    """1c: the like-mode step times in one table (`like_mode_rows`), compiled first, the eager pair named as dispatch
+    cost; then one line per other mechanism (headline.MECHANISMS), its verdicts counted over every machine."""
+    rows = like_mode_rows(top)
     if not rows:
         return [], {}
     table, left = grid(rows, machine_order(top), details,
                        lambda case, _: [MODES[case[2]].split(":")[0], *_program(case)],
                        ("measures", "workload", "program"))
-    modes = ". ".join(m[0].upper() + m[1:] for m in MODES.values())
+    modes = ". ".join(m[0].upper() + m[1:] for m in MODES.values()) + " (default programs; all on the machine pages)"
     lines = ["## Mechanisms, each in like modes", "", f"{caption(top)} {modes}.", "", *table, ""]
     said = [f"- **{name}** ({what}): {headline.told_by_mode(rs)}." for name, what, _, _ in headline.MECHANISMS
             if (rs := [r for r in top.extra if r.measure == name])]
@@ -200,10 +203,11 @@ def gpu_peak_lines(table: pd.DataFrame) -> list[str]:
 
 
 def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, list[list[str]], bool]],
-                    more: str = "") -> list[str]:
+                    first: tuple[list[str], str] = ([], "")) -> list[str]:
     """1e: per machine its newest compile-time depth series (report.compile_growth.front_rows), its commit named
-    where it is older than the machine's newest run, and where every point is one process's, said once; `more`: a
-    sentence after the caption (the time to first step's page)."""
+    where it is older than the machine's newest run, and where every point is one process's, said once; `first`:
+    the time to first step's rows in the same table and the sentence that says how to read them
+    (report.first_step.front_rows, SAID)."""
     rows, none, single = [], [], True
     for group, (commit, older, cells, one) in series.items():
         if not cells:
@@ -213,13 +217,16 @@ def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, lis
         for workload, torch_said, jax_said in cells:
             run = f"{group} (`{commit[:8]}`, older than its newest run)" if older else group
             rows.append(f"| {run} | {workload} | {torch_said} | {jax_said} |")
+    for row in first[0]:  # beside the machine's compile rows
+        at = [i for i, r in enumerate(rows) if r.startswith(row.split(" (`")[0] + " ")]
+        rows.insert(at[-1] + 1 if at else len(rows), row)
     if not rows:
-        return ["## Compile time", "", more, ""] if more else []
+        return []
     said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth "
             "and its growth exponent in depth, 95 % interval."]
     said += ["One process a point: no interval."] if single else []
     said += [f"Not run on {', '.join(none)}."] if none else []
-    said += [more]
+    said += [first[1]] if first[0] else []
     return ["## Compile time", "", " ".join(w for w in said if w), "", "| machine | workload | PyTorch | JAX |",
             "|---|---|---|---|", *rows, ""]
 

@@ -1,7 +1,7 @@
 """The headline: JAX/PyTorch ratios of the gradient step's time and of the bytes kept for the backward, one row per
-workload, mode, formulation and program, each machine's ratio side by side where there are several; drawn as
-results/report/headline.png and told as one sentence per machine; `holds` says on how many machines a finding
-holds (the table across machines is report.hosts').
+workload, mode, formulation and program, each machine's ratio side by side where there are several; each machine's
+drawn as the strip of its page (`draw`, report.glance.strip; the front page's chart is report.glance's); `holds`
+says on how many machines a finding holds (the table across machines is report.hosts').
 
 Only like rows are divided (the one ratio rule, report.stats.compare), and only results of the suite's current
 benchmark versions take part: a ratio of an older version measured another program.
@@ -215,8 +215,8 @@ def _entries(rows: list[Row], measure: str) -> list[tuple[str, tuple | None]]:
 
 
 def draw(rows: list[Row], path: Path, footer: str) -> bool:
-    """headline.png (report.headline_chart): a panel per measure, its lines `_entries`'; False (and nothing written)
-    where there is no ratio to draw."""
+    """The strip of every case (report.headline_chart): a panel per measure, its lines `_entries`'; False (and
+    nothing written) where there is no ratio to draw."""
     measures = [m for m, _, _ in MEASURES if any(r.measure == m for r in rows)]
     return headline_chart.draw(rows, path, footer, {m: _entries(rows, m) for m in measures}, KEY)
 
@@ -240,16 +240,16 @@ class Headline:
     rows: list[Row]
     left_out: list[str]
     info: dict[str, dict]  # group -> machine.json
-    drawn: bool
+    drawn: bool  # whether the front page's chart (NAME, report.glance) was drawn
     extra: list[Row] = field(default_factory=list)  # the other mechanisms' ratios (MECHANISMS)
     no_matmuls: frozenset = frozenset()  # workloads whose step has no matmuls (scale.no_matmuls) on every machine
 
 
-def build(data: Results, out: Path) -> Headline:
-    """The headline of the results, its chart drawn into `out` (where there is a ratio to draw)."""
+def build(data: Results) -> Headline:
+    """The headline of the results, not yet drawn (report.glance draws the front page's chart)."""
     groups, left_out = current(data)
     rows = rows_of(groups)
     info = {g: data.machines.get(t.machine.iloc[0], {}) for g, t in groups.items()}
     extra = rows_of(groups, tuple((name, prefix, metric) for name, _, prefix, metric in MECHANISMS))
-    return Headline(rows, left_out, info, draw(rows, out / NAME, footer(rows, info)), extra,
+    return Headline(rows, left_out, info, False, extra,
                     scale.counted_without_matmuls(list(groups.values())))

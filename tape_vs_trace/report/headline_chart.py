@@ -1,5 +1,5 @@
-"""The headline chart (headline.png): each machine's JAX/PyTorch ratios of the headline's measures, per case, on a
-log axis; report.headline chooses the rows and labels them."""
+"""The strip of every case (a machine page's every_ratio.png, report.glance.strip): the JAX/PyTorch ratios of the
+headline's measures, per case, on a log axis, each written out; report.headline chooses the rows and labels them."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def ratio_text(c: stats.Comparison) -> str:
 
 def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple[str, tuple | None]]],
          key: str) -> bool:
-    """headline.png: per measure (`entries`' keys, in order; its lines from the top: a workload's heading, None as
+    """The strip: per measure (`entries`' keys, in order; its lines from the top: a workload's heading, None as
     case, or a case's label) a panel of JAX/PyTorch ratios on a log axis with their 95 % intervals, a line at 1
     and the rerun band shaded; each machine a marker of its own, filled where the ratio is a finding, its value
     written at the right. False (and nothing written) where there is no ratio to draw."""
@@ -44,7 +44,8 @@ def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple
 
     machines = list(dict.fromkeys(r.machine for r in rows))
     measures = list(entries)
-    step = 0.22 * len(machines)  # inches per line: room for each machine's ratio, written out
+    # inches per line: room for each machine's ratio, written out, and for a two-line scan label on one machine's
+    step = max(0.22 * len(machines), 0.36)
     heights = [step * len(entries[m]) + 0.8 for m in measures]
     font, total = 9, sum(heights) + 1.5
     fig = Figure(figsize=(7.5, total), dpi=130)
@@ -57,7 +58,7 @@ def draw(rows: list[Row], path: Path, footer: str, entries: dict[str, list[tuple
                       marker=MACHINE_MARKERS[k % len(MACHINE_MARKERS)], label=m) for k, m in enumerate(machines)]
     handles += [Line2D([], [], color="0.2", marker="o", linestyle="", label="filled: a finding"),
                 Line2D([], [], color="0.2", marker="o", markerfacecolor="white", linestyle="",
-                       label="hollow: no difference measurable")]
+                       label="hollow: not a finding")]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 3), fontsize=font, frameon=False,
                bbox_to_anchor=(0.5, (0.12 + 0.16 * (textwrap.fill(footer, 105).count("\n") + 1)) / total))
     foot = textwrap.fill(footer, 105)
@@ -94,8 +95,8 @@ def _panel(fig, ax, mine: list[Row], lines: list[tuple[str, tuple | None]], mach
     ax.set_xscale("log")
     ax.set_xlim(low / 1.25, high * 1.25)
     # a narrow axis needs more ticks than 1-2-5 to be read; a wide one fewer, or the labels collide
-    subs = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e3 * low \
-        else (1.0,)
+    subs = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 7.0) if high < 10 * low else (1.0, 2.0, 5.0) if high < 1e2 * low \
+        else (1.0, 3.0) if high < 1e3 * low else (1.0,)
     ax.xaxis.set_major_locator(LogLocator(subs=subs))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}×"))
     ax.xaxis.set_minor_formatter(NullFormatter())

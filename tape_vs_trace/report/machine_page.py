@@ -16,6 +16,7 @@ from tape_vs_trace.report.select import Cells, base_numerics, ordered
 
 CURVE_FIGURES = "remat_curve_"  # report/curve.py's remat_curve_<size>.png: in the paired section
 SAVED_FIGURES = "saved_"  # report/breakdown.py's saved_<workload>.png: what the tape and the trace keep, by op
+RATIO_FIGURE = "every_ratio.png"  # report/glance.py's strip: every JAX/PyTorch ratio of the machine, by case
 COMPILE_FIGURE = "compile_growth.png"  # report/compile_growth.py's FIGURE, which build draws and words
 NAME = "summary.md"
 
@@ -114,6 +115,8 @@ def page(data: Results, group: str, rows: pd.DataFrame, figures: list[str], scal
                   "every dtype and precision.", ""]
     lines += ["## Findings", "", *_findings(rows, findings(cells, data.saved.get(machine), paired))]
     lines += ["## Each framework at its best", "", *best.section(base, data.details)]
+    lines += [f"![Every JAX/PyTorch ratio of this machine's gradient step time and saved bytes, by case, log scale, "
+              f"95 % intervals]({_here(group, n)})\n" for n in figures if Path(n).name == RATIO_FIGURE]
     lines += ["## All results", "", f"Every table of every pillar with its figures, what was not run and the "
               f"measurements beside asv (the remat trade-off curve, paired and distributed): [{TABLES}]({TABLES}).", ""]
     lines += compile_section(list(compiled), [_here(group, n) for n in figures])

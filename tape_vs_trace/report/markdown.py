@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tape_vs_trace.report import front, headline, hosts, machine_page, scale
+from tape_vs_trace.report import front, glance, headline, hosts, machine_page, scale
 from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import base_numerics, latest
@@ -25,23 +25,24 @@ def _newest_first(groups: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFra
 
 def first_part(data: Results, top: Headline | None, chart: str = headline.NAME) -> tuple[list[str], dict]:
     """The answers a reviewer wants first, and the README's block: the scale, each framework at its fastest and the
-    headline chart (`chart`: its link from the page); also the machines left out of its verdicts, and why."""
+    chart of report.glance (`chart`: its link from the page); also the machines left out of its verdicts, and why."""
     groups = _newest_first(latest(data.table))
     info = {g: data.machines.get(rows.machine.iloc[0], {}) for g, rows in groups}
     fastest, left = front.fastest_section(top, groups, data.details) if top is not None else ([], {})
     lines = ["## Scale", "", *front.scale_lines(groups, info), *front.unlike_line(left), "", *fastest]
     if top is not None and top.drawn:
-        lines += [f"![Each framework at its fastest and the mechanisms in like modes, JAX/PyTorch]({chart})", ""]
+        lines += [f"![{glance.ALT}]({chart})", ""]
     lines += [f"- Not in the verdicts: {why}." for why in top.left_out] if top is not None else []
     return lines, left
 
 
 def markdown(data: Results, figures: dict[str, list[str]], results_label: str, top: Headline | None = None,
              series: dict[str, tuple[str, bool, list[list[str]], bool]] | None = None,
-             pointers: dict[str, str] | None = None) -> str:
-    """summary.md: `first_part`, the mechanisms in like modes, memory (with the GPU allocator peaks and
-    `pointers["memory"]`), compile time (`series`: per machine its newest depth series, report.front.compile_section;
-    then `pointers["compile"]`), where machines disagree; each machine's page linked first."""
+             pointers: dict[str, str] | None = None, first_step: tuple[list[str], str] = ([], "")) -> str:
+    """summary.md: `first_part`, the mechanisms in like modes, memory (its caption with `pointers["memory"]` and the
+    GPU allocator peaks), compile time (`series`: per machine its newest depth series, report.front.compile_section;
+    and `first_step`'s rows and sentence, report.first_step.front_rows), where machines disagree; each machine's
+    page linked first."""
     pointers = pointers or {}
     table = data.table
     groups = _newest_first(latest(table))
@@ -56,13 +57,14 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     lines += opening
     if top is not None:
         more: dict[str, str] = {}
+        gpu = " ".join(line.removeprefix("- ") for line in front.gpu_peak_lines(table) if line)  # in the caption
         for body, out in (front.mechanism_section(top, data.details),
-                          front.memory_section(top, data.details, pointers.get("memory", ""))):
+                          front.memory_section(top, data.details, " ".join(
+                              w for w in (pointers.get("memory", ""), gpu) if w))):
             lines += body
             more |= {m: why for m, why in out.items() if m not in left}
-        lines += front.gpu_peak_lines(table)
         lines += front.unlike_line(more) + ([""] if more else [])
-    lines += front.compile_section(top, series or {}, pointers.get("compile", ""))
+    lines += front.compile_section(top, series or {}, first_step)
     between = hosts.front_lines(top.rows, data.details, top.no_matmuls) if top is not None else []
     if between:
         lines += ["## Where machines disagree", "", *between]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tape_vs_trace.progress import Step, quiet
-from tape_vs_trace.report import comparison_page, distributed_page, host_split, native_peak_section
+from tape_vs_trace.report import comparison_page, distributed_page, graph_defaults, host_split, native_peak_section
 from tape_vs_trace.results import asv_files, history
 from tape_vs_trace.results.folder import BENCHMARKS, ResultsFolder
 
@@ -86,6 +86,8 @@ def publish(config: Path, results: Path | None = None, out: Path | None = None,
             step("drawing the distributed results' page")
         distributed = distributed_page.write(results, site, css, warn)
         native = native_peak_section.publish(results, site, css)
+        step("choosing the selection each graph opens with")
+        graph_defaults.write(site, ASSET_DIR)
         step("pointing every page at the offline copies of its scripts and stylesheets")
         shutil.copytree(ASSETS, site / ASSET_DIR)
         (site / "history.html").write_text(history.page(results, css), encoding="utf-8")

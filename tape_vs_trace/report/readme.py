@@ -1,5 +1,5 @@
 """The README's results block, between two marker lines: the front page's first part (report.markdown.first_part:
-the scale, each framework at its fastest, the headline chart), its links made relative to the README."""
+the scale, each framework at its fastest, the chart of report.glance), its links made relative to the README."""
 
 from __future__ import annotations
 

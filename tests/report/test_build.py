@@ -245,7 +245,7 @@ def test_figure_fonts_are_readable_at_page_width(results: Path, tmp_path: Path, 
 
     monkeypatch.setattr("matplotlib.figure.Figure.savefig", check)
     report.write_report(results, tmp_path / "out", lambda _: None)
-    assert len(seen) == len(figures.FIGURES) + 1 and min(seen) >= 9  # the pillar figures and the headline
+    assert len(seen) == len(figures.FIGURES) + 2 and min(seen) >= 9  # the pillar figures, the headline, the strip
 
 
 def test_failed_benchmark_reads_failed(results: Path, tmp_path: Path, capsys) -> None:

@@ -66,3 +66,31 @@ def test_the_front_page_points_to_the_section_under_compile_time(tmp_path: Path)
     compile_time = front.split("## Compile time", 1)[1].split("\n## ", 1)[0]  # said under compile time
     assert "Time to first step" in compile_time and f"]({section.PAGE})" in compile_time
     assert "| chain d8-4x64 | PyTorch | torch.compile | cold |" in (tmp_path / "report" / section.PAGE).read_text()
+
+
+def test_the_front_row_gives_each_framework_cold_and_warm_with_the_start_apart(tmp_path: Path) -> None:
+    _write(tmp_path)
+    [row] = section.front_rows(tmp_path, print)
+    cells = [c.strip() for c in row.strip("|").split(" | ")]
+    assert cells[:2] == ["some-machine (`01234567`)", "time to first step, chain d8-4x64"]
+    torch_cell, jax_cell = cells[2:]
+    # the one-time start (the backend's 0.01 s with the compiler's 6.0-6.2 s) apart from the compile; the wait
+    # with its interval; the eager steps and the process whose parts did not add up stay out
+    assert torch_cell.startswith("cold: start 6.11 s, compile 5.10 s, run 0.01 s, wait ")
+    assert "; warm: start 6.11 s, compile 1.00 s, run 0.01 s, wait " in torch_cell
+    assert jax_cell.startswith("cold: start 0.01 s, compile 0.51 s, run 0.01 s, wait ") and "warm" not in jax_cell
+    assert all(cell.count(" [") == cell.count("wait ") for cell in (torch_cell, jax_cell))
+    assert section.front_rows(tmp_path / "none", print) == []
+
+
+def test_the_front_row_stands_beside_its_machines_compile_rows() -> None:
+    from tape_vs_trace.report import front
+
+    series = {"a": ("c" * 40, False, [["chain at depth 8", "unrolled 2 s", "unrolled 0.2 s"]], True),
+              "b": ("d" * 40, False, [["chain at depth 8", "unrolled 3 s", "unrolled 0.3 s"]], True)}
+    first = ["| a (`cccccccc`) | time to first step, chain d8 | cold: start 6 s | cold: start 0.01 s |"]
+    lines = front.compile_section(None, series, (first, section.SAID))
+    rows = [line.split(" | ")[0] for line in lines if line.startswith("| a") or line.startswith("| b")]
+    assert rows == ["| a", "| a (`cccccccc`)", "| b"]
+    assert section.SAID in lines[2] and f"]({section.PAGE})" in lines[2]
+    assert section.SAID not in "\n".join(front.compile_section(None, series))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace.report import headline, headline_chart, stats
+from tape_vs_trace.report import glance, headline, headline_chart, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import load_results
 from tests.report.helpers import unrendered, write_results
@@ -145,7 +145,7 @@ def test_the_chart_has_a_panel_per_measure_with_its_metric_a_line_at_one_and_eve
     band = step.patches[0]
     assert band.get_x() == pytest.approx(1 / 1.1) and band.get_x() + band.get_width() == pytest.approx(1.1)
     legend = [t.get_text() for t in drawn.legends[0].get_texts()]
-    assert legend[:2] == ["a", "b"] and "hollow: no difference measurable" in legend
+    assert legend[:2] == ["a", "b"] and "hollow: not a finding" in legend
 
 
 def test_the_chart_tells_machines_by_marker_in_no_frameworks_colour(drawn) -> None:
@@ -180,14 +180,17 @@ def test_no_two_labels_of_the_chart_overlap(drawn) -> None:
     assert not clashes
 
 
-def test_a_tall_chart_with_a_scan_row_keeps_its_title_and_labels_apart(monkeypatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("machines", ["ab", "a"])  # a machine page's strip is one machine's
+def test_a_tall_chart_with_a_scan_row_keeps_its_title_and_labels_apart(monkeypatch, tmp_path: Path,
+                                                                     machines: str) -> None:
     """Twenty cases and the scan row's long label: the title clears the key line, the label its neighbours."""
     from tests.report.helpers import captured_figures, overlapping
 
     figs = captured_figures(monkeypatch)
     rows = [Row("step time", ("mlp", f"s{i}", "eager", "", "", ""), f"mlp s{i}", m, "c" * 40,
-                stats.Comparison(2.0, 1.5, 2.5), {"device": "cpu"}, {}) for i in range(20) for m in "ab"]
-    rows += [scan_row(m, 0.08, "compiled", "l2-c128-b14", "scan") for m in "ab"]
+                stats.Comparison(2.0, 1.5, 2.5), {"device": "cpu"}, {}) for i in range(20) for m in machines]
+    rows += [scan_row(m, 0.08, "compiled", "l2-c128-b14", "scan") for m in machines]
+    rows += [scan_row(m, 50.0, "eager", "l2-c32-b14", "") for m in machines]  # a heading under the scan label
     assert headline.draw(rows, tmp_path / headline.NAME, headline.footer(rows))
     assert overlapping(figs[headline.NAME]) == []
 
@@ -204,7 +207,7 @@ def test_the_report_opens_with_the_chart_and_the_readme_block_shows_it(tmp_path:
     summary = (tmp_path / "out" / "summary.md").read_text().splitlines()
     heads = [line for line in summary if line.startswith("## ")]
     assert heads[:2] == ["## Scale", "## Each framework at its fastest"]
-    chart = "![Each framework at its fastest and the mechanisms in like modes, JAX/PyTorch](headline.png)"
+    chart = f"![{glance.ALT}](headline.png)"
     assert summary.index(chart) < summary.index("## Mechanisms, each in like modes")
     block = readme.read_text()
     assert chart.replace("](headline.png)", "](out/headline.png)") in block

@@ -426,3 +426,20 @@ def test_no_regression_of_the_committed_results_spans_a_host_change(committed_si
 def test_comparison_page_is_linked_from_the_navigation_bar(committed_site: Path) -> None:
     assert '<li><a href="comparison.html">Comparison</a></li>' in (committed_site / "index.html").read_text()
     assert (committed_site / "comparison.html").is_file()
+
+
+def test_every_graph_opens_on_one_machine_with_at_most_four_series(committed_site: Path) -> None:
+    """The committed results' dashboard: each graph's default selection names one machine that asv lists and
+    values each benchmark has, at most the four series of framework x mode; the script that applies it is there."""
+    index = json.loads((committed_site / "index.json").read_text())
+    text = (committed_site / "graph-defaults.js").read_text()
+    chosen = json.loads(text.removeprefix("window.tvtGraphDefaults = ").rstrip(";\n"))
+    assert "recording.GradStep_transformer.time_step" in chosen and len(chosen) >= 40
+    for name, selection in chosen.items():
+        assert len(selection["machine"]) == 1 and selection["machine"][0] in index["params"]["machine"]
+        meta = index["benchmarks"][name]
+        for axis, values in zip(meta["param_names"], meta["params"]):
+            assert set(selection[f"p-{axis}"]) <= set(values)
+        assert math.prod(len(v) for k, v in selection.items() if k.startswith("p-")) <= 4, name
+    assert (committed_site / publish.ASSET_DIR / "tape-vs-trace" / "graph.js").is_file()
+    assert 'src="graph-defaults.js"' in (committed_site / "index.html").read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tape_vs_trace.report import headline, load, markdown, readme
+from tape_vs_trace.report import glance, headline, load, markdown, readme
 from tape_vs_trace.report.load import ReportError
 from tests.report.helpers import FIXTURE
 
@@ -49,7 +49,7 @@ def test_the_block_is_the_front_pages_first_part_the_scale_each_framework_at_its
     # Read against the fixture: the summary's link first, then the front page's first part with its headings one
     # level down and the chart's link from the README; not the mechanisms, memory or compile time (summary.md's).
     data = fixture_data()
-    top = headline.build(data, tmp_path)
+    top = glance.build(data, tmp_path)
     block = readme.section(data, {}, "docs/report", top).splitlines()
     assert block[:4] == [
         START, "",
@@ -61,7 +61,7 @@ def test_the_block_is_the_front_pages_first_part_the_scale_each_framework_at_its
     assert [line for line in block if line.startswith("#")] == ["### Scale", "### Each framework at its fastest"]
     assert "cpu-amd-epyc-2c (`93acfd55`)" in "\n".join(block) and "torch 2.13.0+cpu, jax 0.10.2" in "\n".join(block)
     assert top.drawn and block[-3:] == [
-        "![Each framework at its fastest and the mechanisms in like modes, JAX/PyTorch](docs/report/headline.png)", "",
+        f"![{glance.ALT}](docs/report/headline.png)", "",
         END]
     assert "Mechanisms" not in "\n".join(block[4:-3]) and "before XLA" not in "\n".join(block)
 
@@ -69,6 +69,6 @@ def test_the_block_is_the_front_pages_first_part_the_scale_each_framework_at_its
 def test_without_a_ratio_the_block_has_no_chart(tmp_path: Path) -> None:
     data = fixture_data()
     data.table = data.table[data.table.framework == "torch"]
-    top = headline.build(data, tmp_path)
+    top = glance.build(data, tmp_path)
     block = readme.section(data, {}, "r", top)
     assert not top.drawn and "headline.png" not in block and not (tmp_path / headline.NAME).exists()
