@@ -78,11 +78,13 @@ DISTRIBUTED_ARGS ?=
 # chain's and the transformer's depth series).
 FIRST_STEP ?= 1
 FIRST_STEP_ARGS ?=
-# On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/):
-# by default the mlp's gradient step under torch.compile and jax.jit, one process each, the compile caches of the run
-# reused; NATIVE_PEAK_ARGS replaces the selection (e.g. '--select check curve pillars --processes 3', most of an hour
-# on a 2-core host).
-NATIVE_PEAK_ARGS ?= --select bench --processes 1
+# On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/), the
+# compile caches of the run reused: in the cited profile the mlp's gradient step under torch.compile and jax.jit, one
+# process each (a ratio, no interval: the budget's share); in the full profile every selection (the checked steps,
+# the remat curve, the pillars, the LSTM's scan and loop), 3 processes per case for an interval (over an hour on a
+# 2-core host). NATIVE_PEAK_ARGS replaces the selection (e.g. '--select curve --processes 3').
+NATIVE_PEAK_ARGS ?= $(if $(filter full,$(PROFILE)),--select check curve pillars formulations --processes 3,\
+	--select bench --processes 1)
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
