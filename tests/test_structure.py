@@ -82,7 +82,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "", ".asv_results", ".compile_caches", ".history", ".host_check", ".host_load", ".intervals", ".machine",
         ".native_peak_rows", ".progress", ".result_files", ".result_merge", ".rowkey", ".schema")),
     "runners": tuple(f"tape_vs_trace.{m}" for m in (
-        "calibrate", "distributed_plan", "distributed_run", "first_step", "gpucheck", "native_peaks", "paired",
+        "bench_clock", "calibrate", "distributed_plan", "distributed_run", "first_step", "gpucheck", "native_peaks", "paired",
         "paired_worker",
         "preflight", "preflight_child", "preflight_watch", "profiles", "saved", "suite_plan", "suite_processes",
         "suite_results", "suite_runner", "suite_worker")),
