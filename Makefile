@@ -50,7 +50,7 @@ test-all: $(STAMP) lint
 # those samples (tape-vs-trace paired, results/paired/), the report in results/report/ and the dashboard in html/.
 # PROFILE picks what the worker runner measures (tape_vs_trace/running/profiles.py): `cited` (the default on CPU machines:
 # the rows the report cites first and every count, 12 rounds, each round after the third started only while the
-# runner's 400 s budget has room for it) or `full` (the default on CUDA machines: every
+# runner's budget has room for it: the 10 minutes less what the side steps cost here last time, CLOCK below) or `full` (the default on CUDA machines: every
 # benchmark, 5 rounds; on CPU machines with the distributed steps, about an hour on a 2-core host).
 # RUNNER picks who runs the asv suite: `worker` (default: tape-vs-trace run, per framework and round one process
 # for the compiled combinations and one for the others, under the budget a cheap one again in its round;
@@ -78,11 +78,13 @@ DISTRIBUTED_ARGS ?=
 # chain's and the transformer's depth series).
 FIRST_STEP ?= 1
 FIRST_STEP_ARGS ?=
-# On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/):
-# by default the mlp's gradient step under torch.compile and jax.jit, one process each, the compile caches of the run
-# reused; NATIVE_PEAK_ARGS replaces the selection (e.g. '--select check curve pillars --processes 3', most of an hour
-# on a 2-core host).
-NATIVE_PEAK_ARGS ?= --select bench --processes 1
+# On a CPU machine, the CPU peaks by one method on both sides (tape-vs-trace native-peak, results/native-peak/), the
+# compile caches of the run reused: in the cited profile the mlp's gradient step under torch.compile and jax.jit, one
+# process each (a ratio, no interval: the budget's share); in the full profile every selection (the checked steps,
+# the remat curve, the pillars, the LSTM's scan and loop), 3 processes per case for an interval (over an hour on a
+# 2-core host). NATIVE_PEAK_ARGS replaces the selection (e.g. '--select curve --processes 3').
+NATIVE_PEAK_ARGS ?= $(if $(filter full,$(PROFILE)),--select check curve pillars formulations --processes 3,\
+	--select bench --processes 1)
 # First the host's calibration (matmul rate, copy bandwidth, dispatch cost): scrub-results stores it with every
 # result (the report's roofline divides by its one matmul rate).
 ASV_ARGS ?=
@@ -91,6 +93,10 @@ CALIBRATION := $(abspath .asv/calibration.json)
 # subfolder each; their state before the run (entries, "warm" or "cold") goes into every result file.
 COMPILE_CACHE := $(abspath .asv/compile-cache)
 COMPILE_CACHE_STATE := $(abspath .asv/compile-cache-state.json)
+# make bench's one clock (tape_vs_trace/running/bench_clock.py): the worker runner's budget is the 10-minute goal less what
+# the target spent before it and the side steps' last recorded costs after it, on this machine in this profile
+# (the profile's own budget before anything is recorded); each side step records its wall time there.
+CLOCK := $(PY) -m tape_vs_trace.running.bench_clock $(abspath .asv/bench-clock.json)
 # Said before the report runs: README.md is a tracked file, and its results block changes under the user's feet.
 REPORT_NOTE := rewriting README.md's results block (between its report markers) and results/report/
 # Every tracked path whose content measures or records a result (the suite, the implementations, the runners and
@@ -104,32 +110,37 @@ bench: $(STAMP)
 	@if [ "$(DEVICE)" = cuda ] && [ "$(PROFILE)" = full ]; then $(PY) scripts/gpu_chunks.py estimate --summary --runner $(RUNNER) \
 		$(if $(wildcard .asv/preflight.json),--costs .asv/preflight.json) || true; fi
 	@machine=$$(TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace machine) && echo "machine: $$machine" && status=0 && \
+	$(CLOCK) start $$machine $(PROFILE) && \
 	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace calibrate --out $(CALIBRATION) && \
 	TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(PY) -m tape_vs_trace.results.compile_caches $(COMPILE_CACHE_STATE) && \
+	budget="$(if $(filter worker,$(RUNNER)),$$($(CLOCK) budget $(PROFILE)))" && \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
 		TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
 		$(if $(filter asv,$(RUNNER)),$(VENV)/bin/asv run --set-commit-hash $$(git rev-parse HEAD) \
 		-E existing:$(abspath $(PY)) --machine $$machine --launch-method spawn --record-samples --show-stderr,\
-		$(VENV)/bin/tape-vs-trace run --machine $$machine --profile $(PROFILE) $(if $(ROUNDS),--rounds $(ROUNDS))) \
-		$(ASV_ARGS) || status=$$?; } && \
+		$(VENV)/bin/tape-vs-trace run --machine $$machine --profile $(PROFILE) $(if $(ROUNDS),--rounds $(ROUNDS)) \
+		$$budget) $(ASV_ARGS) || status=$$?; } && \
 	TVT_CALIBRATION=$(CALIBRATION) TVT_COMPILE_CACHE_STATE=$(COMPILE_CACHE_STATE) \
-		$(VENV)/bin/tape-vs-trace scrub-results results && \
-	TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
-	$(if $(filter cpu,$(DEVICE)),{ TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(VENV)/bin/tape-vs-trace native-peak \
-		--out results/native-peak $(NATIVE_PEAK_ARGS) || \
+		$(CLOCK) step scrub -- $(VENV)/bin/tape-vs-trace scrub-results results && \
+	TVT_DEVICE=$(DEVICE) $(CLOCK) step saved -- $(VENV)/bin/tape-vs-trace saved-all --out results/saved && \
+	$(if $(filter cpu,$(DEVICE)),{ TVT_COMPILE_CACHE=$(COMPILE_CACHE) $(CLOCK) step native-peak -- \
+		$(VENV)/bin/tape-vs-trace native-peak --out results/native-peak $(NATIVE_PEAK_ARGS) || \
 		echo "warning: no CPU native peaks (above)"; } &&,) \
 	{ TVT_DEVICE=$(DEVICE) TVT_INPUT_CACHE=$(abspath .asv/inputs) TVT_COMPILE_CACHE=$(COMPILE_CACHE) \
-		$(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
+		$(CLOCK) step paired -- $(VENV)/bin/tape-vs-trace paired --results results --out results/paired || \
 		echo "warning: no paired comparisons (above): they divide tape-vs-trace run's samples"; } && \
 	$(if $(filter 0,$(FIRST_STEP)),echo "skipped the time to first step (FIRST_STEP=0)",\
-		{ TVT_DEVICE=$(DEVICE) $(VENV)/bin/tape-vs-trace first-step --out results/first_step $(FIRST_STEP_ARGS) || \
+		{ TVT_DEVICE=$(DEVICE) $(CLOCK) step first-step -- \
+		$(VENV)/bin/tape-vs-trace first-step --out results/first_step $(FIRST_STEP_ARGS) || \
 		echo "warning: no time-to-first-step results (above)"; }) && \
 	$(if $(filter 0,$(DISTRIBUTED)),echo "skipped the distributed steps (DISTRIBUTED=0)",\
-		{ $(VENV)/bin/tape-vs-trace distributed --out results/distributed $(DISTRIBUTED_ARGS) || \
+		{ $(CLOCK) step distributed -- $(VENV)/bin/tape-vs-trace distributed --out results/distributed \
+		$(DISTRIBUTED_ARGS) || \
 		echo "warning: the distributed steps above did not all run; their measured rows were saved"; }) && \
 	echo "$(REPORT_NOTE)" && \
-	$(VENV)/bin/tape-vs-trace report --results results --out results/report --readme README.md && \
-	$(VENV)/bin/tape-vs-trace publish --results results --out html && \
+	$(CLOCK) step report -- $(VENV)/bin/tape-vs-trace report --results results --out results/report \
+		--readme README.md && \
+	$(CLOCK) step publish -- $(VENV)/bin/tape-vs-trace publish --results results --out html && \
 	if [ $$status -ne 0 ]; then echo "warning: the $(RUNNER) runner exited with status $$status (failed benchmarks above); results were saved"; fi && \
 	exit $$status
 

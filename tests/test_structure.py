@@ -93,7 +93,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "tooling's base (progress lines)": (),
     "results (the data model)": ("tooling's base (progress lines)", "implementations"),
     "running (the grid's runner)": ("results (the data model)", *_BELOW_TOOLING),
-    "side measurements": ("results (the data model)", *_BELOW_TOOLING),
+    # a side measurement may take the suite's grid from the runner's profiles (native-peak's gradient-step pairs)
+    "side measurements": ("running (the grid's runner)", "results (the data model)", *_BELOW_TOOLING),
     "report": ("results (the data model)", *_BELOW_TOOLING),
     "command line": ("report", "side measurements", "running (the grid's runner)", "results (the data model)",
                      *_BELOW_TOOLING),

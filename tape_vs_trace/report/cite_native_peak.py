@@ -1,7 +1,7 @@
-"""`tape-vs-trace cite native-peak key=value ...`: one citable block for a case of the CPU native peaks (the newest
-results/native-peak file): both frameworks' peaks with the method named, their spread over processes, the analytic
-bounds and the suite's own CPU method beside them, and the JAX/PyTorch ratio where rowkey.like allows it (else why
-not), with commit and machine."""
+"""`tape-vs-trace cite native-peak key=value ...`: one citable block for a case of the CPU native peaks (from the
+newest results/native-peak file that holds the case): both frameworks' peaks with the method named, their spread
+over processes, the analytic bounds and the suite's own CPU method beside them, and the JAX/PyTorch ratio where
+rowkey.like allows it (else why not), with commit, machine and file."""
 
 from __future__ import annotations
 
@@ -38,17 +38,17 @@ def select(lines: list[dict], filters: list[str]) -> list[dict]:
 
 
 def run(filters: list[str], results: Path) -> str:
-    files = rows.newest(results / FOLDER)
-    if not files:
-        raise CiteError(f"no native-peak results in {results / FOLDER} (run tape-vs-trace native-peak first)")
+    folder = results / FOLDER
     try:
-        lines = select([line for path in files.values() for line in rows.summary(rows.read(path))], filters)
+        found = rows.current(folder) if folder.is_dir() else {}
+        if not found:
+            raise CiteError(f"no native-peak results in {folder} (run tape-vs-trace native-peak first)")
+        lines = select([line for lines in found.values() for line in lines], filters)
     except rows.NativePeakError as exc:
         raise CiteError(str(exc)) from None
-    path = files[lines[0]["machine"]]
     first = lines[0]
     out = [f"CPU peak memory, {_case(first)}, {first['mode']}, float32 ({first['machine']}, commit "
-           f"{first['commit'][:8]}, {path.name})", f"  method: {first['method']}"]
+           f"{first['commit'][:8]}, {first['file']})", f"  method: {first['method']}"]
     for line in lines:
         other = (f"; the suite's method ({line['other_method']}): {_mib(line['other_peak_bytes'])} MiB"
                  if line["other_peak_bytes"] != "" else "")

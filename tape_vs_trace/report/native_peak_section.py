@@ -1,7 +1,9 @@
-"""The report's page of CPU native peaks (native-peak.md) and the remat curve drawn with them
-(native_peak_curve_<size>.png), from each machine's newest results/native-peak file: per case both frameworks' peaks
-with their spread over processes, analytic bounds and the suite's own CPU method beside them, the JAX/PyTorch ratios
-the ratio rule allows, and the overhead of the tracker on a step. Self-contained: build.py calls `write` alone."""
+"""The report's page of CPU native peaks (native-peak.md) and the remat curves drawn with them
+(native_peak_curve_<machine>_<size>.png), from results/native-peak: per case both frameworks' peaks, from the newest
+file that holds the case (native_peak_rows.current: its commit on the row), with their spread over processes,
+analytic bounds and the suite's own CPU method beside them, the JAX/PyTorch ratios the ratio rule allows, and the
+overhead of the tracker on a step; each curve from the newest file that ran it. Self-contained: build.py calls
+`write` alone."""
 
 from __future__ import annotations
 
@@ -49,8 +51,8 @@ def _bounds(line: dict) -> str:
 def table(lines: list[dict]) -> list[str]:
     """The peaks, one row per case and framework, in MiB above the step's start (bounds likewise)."""
     out = ["| case | mode | framework | peak | of it GEMM scratch / small | repeats | bounds | verdict | "
-           "suite's CPU method | step ms (tracked) |",
-           "|---|---|---|---:|---:|---|---|---|---|---|"]
+           "suite's CPU method | step ms (tracked) | commit |",
+           "|---|---|---|---:|---:|---|---|---|---|---|---|"]
     for line in lines:
         other = (f"{_mib(line['other_peak_bytes'])} ({line['other_method'].split(' (')[0]})"
                  if line["other_peak_bytes"] != "" else "none sees this step")
@@ -58,87 +60,87 @@ def table(lines: list[dict]) -> list[str]:
         out.append(f"| {_case(line)} | {line['mode']} | {frameworks.label(line['framework'])} | "
                    f"{_mib(line['peak_bytes'])} | {_mib(line['workspace_bytes'])} / {_mib(line['small_bytes'])} | "
                    f"{_spread(line)} | {_bounds(line)} | {verdict} | {other} | "
-                   f"{line['step_s'] * 1e3:.2f} ({line['tracked_step_s'] * 1e3:.2f}) |")
+                   f"{line['step_s'] * 1e3:.2f} ({line['tracked_step_s'] * 1e3:.2f}) | {line['commit'][:8]} |")
     return out
 
 
 def ratio_table(lines: list[dict]) -> list[str]:
-    out = ["| case | mode | PyTorch | JAX | JAX / PyTorch | 95 % interval |", "|---|---|---:|---:|---:|---|"]
+    out = ["| case | mode | PyTorch | JAX | JAX / PyTorch | 95 % interval | commit |",
+           "|---|---|---:|---:|---:|---|---|"]
     for r in rows.ratios(lines):
         interval = (f"{r['ratio_low']:.3f}-{r['ratio_high']:.3f}" if math.isfinite(r["ratio_low"])
                     else "one process a side")
         out.append(f"| {_case(r)} | {r['mode']} | {_mib(r['torch'])} | {_mib(r['jax'])} | {r['ratio']:.3f} | "
-                   f"{interval} |")
+                   f"{interval} | {r['commit'][:8]} |")
     return out
 
 
-def curve_points(lines: list[dict]) -> list[dict]:
-    """The summary lines of the curve selection's cases (whichever selection also ran them)."""
-    return [line for line in lines if "curve" in line["selections"]]
-
-
-def draw_curve(lines: list[dict], out: Path, machine: str) -> list[str]:
-    """Per size of the curve selection, peak against step time, one line per framework x mode x formulation."""
-    curve = curve_points(lines)
-    if not curve:
-        return []
+def draw_curve(points: list[dict], out: Path, machine: str) -> str:
+    """One curve (one workload and size, every point from one file): peak against step time, one line per
+    framework x mode x formulation; the figure's name."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = []
-    for size in dict.fromkeys(line["size"] for line in curve):
-        fig, ax = plt.subplots(figsize=(7.5, 5))
-        keys = dict.fromkeys((line["framework"], line["mode"], line["formulation"]) for line in curve
-                             if line["size"] == size)
-        for fw, mode, form in keys:
-            points = sorted((line for line in curve if line["size"] == size and
-                             (line["framework"], line["mode"], line["formulation"]) == (fw, mode, form)),
-                            key=lambda line: line["peak_bytes"])
-            xs, ys = [p["peak_bytes"] / 2**20 for p in points], [p["step_s"] * 1e3 for p in points]
-            style = "-o" if mode == "eager" else (":^" if form == "scan" else "--s")
-            ax.plot(xs, ys, style, color=frameworks.get(fw).color,
-                    label=f"{frameworks.label(fw)} {mode} {form}".strip())
-            for p, x, y in zip(points, xs, ys):
-                ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
-                            xytext=(3, 3), textcoords="offset points")
-        ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
-        ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
-        ax.set_yscale("log")
-        ax.set_title(f"remat trade-off on a CPU, {curve[0]['workload']} {size} ({machine}):\n"
-                     "one memory method on both sides, every mode", fontsize=9)
-        ax.legend(fontsize=7)
-        name = f"native_peak_curve_{machine}_{size}.png"
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=130)
-        plt.close(fig)
-        names.append(name)
-    return names
+    first = points[0]
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for fw, mode, form in dict.fromkeys((p["framework"], p["mode"], p["formulation"]) for p in points):
+        line = sorted((p for p in points if (p["framework"], p["mode"], p["formulation"]) == (fw, mode, form)),
+                      key=lambda p: p["peak_bytes"])
+        xs, ys = [p["peak_bytes"] / 2**20 for p in line], [p["step_s"] * 1e3 for p in line]
+        style = "-o" if mode == "eager" else (":^" if form == "scan" else "--s")
+        ax.plot(xs, ys, style, color=frameworks.get(fw).color, label=f"{frameworks.label(fw)} {mode} {form}".strip())
+        for p, x, y in zip(line, xs, ys):
+            ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
+    ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
+    ax.set_yscale("log")
+    ax.set_title(f"remat trade-off on a CPU, {first['workload']} {first['size']} ({machine}, commit "
+                 f"{first['commit'][:8]}):\none memory method on both sides, every mode", fontsize=9)
+    ax.legend(fontsize=7)
+    name = f"native_peak_curve_{machine}_{first['size']}.png"
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=130)
+    plt.close(fig)
+    return name
 
 
-def section(path: Path, lines: list[dict], figures: list[str]) -> list[str]:
-    """One machine's part of the page: its peaks, ratios and curve figures."""
-    first = lines[0]
-    text = [f"## {first['machine']} (commit {first['commit'][:8]}, {FOLDER}/{path.name})", "",
+def _files(lines: list[dict]) -> str:
+    """Which files the lines come from, with their commits and how many cases each gives."""
+    counts: dict[tuple[str, str], set] = {}
+    for line in lines:
+        counts.setdefault((line["file"], line["commit"]), set()).add(rows.case_of(line))
+    return "; ".join(f"{FOLDER}/{name} (commit {commit[:8]}): {len(cases)} cases"
+                     for (name, commit), cases in sorted(counts.items()))
+
+
+def section(machine: str, lines: list[dict], curves: list[tuple[str, list[dict]]]) -> list[str]:
+    """One machine's part of the page: its peaks and ratios (each case from the newest file that holds it) and its
+    curve figures (`curves`: figure name and points, each curve from one file)."""
+    text = [f"## {machine}", "", f"Each case from the newest file that holds it: {_files(lines)}.", "",
             "### Peaks", "", *table(lines), "",
             "### JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
-    for name in figures:
-        text += ["", f"![native-peak remat curve]({name})"]
+    for name, points in curves:
+        text += ["", f"Remat curve, {points[0]['workload']} {points[0]['size']}: every point from "
+                     f"{FOLDER}/{points[0]['file']} (commit {points[0]['commit'][:8]}).",
+                 "", f"![native-peak remat curve]({name})"]
     return text
 
 
 def write(results: Path, out: Path) -> list[str]:
-    """native-peak.md and its figures into `out` from each machine's newest results/native-peak file; [] without
-    one."""
+    """native-peak.md and its figures into `out` from results/native-peak (each case and each curve from the newest
+    file that holds it); [] without one."""
     body, names, method = [], [], ""
-    for machine, path in rows.newest(results / FOLDER).items():
-        lines = rows.summary(rows.read(path))
+    folder = results / FOLDER
+    all_curves = rows.curves(folder) if folder.is_dir() else {}
+    for machine, lines in (rows.current(folder) if folder.is_dir() else {}).items():
         if not lines:
             continue
-        figures = draw_curve(lines, out, machine)
-        body += ["", *section(path, lines, figures)]
-        names += figures
+        curves = [(draw_curve(points, out, machine), points) for points in all_curves.get(machine, [])]
+        body += ["", *section(machine, lines, curves)]
+        names += [name for name, _ in curves]
         method = lines[0]["method"]
     if not body:
         return []
@@ -183,7 +185,7 @@ def to_html(markdown: str, css: str) -> str:
 
 
 def publish(results: Path, site: Path, css: str) -> bool:
-    """site/native-peak.html and its figures, from the newest results/native-peak file; False without one."""
+    """site/native-peak.html and its figures, from results/native-peak (as `write`); False without a file."""
     with tempfile.TemporaryDirectory() as tmp:
         names = write(results, Path(tmp))
         if not names:

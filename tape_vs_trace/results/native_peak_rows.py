@@ -1,5 +1,6 @@
 """The rows of `tape-vs-trace native-peak` (results/native-peak/<machine>-<commit8>.csv): their columns, one reader
-and writer, the per-case summary over processes, and the JAX/PyTorch ratios that rowkey.like allows. The runner
+and writer, the per-case summary over processes, which file each case and curve is shown from (`current`, `curves`:
+the newest that holds it), and the JAX/PyTorch ratios that rowkey.like allows. The runner
 (tape_vs_trace.side.native_peaks) writes them; the report and `cite` read them through this module."""
 
 from __future__ import annotations
@@ -94,12 +95,12 @@ def ratios(lines: list[dict]) -> list[dict]:
     across processes (intervals.ratio_interval; NaN unless both sides have two or more)."""
     from tape_vs_trace.results import rowkey
 
-    by_key = {RowKey.of(like_row(line, 0)): line for line in lines}
+    by_key = {(RowKey.of(like_row(line, 0)), line["machine"], line["commit"]): line for line in lines}
     out = []
     for line in lines:
         if line["framework"] != "torch":
             continue
-        other = by_key.get(replace(RowKey.of(like_row(line, 0)), framework="jax"))
+        other = by_key.get((replace(RowKey.of(like_row(line, 0)), framework="jax"), line["machine"], line["commit"]))
         if other is None:
             continue
         why = rowkey.like(like_row(line, line["peak_bytes"]), like_row(other, other["peak_bytes"]))
@@ -109,7 +110,7 @@ def ratios(lines: list[dict]) -> list[dict]:
         low, high = intervals.ratio_interval(other["peaks"], line["peaks"])
         out.append({**{k: line[k] for k in PARAMS}, "torch": line["peak_bytes"], "jax": other["peak_bytes"],
                     "ratio": other["peak_bytes"] / line["peak_bytes"], "ratio_low": low, "ratio_high": high,
-                    "method": line["method"]})
+                    "method": line["method"], "commit": line["commit"]})
     return out
 
 
@@ -135,13 +136,48 @@ def _commit_date(path: Path) -> str:
     return done.stdout.strip() if done is not None and done.returncode == 0 else ""
 
 
-def newest(folder: Path) -> dict[str, Path]:
-    """Per machine, its newest results file in `folder` (<machine>-<commit8>.csv): by its commit's date where git
-    knows the commit, then as written last."""
-    found: dict[str, tuple[tuple[str, float], Path]] = {}
+def ordered(folder: Path) -> dict[str, list[Path]]:
+    """Per machine, its results files in `folder` (<machine>-<commit8>.csv), oldest first: by their commit's date
+    where git knows the commit, then as written."""
+    found: dict[str, list[tuple[tuple[str, float], Path]]] = {}
     for path in sorted(folder.glob("*.csv")):
-        machine = path.stem.rsplit("-", 1)[0]
-        key = (_commit_date(path), path.stat().st_mtime)
-        if machine not in found or key > found[machine][0]:
-            found[machine] = (key, path)
-    return {machine: path for machine, (_, path) in sorted(found.items())}
+        found.setdefault(path.stem.rsplit("-", 1)[0], []).append(((_commit_date(path), path.stat().st_mtime), path))
+    return {machine: [path for _, path in sorted(files)] for machine, files in sorted(found.items())}
+
+
+def case_of(line: dict) -> tuple:
+    """What one case of a summary line is, the framework apart: every framework of a case comes from one file."""
+    return RowKey.of(like_row(line, 0)).without("framework"), line["machine"]
+
+
+def current(folder: Path) -> dict[str, list[dict]]:
+    """Per machine, the summary lines to show: each case from the newest file that holds it, all its frameworks
+    from that one file (so a ratio never divides two commits), each line naming its `file`. A newer file that
+    measured a few cases hides only those: the older file's other cases stay."""
+    out = {}
+    for machine, paths in ordered(folder).items():
+        chosen: dict[tuple, list[dict]] = {}
+        for path in paths:  # oldest first: a newer file's case replaces the older one's whole
+            held: dict[tuple, list[dict]] = {}
+            for line in summary(read(path)):
+                held.setdefault(case_of(line), []).append({**line, "file": path.name})
+            chosen.update(held)
+        out[machine] = [line for lines in chosen.values() for line in lines]
+    return out
+
+
+def curves(folder: Path) -> dict[str, list[list[dict]]]:
+    """Per machine, its remat curves: per workload and size of the `curve` selection, every point from the newest
+    file that ran that curve (one commit a curve), each line naming its `file`."""
+    out = {}
+    for machine, paths in ordered(folder).items():
+        chosen: dict[tuple[str, str], list[dict]] = {}
+        for path in paths:
+            held: dict[tuple[str, str], list[dict]] = {}
+            for line in summary(read(path)):
+                if "curve" in line["selections"]:
+                    held.setdefault((line["workload"], line["size"]), []).append({**line, "file": path.name})
+            chosen.update(held)
+        if chosen:
+            out[machine] = list(chosen.values())
+    return out

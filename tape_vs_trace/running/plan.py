@@ -205,6 +205,17 @@ def spread_copies(walls: dict[str, float], spreads: dict[str, list[tuple[float, 
         spent += known[best]
 
 
+def affordable(repeats: dict[str, int], cheapest: dict[str, float], elapsed: float, expected: float,
+               budget: float | None) -> dict[str, int]:
+    """`repeats` where the round with its copies is expected to end within `budget` (`expected`: the round's
+    seconds by next_round_fits; a copy costs its group's `cheapest` wall), else none: the first MIN_ROUNDS run
+    whatever they cost, so on a host where they overrun the budget their copies are what gives way."""
+    if budget is None or not repeats:
+        return repeats
+    extra = sum((n - 1) * cheapest.get(g, 0.0) for g, n in repeats.items())
+    return repeats if elapsed + expected + extra <= budget else {}
+
+
 def round_plans(all_tasks: list[Task], r: int, repeats: dict[str, int] | None = None) -> list[tuple[str, list[Task]]]:
     """The processes of round `r`: per framework (their order alternating by round), one process for the tasks
     that share one and are not compiled, one for the compiled ones (their order alternating too), each of them split

@@ -199,8 +199,8 @@ CITED = Profile(
      rows("*.track_*")),
     rounds=12,
     # make bench's 10 minutes less what it does outside the runner (machine record, calibration, the paired
-    # division, the time to first step, report, dashboard), with room for a host slower at those than the ones
-    # measured (docs/history.md).
+    # division, the time to first step, report, dashboard), until make bench has recorded those steps' costs on a
+    # machine: then bench_clock gives the runner what they leave (docs/history.md).
     budget_s=400.0,
     summary="the cited rows (gradient steps, eager custom steps, the compiled remat curve, no-grad forwards, "
             "engine, harness, a cold compile's phases, every count)",

@@ -54,6 +54,7 @@ from tape_vs_trace.running.plan import (
     MAX_COPIES,
     SPREAD_PROCESSES,
     RunError,
+    affordable,
     discover,
     group,
     next_round_fits,
@@ -127,11 +128,15 @@ class _Run:
         profile, a GPU chunk sized by its costs): there a copy would only lengthen the run."""
         if self.runs["budget_s"] is None:
             return {}
+        return spread_copies(self.cheapest_walls(), self.spreads())
+
+    def cheapest_walls(self) -> dict[str, float]:
+        """The wall of each shared group's cheapest process so far: what a copy of it is expected to take."""
         cheapest: dict[str, float] = {}
         for p in self.runs["per_process"]:
             if p["group"]:
                 cheapest[p["group"]] = min(cheapest.get(p["group"], p["wall_s"]), p["wall_s"])
-        return spread_copies(cheapest, self.spreads())
+        return cheapest
 
     def spreads(self) -> dict[str, list[tuple[float, int]]]:
         """Per shared group, for each timed row whose median across processes is 1 ms or more: the standard
@@ -171,7 +176,8 @@ def _record(profile: str | None, selection: list[str], budget: float | None, cho
                                              f"at most {MAX_COPIES} in all: each further process to the group it "
                                              f"narrows most per second (sum of its rows' squared half-widths, times "
                                              f"of 1 ms or more) once every such row has {SPREAD_PROCESSES} "
-                                             f"processes, by cost alone before",
+                                             f"processes, by cost alone before; a round's copies only while the "
+                                             f"round with them is expected to end within the budget",
                        "partial": "under a budget, of the round that would not fit whole the processes that fit run, "
                                   "each expected at its group's slowest wall since the first round; the run ends "
                                   "with it",
@@ -272,7 +278,8 @@ def run(results_dir: Path, regexes: list[str] | None = None, rounds: int | None 
                     _round(state, r, caches, scratch, log, timeout, t0, part)
                 path = state.save()  # the file records why the run stopped
                 break
-            _round(state, r, caches, scratch, log, timeout, t0)
+            repeats = affordable(state.repeats(), state.cheapest_walls(), time.perf_counter() - t0, expected, budget)
+            _round(state, r, caches, scratch, log, timeout, t0, round_plans(state.chosen, r, repeats))
             path = state.save()
             log(f"[run] round {r + 1}/{state.runs['rounds_planned']} saved to {path}")
     failed = state.failed()

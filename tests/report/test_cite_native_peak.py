@@ -29,3 +29,21 @@ def test_cite_asks_to_choose_between_cases(results, capsys) -> None:
 def test_cite_refuses_an_unknown_key(results, capsys) -> None:
     assert cli.main(["cite", "native-peak", "shape=1", "--results", str(results)]) != 0
     assert "key one of" in capsys.readouterr().err
+
+
+def test_cite_takes_a_case_from_the_newest_file_that_holds_it(tmp_path, capsys) -> None:
+    import os
+
+    from tape_vs_trace.results import native_peak_rows
+    from tests.results.test_native_peak_rows import _row
+
+    old = write_results(tmp_path) / "native-peak" / "m-cccccccc.csv"
+    new = native_peak_rows.write(old.parent / "m-dddddddd.csv",
+                                 [_row(fw, 1 << 20, mode="compiled", commit="d" * 40) for fw in ("torch", "jax")])
+    os.utime(old, (2e9, 2e9))
+    os.utime(new, (2e9 + 1, 2e9 + 1))
+    assert cli.main(["cite", "native-peak", "mode=eager", "--results", str(tmp_path)]) == 0
+    eager = capsys.readouterr().out
+    assert "commit cccccccc, m-cccccccc.csv" in eager and "JAX / PyTorch: 1.500" in eager
+    assert cli.main(["cite", "native-peak", "mode=compiled", "workload=mlp", "--results", str(tmp_path)]) == 0
+    assert "commit dddddddd, m-dddddddd.csv" in capsys.readouterr().out

@@ -4,6 +4,7 @@ curve from the curve selection's rows."""
 from __future__ import annotations
 
 import html
+import os
 
 from tape_vs_trace.report import native_peak_section
 from tape_vs_trace.results import native_peak_rows
@@ -28,12 +29,32 @@ def test_the_page_draws_the_curve_from_curve_rows(tmp_path) -> None:
     native_peak_rows.write(folder / "m-cccccccc.csv", [_row("torch", 4 << 20, 1, workload="transformer")] + [
         _row(fw, peak, selection="curve", variant=v, workload="transformer")
         for fw in ("torch", "jax") for v, peak in (("plain", 4 << 20), ("remat_full", 2 << 20))])
-    lines = native_peak_rows.summary(native_peak_rows.read(folder / "m-cccccccc.csv"))
-    assert len(native_peak_section.curve_points(lines)) == 4
+    [curve] = native_peak_rows.curves(folder)["m"]
+    assert len(curve) == 4
     out = tmp_path / "report"
     out.mkdir()
     names = native_peak_section.write(tmp_path, out)
     assert names[1:] == ["native_peak_curve_m_64x256x1024.png"] and (out / names[1]).stat().st_size > 0
+
+
+def test_a_newer_small_file_keeps_the_older_curve_and_names_each_rows_commit(tmp_path) -> None:
+    folder = tmp_path / "native-peak"
+    folder.mkdir()
+    curve = [_row(fw, peak, selection="curve", variant=v, workload="transformer", commit="a" * 40)
+             for fw in ("torch", "jax") for v, peak in (("plain", 4 << 20), ("remat_full", 2 << 20))]
+    old = native_peak_rows.write(folder / "m-aaaaaaaa.csv", curve)
+    new = native_peak_rows.write(folder / "m-bbbbbbbb.csv", [_row(fw, 1 << 20, mode="compiled", commit="b" * 40)
+                                                             for fw in ("torch", "jax")])
+    os.utime(old, (2e9, 2e9))
+    os.utime(new, (2e9 + 1, 2e9 + 1))
+    out = tmp_path / "report"
+    out.mkdir()
+    names = native_peak_section.write(tmp_path, out)
+    page = (out / native_peak_section.PAGE).read_text()
+    assert names[1:] == ["native_peak_curve_m_64x256x1024.png"]
+    assert "every point from native-peak/m-aaaaaaaa.csv (commit aaaaaaaa)" in page
+    peaks = page.split("### Peaks")[1].split("### JAX")[0]
+    assert "| aaaaaaaa |" in peaks and "| bbbbbbbb |" in peaks
 
 
 def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:

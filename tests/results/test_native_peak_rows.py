@@ -4,6 +4,7 @@ case), the per-case summary over processes, and the reader's refusal of a file t
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -78,17 +79,60 @@ def test_write_then_read_round_trips(tmp_path) -> None:
     path = rows.write(tmp_path / "m-cccccccc.csv", [_row("torch", 100), _row("jax", 150)])
     back = rows.read(path)
     assert [r["peak_bytes"] for r in back] == [100, 150] and back[0]["lower_bytes"] == ""
-    assert rows.newest(tmp_path) == {"m": path}
+    assert rows.ordered(tmp_path) == {"m": [path]}
 
 
-def test_each_machine_has_its_newest_file(tmp_path) -> None:
-    import os
+def _files(folder, *contents: list[dict]) -> list:
+    """One file per `contents`, each at its own commit, written in this order (mtime decides: no git here)."""
+    paths = []
+    for i, found in enumerate(contents):
+        commit = "abcdef"[i] * 40
+        path = rows.write(folder / f"m-{commit[:8]}.csv", [{**r, "commit": commit} for r in found])
+        os.utime(path, (2e9 + i, 2e9 + i))
+        paths.append(path)
+    return paths
 
+
+def test_each_machine_orders_its_files_oldest_first(tmp_path) -> None:
     old, new = (rows.write(tmp_path / name, [_row("torch", 1)]) for name in ("m-aaaaaaaa.csv", "m-bbbbbbbb.csv"))
     other = rows.write(tmp_path / "cpu-x-2c-cccccccc.csv", [_row("torch", 1, machine="cpu-x-2c")])
     os.utime(old, (2e9, 2e9))  # written last, but an unknown commit either way: the time decides
-    assert rows.newest(tmp_path) == {"m": old, "cpu-x-2c": other}
-    assert new.exists()
+    assert rows.ordered(tmp_path) == {"m": [new, old], "cpu-x-2c": [other]}
+
+
+CURVE = [_row(fw, peak, selection="curve", variant=v, workload="transformer")
+         for fw in ("torch", "jax") for v, peak in (("plain", 4 << 20), ("remat_full", 2 << 20))]
+
+
+def test_a_newer_small_file_does_not_hide_an_older_curve(tmp_path) -> None:
+    # the older file: the curve; the newer: make bench's pair of another case and one of the curve's cases
+    _files(tmp_path, CURVE, [_row("torch", 5 << 20, mode="compiled"), _row("jax", 6 << 20, mode="compiled"),
+                             _row("torch", 9 << 20, selection="check", workload="transformer")])
+    [curve] = rows.curves(tmp_path)["m"]
+    assert len(curve) == 4 and {line["commit"][0] for line in curve} == {"a"}
+    shown = {(line["workload"], line["variant"], line["mode"], line["framework"]): line["commit"][0]
+             for line in rows.current(tmp_path)["m"]}
+    assert shown[("transformer", "remat_full", "eager", "jax")] == "a"  # an older case the newer file lacks stays
+    assert shown[("mlp", "plain", "compiled", "torch")] == "b"
+    # the case both files hold comes from the newer one, both frameworks: its JAX side is not borrowed from the older
+    assert shown[("transformer", "plain", "eager", "torch")] == "b"
+    assert ("transformer", "plain", "eager", "jax") not in shown
+
+
+def test_a_newer_curve_replaces_every_point_of_the_older(tmp_path) -> None:
+    _files(tmp_path, CURVE, [r for r in CURVE if r["variant"] == "plain"])
+    [curve] = rows.curves(tmp_path)["m"]
+    assert len(curve) == 2 and {line["commit"][0] for line in curve} == {"b"}
+
+
+def test_a_ratio_never_pairs_sides_from_two_commits(tmp_path) -> None:
+    torch_a, jax_b = rows.summary([_row("torch", 100), _row("jax", 150, commit="d" * 40)])
+    assert rows.ratios([torch_a, jax_b]) == []
+    with pytest.raises(rows.NativePeakError, match="not like rows"):
+        rows.divide(torch_a, jax_b)
+    # as read from two files: the newer holds only PyTorch's side, so the case shows no ratio at all
+    _files(tmp_path, [_row("torch", 100), _row("jax", 150)], [_row("torch", 120)])
+    assert rows.ratios(rows.current(tmp_path)["m"]) == []
 
 
 def test_a_file_of_other_columns_is_refused(tmp_path) -> None:

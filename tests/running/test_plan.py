@@ -252,6 +252,14 @@ def test_a_budget_never_cuts_the_first_rounds_and_expects_the_slowest_round_sinc
     assert fits(0, 0.0, [], 100.0) == (True, 0.0)
 
 
+def test_a_rounds_copies_run_only_while_the_round_with_them_fits_the_budget() -> None:
+    repeats, cheapest = {"jax others": 3, "torch others": 2}, {"jax others": 20.0, "torch others": 5.0}
+    # 100 s spent, the round expected at 60 s, its copies 2 x 20 + 5 = 45 s more
+    assert suite_plan.affordable(repeats, cheapest, 100.0, 60.0, 205.0) == repeats
+    assert suite_plan.affordable(repeats, cheapest, 100.0, 60.0, 204.0) == {}  # a first round that overruns
+    assert suite_plan.affordable(repeats, cheapest, 1e6, 60.0, None) == repeats  # no budget: as planned
+
+
 def test_the_part_of_a_round_that_fits_keeps_the_rounds_order_and_leaves_out_what_has_no_known_wall() -> None:
     chosen = [_task("m.A.time_step", 0), _task("m.A.time_step", 1, "jax"),
               Task("m.B.time_step", 0, "jax", "time", 3, 5, False, True), _task("m.D.time_compile", 0, fresh=True)]
