@@ -81,9 +81,9 @@ def result_file(results: Path, machine_name: str, commit: str) -> tuple[asv_file
 def _combination(file: asv_files.ResultFile, meta: dict, name: str,
                  params: dict[str, str]) -> asv_files.Combination | None:
     """The combination `params` of benchmark `name` in the result file, None where its grid has no such one."""
-    wanted = tuple(str(params[n]) for n in meta["param_names"])
+    wanted = [str(params[n]) for n in meta["param_names"]]
     return next((c for c in file.combinations(name, meta)
-                 if tuple(str(asv_files.literal(v)) for v in c.values) == wanted), None)
+                 if [str(asv_files.literal(v)) for v in c.values] == wanted), None)
 
 
 def available(chosen: list[Experiment], file: asv_files.ResultFile, benchmarks: dict, device: str,

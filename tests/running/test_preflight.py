@@ -148,7 +148,7 @@ def test_the_file_is_what_the_planner_reads(tmp_path, monkeypatch) -> None:
 def test_a_stopped_pre_flight_stops_its_children(tmp_path: Path) -> None:
     # gpu_bench.sh's `timeout` sends SIGTERM to the pre-flight; its children, in sessions of their own, go with it.
     pidfile = tmp_path / "child.pid"
-    code = (f"import signal, sys\nfrom tape_vs_trace import preflight\n"
+    code = (f"import signal, sys\nfrom tape_vs_trace.running import preflight\n"
             f"signal.signal(signal.SIGTERM, preflight._stop_children)\n"
             f"fake = [sys.executable, '-c', {FAKE_CHILD!r}]\n"
             f"preflight.preflight(30, 'cuda', commands={{'torch': fake}},\n"

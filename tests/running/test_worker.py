@@ -410,7 +410,7 @@ def test_an_eager_pytorch_worker_imports_neither_torch_dynamo_nor_ml_dtypes(tmp_
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"framework": "torch", "caches": {}, "tasks": [t.plan() for t in chosen]}))
     out = tmp_path / "out.json"
-    script = ("import sys; from tape_vs_trace import suite_worker; rc = suite_worker.main(sys.argv[1:]); "
+    script = ("import sys; from tape_vs_trace.running import worker; rc = worker.main(sys.argv[1:]); "
               "print(rc, 'torch._dynamo' in sys.modules, 'ml_dtypes' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script, str(plan), str(out)], capture_output=True, text=True,
                           timeout=300, cwd=suite_worker.ROOT)
