@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from implementations.frameworks import DEVICES
-from tape_vs_trace import distributed_plan, distributed_run, handlers, host_check, profiles
+from tape_vs_trace import calibrate, distributed_plan, distributed_run, handlers, host_check, profiles
 
 
 @dataclass(frozen=True)
@@ -198,10 +198,13 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--frameworks", help="comma-separated frameworks (default: all)")),
             errors=("tape_vs_trace.first_step:FirstStepError",)),
     Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", handlers.handle_calibrate,
-            description="Fresh process per framework; writes the calibration that scrub-results stores with every "
-                        "result and the roofline divides by.",
+            description="Fresh processes per framework, taking turns; writes the calibration (each value the "
+                        "median over the processes, and every process's, for the report's intervals) that "
+                        "scrub-results stores with every result and the roofline divides by.",
             arguments=(_arg("--out", type=Path, default=Path(".asv/calibration.json"),
                             help="calibration file (default: .asv/calibration.json)"),
+                       _arg("--processes", type=int, default=calibrate.PROCESSES,
+                            help="fresh processes per framework; 2 or more give an interval (default %(default)s)"),
                        _arg("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")),
             errors=("tape_vs_trace.calibrate:CalibrationError",)),
     Command("machine", "write this machine's asv record to ~/.asv-machine.json and print its name",
