@@ -124,16 +124,16 @@ def accounts(change: float, a: Calibrated | None, b: Calibrated | None, concerns
     """Whether the calibrations account for a ratio's change between two hosts: only where the calibration concerns
     the workload (`concerns`: no matmul rate for a step without matmuls), the change lies within what the two
     hosts' calibrations predict (`predicted_change`), and that prediction excludes 1 (one that holds 1 predicts no
-    change at all); otherwise NOT_EXPLAINED and why."""
+    change at all); otherwise NOT_EXPLAINED. Either with why: what the calibrations predict, and from what."""
     if not concerns:
         return f"{NOT_EXPLAINED} ({NO_MATMULS})"
     if a is None or b is None:
         return NO_CALIBRATION
     low, high, basis = predicted_change(a, b)
+    said = f"{basis} predicts {low:.3g}–{high:.3g}×"
     if low <= change <= high and not low <= 1.0 <= high:
-        return ACCOUNTS
-    either = ", either way" if low <= 1.0 <= high else ""
-    return f"{NOT_EXPLAINED} ({basis} predicts {low:.3g}–{high:.3g}×{either})"
+        return f"{ACCOUNTS} ({said})"
+    return f"{NOT_EXPLAINED} ({said}{', either way' if low <= 1.0 <= high else ''})"
 
 
 def shown(c: Calibrated | None) -> str:

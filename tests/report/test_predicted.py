@@ -67,7 +67,8 @@ def test_a_planted_interval_that_covers_the_change_accounts_for_it_and_one_that_
     low, high, basis = predicted.predicted_change(a, b)
     assert (low, high) == pytest.approx((1.3129, 1.7138), rel=1e-4)
     assert basis == "the 95 % interval of their calibrations"
-    assert predicted.accounts(1.5, a, b) == "accounts for it"
+    assert predicted.accounts(1.5, a, b) == \
+        "accounts for it (the 95 % interval of their calibrations predicts 1.31–1.71×)"
     assert predicted.accounts(2.0, a, b) == ("not explained by the calibration (the 95 % interval of their "
                                              "calibrations predicts 1.31–1.71×)")
     assert predicted.accounts(1.25, a, b).startswith("not explained by the calibration")
@@ -92,7 +93,7 @@ def ranged(value: float, low: float, high: float, runs: int = 3) -> predicted.Ca
 def test_without_intervals_the_range_over_the_runs_stands_in_and_says_so() -> None:
     # the two hosts' runs predict 1.2-2.0x (b's 1.2-1.6 over a's 0.8-1.0): a change of 1.5x lies within
     a, b = ranged(0.9, 0.8, 1.0), ranged(1.4, 1.2, 1.6)
-    assert predicted.accounts(1.5, a, b) == "accounts for it"
+    assert predicted.accounts(1.5, a, b) == "accounts for it (the range of their runs' calibrations predicts 1.2–2×)"
     assert predicted.accounts(2.5, a, b) == \
         "not explained by the calibration (the range of their runs' calibrations predicts 1.2–2×)"
     # one host's calibration ran 2.49-10.08 over its runs: its prediction holds 1, so it explains no change
