@@ -42,7 +42,7 @@ NOT_RUN = {
     "scripts/test_stack.sh": "builds a venv of about 5 GB with other framework versions, then runs the tests",
     "asv": "builds a virtualenv per framework release, then runs benchmarks: minutes",
     "tape-vs-trace publish": "runs asv publish over the git history and writes html/",
-    "tape-vs-trace calibrate": "measures this host for about 10 s",
+    "tape-vs-trace calibrate": "measures this host in 6 fresh processes, half a minute on a loaded 2-core host",
     "tape-vs-trace first-step": "starts fresh processes of both frameworks, a torch.compile each (about 2 minutes "
                                 "at the defaults); tests/side/test_first_step.py runs its points",
     "tape-vs-trace distributed": "starts rank processes for every combination (about 45 minutes at the defaults), "

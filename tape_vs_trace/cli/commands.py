@@ -11,7 +11,7 @@ from typing import Any
 from implementations.frameworks import DEVICES
 from tape_vs_trace.cli import handlers
 from tape_vs_trace.results import host_check
-from tape_vs_trace.running import profiles
+from tape_vs_trace.running import calibrate, profiles
 from tape_vs_trace.side import distributed_plan, distributed_run
 
 
@@ -201,10 +201,13 @@ COMMANDS: tuple[Command, ...] = (
                        _arg("--frameworks", help="comma-separated frameworks (default: all)")),
             errors=("tape_vs_trace.side.first_step:FirstStepError",)),
     Command("calibrate", "measure this host's matmul rate, copy bandwidth and dispatch cost", handlers.handle_calibrate,
-            description="Fresh process per framework; writes the calibration that scrub-results stores with every "
-                        "result and the roofline divides by.",
+            description="Fresh processes per framework, taking turns; writes the calibration (each value the "
+                        "median over the processes, and every process's, for the report's intervals) that "
+                        "scrub-results stores with every result and the roofline divides by.",
             arguments=(_arg("--out", type=Path, default=Path(".asv/calibration.json"),
                             help="calibration file (default: .asv/calibration.json)"),
+                       _arg("--processes", type=int, default=calibrate.PROCESSES,
+                            help="fresh processes per framework; 2 or more give an interval (default %(default)s)"),
                        _arg("--device", choices=DEVICES, help="default: TVT_DEVICE, else cuda where nvidia-smi is")),
             errors=("tape_vs_trace.running.calibrate:CalibrationError",)),
     Command("machine", "write this machine's asv record to ~/.asv-machine.json and print its name",

@@ -33,7 +33,7 @@ def handle_scrub_results(args: argparse.Namespace) -> int:
 def handle_calibrate(args: argparse.Namespace) -> int:
     from tape_vs_trace.running import calibrate
 
-    print(f"wrote {calibrate.run(args.out, args.device)}")
+    print(f"wrote {calibrate.run(args.out, args.device, args.processes)}")
     return 0
 
 

@@ -1,8 +1,8 @@
 """Each framework at its best, a question of its own: per workload and size, PyTorch's fastest gradient step (eager
 or compiled, any formulation) against JAX's fastest on the same machine, the ratio across modes by the rule
 `stats.fastest` (never mixed into the like-mode tables, and each side's mode named); and what each host's
-calibration of both frameworks says of a mode (report.hosts: dispatch cost for eager steps, matmul rate for compiled
-ones), said in the finding line."""
+calibration of both frameworks says of a mode (report.predicted: dispatch cost for eager steps, matmul rate for
+compiled ones), said in the finding line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from implementations import pillars
-from tape_vs_trace.report import fmt, headline, hosts, stats
+from tape_vs_trace.report import fmt, headline, predicted, stats
 from tape_vs_trace.results.rowkey import RowKey
 
 QUESTION = "What does each framework give at its fastest mode on this machine?"
@@ -56,10 +56,10 @@ def rows_of(table: pd.DataFrame) -> list[Best]:
 
 def calibration_words(mode: str, calibration: dict) -> str:
     """'matmul rate predicts JAX/PyTorch 1.62×': the JAX/PyTorch time ratio the host's calibration of the kind that
-    bounds a step of `mode` predicts (hosts.RELEVANT), '' where the mode has no such kind or a value is missing."""
-    kind = hosts.RELEVANT.get(mode)
-    predicted = hosts.calibrated_ratio(calibration, kind) if kind and calibration else None
-    return f"{kind} predicts JAX/PyTorch {predicted:.3g}×" if predicted is not None else ""
+    bounds a step of `mode` predicts (predicted.RELEVANT), '' where the mode has no such kind or a value is missing."""
+    kind = predicted.RELEVANT.get(mode)
+    ratio = predicted.calibrated_ratio(calibration, kind) if kind and calibration else None
+    return f"{kind} predicts JAX/PyTorch {ratio:.3g}×" if ratio is not None else ""
 
 
 def _side(row: dict) -> str:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
 
-from tape_vs_trace.report import headline, stats
+from tape_vs_trace.report import headline, predicted, stats
 from tape_vs_trace.report.headline import Row
 from tape_vs_trace.report.load import Results
+from tape_vs_trace.report.predicted import ACCOUNTS, NO_CALIBRATION, NOT_EXPLAINED
 from tape_vs_trace.results import history, host_check, rowkey
 from tape_vs_trace.results.rowkey import RowKey
 
@@ -99,29 +99,6 @@ def like_machines(by_machine: dict[str, Row], details: dict) -> tuple[list[str],
     return like, why
 
 
-# kind -> (label, path into the calibration of PyTorch's value, JAX's, whether a larger value is a faster host)
-CALIBRATIONS = {
-    "matmul rate": ("float32 matmul rate (flop/s)", ("matmul_flops_per_s", "float32"),
-                    ("matmul_flops_per_s_jax", "float32"), True),
-    "dispatch cost": ("dispatch cost (s/op)", ("dispatch_seconds_per_op", "torch"), ("dispatch_seconds_per_op", "jax"),
-                      False),
-    "copy bandwidth": ("copy bandwidth (B/s)", ("copy_bytes_per_s",), ("copy_bytes_per_s_jax",), True),
-}
-# the calibration of the kind that bounds a mode's step: an eager step dispatches many small ops, a compiled step of
-# these sizes is a few fused matmul-bound programs
-RELEVANT = {"eager": "dispatch cost", "compiled": "matmul rate"}
-
-
-def calibrated_ratio(calibration: dict, kind: str) -> float | None:
-    """The JAX/PyTorch time ratio the calibration of `kind` predicts (JAX's cost over PyTorch's: a rate's
-    reciprocal), or None where either value is missing."""
-    _, torch_path, jax_path, rate = CALIBRATIONS[kind]
-    t, j = (host_check.calibrated_value(calibration, p) for p in (torch_path, jax_path))
-    if t is None or j is None:
-        return None
-    return t / j if rate else j / t
-
-
 def _differs(a: Row, b: Row) -> float | None:
     """b's ratio over a's where they differ beyond a rerun's band, intervals apart; None otherwise."""
     ca, cb = a.comparison, b.comparison
@@ -130,126 +107,83 @@ def _differs(a: Row, b: Row) -> float | None:
     return change if apart and abs(math.log(change)) > math.log(1 + stats.BETWEEN_PROCESSES) else None
 
 
-@dataclass(frozen=True)
-class Calibrated:
-    """The JAX/PyTorch ratio a calibration kind predicts on one host: the run's own, and the range over every run
-    of that machine on the same host (host_check.same_host), which is what a rerun of the calibration moves."""
-
-    value: float
-    low: float
-    high: float
-    runs: int
-
-
-def calibrated_range(details: dict[tuple[str, str], dict], machine: str, commit: str, kind: str) -> Calibrated | None:
-    """The run's predicted ratio of `kind` with its range over the machine's runs on the same host; None where the
-    run has no such calibration."""
-    mine = details.get((machine, commit)) or {}
-    own = calibrated_ratio(mine.get("calibration") or {}, kind)
-    if own is None:
-        return None
-    values = [own]
-    for (m, c), record in details.items():
-        if m == machine and c != commit and host_check.same_host(mine, record or {})[0]:
-            v = calibrated_ratio((record or {}).get("calibration") or {}, kind)
-            values += [] if v is None else [v]
-    return Calibrated(own, min(values), max(values), len(values))
-
-
-ACCOUNTS, NOT_EXPLAINED = "accounts for it", "not explained by the calibration"
-NO_MATMULS = "no matmuls: the matmul rate does not concern it"
-
-
-def accounts(change: float, a: Calibrated | None, b: Calibrated | None, concerns: bool = True) -> str:
-    """Whether the calibrations account for a ratio's change between two hosts: only where the calibration concerns
-    the workload (`concerns`: no matmul rate for a step without matmuls) and the change lies within what the two
-    hosts' calibrations predict over their runs (b's range over a's) and that range predicts a change (it excludes 1);
-    otherwise NOT_EXPLAINED and why."""
-    if not concerns:
-        return f"{NOT_EXPLAINED} ({NO_MATMULS})"
-    if a is None or b is None:
-        return NO_CALIBRATION
-    low, high = b.low / a.high, b.high / a.low  # every pair of the two hosts' runs
-    if low <= change <= high and not low <= 1.0 <= high:
-        return ACCOUNTS
-    either = ", either way" if low <= 1.0 <= high else ""  # a range that holds 1 predicts no change at all
-    return f"{NOT_EXPLAINED} (their runs predict {low:.3g}–{high:.3g}×{either})"
-
-
 def _calibration_table(machines: list[tuple[str, str]], details: dict) -> list[str]:
-    head = [f"{fw} {label}" for label, *_ in CALIBRATIONS.values() for fw in ("PyTorch", "JAX")]
+    head = [f"{fw} {label}" for label, *_ in predicted.CALIBRATIONS.values() for fw in ("PyTorch", "JAX")]
     lines = ["| machine | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
     for machine, commit in machines:
         cal = (details.get((machine, commit)) or {}).get("calibration") or {}
-        cells = [host_check.calibrated_value(cal, path) for _, t, j, _ in CALIBRATIONS.values() for path in (t, j)]
+        cells = [host_check.calibrated_value(cal, path) for _, t, j, _ in predicted.CALIBRATIONS.values()
+                 for path in (t, j)]
         lines.append(f"| {machine} (`{commit[:8]}`) | " + " | ".join("n/a" if v is None else f"{v:.4g}"
                                                                        for v in cells) + " |")
     return lines
 
 
-NO_CALIBRATION = "no calibration of this kind in both runs"
-
-
-def _shown(c: Calibrated | None) -> str:
-    return "n/a" if c is None else f"{c.value:.3g} ({c.low:.3g}–{c.high:.3g}, {c.runs} run{'s' if c.runs > 1 else ''})"
-
-
 def _differences(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()
-                 ) -> tuple[list[str], list[str], list]:
-    """The table rows of `explain`, each one's verdict (`accounts`, without its reason) and the runs they name;
-    `no_matmuls` holds the workloads whose step has no matmuls."""
+                 ) -> tuple[list[str], list[str], list, int]:
+    """The table rows of `explain`, each one's verdict (`accounts`, without its reason), the runs they name and how
+    many verdicts rest on both runs' intervals; `no_matmuls` holds the workloads whose step has no matmuls."""
     by_case: dict[tuple, dict[str, Row]] = {}
     for r in rows:
         if r.measure == "step time":
             by_case.setdefault(r.case, {})[r.machine] = r
-    found, verdicts, machines = [], [], {}
+    found, verdicts, machines, on_intervals = [], [], {}, 0
     for case, by_machine in by_case.items():
         like = like_machines(by_machine, details)[0]
         for i, ma in enumerate(like):
             for mb in like[i + 1:]:
                 a, b = by_machine[ma], by_machine[mb]
                 change = _differs(a, b)
-                kind = RELEVANT.get(case[2])
+                kind = predicted.RELEVANT.get(case[2])
                 if change is None or kind is None:
                     continue
-                cals = [calibrated_range(details, r.torch["machine"], r.commit, kind) for r in (a, b)]
-                said = accounts(change, *cals, concerns=not (kind == "matmul rate" and case[0] in no_matmuls))
+                cals = [predicted.calibrated(details, r.torch["machine"], r.commit, kind) for r in (a, b)]
+                said = predicted.accounts(change, *cals,
+                                          concerns=not (kind == "matmul rate" and case[0] in no_matmuls))
                 verdicts.append(said.split(" (")[0])
+                on_intervals += all(c is not None and c.has_interval for c in cals)
                 machines.update({(r.torch["machine"], r.commit): None for r in (a, b)})
                 found.append(f"| {headline.case_label(case)} | {ma} → {mb} | {a.comparison.ratio:.3g}× → "
-                             f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {_shown(cals[0])} → "
-                             f"{_shown(cals[1])} | {said} |")
-    return found, verdicts, list(machines)
+                             f"{b.comparison.ratio:.3g}× | {change:.3g}× | {kind}: {predicted.shown(cals[0])} → "
+                             f"{predicted.shown(cals[1])} | {said} |")
+    return found, verdicts, list(machines), on_intervals
 
 
-def _counted(verdicts: list[str], subject: str) -> str:
-    """How many of `verdicts` each kind is, as one sentence about `subject`."""
+def _counted(verdicts: list[str], subject: str, on_intervals: int) -> str:
+    """How many of `verdicts` each kind is, and how many rest on both runs' intervals, as one sentence about
+    `subject`."""
     n = {v: verdicts.count(v) for v in (ACCOUNTS, NOT_EXPLAINED, NO_CALIBRATION)}
     return (f"Of {subject}, the calibration of the step's kind (dispatch cost for eager steps, matmul rate for "
-            f"compiled steps with matmuls), over each host's runs, accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} "
-            f"are not explained by the calibration"
-            + (f"; {n[NO_CALIBRATION]} have no such calibration in both runs" if n[NO_CALIBRATION] else "") + ".")
+            f"compiled steps with matmuls) accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by the "
+            "calibration"
+            + (f"; {n[NO_CALIBRATION]} have no such calibration in both runs" if n[NO_CALIBRATION] else "")
+            + f". {on_intervals} of the {len(verdicts)} rest on both runs' 95 % intervals over the calibration's "
+            "processes, the others on ranges over runs.")
 
 
 def explain(rows: list[Row], details: dict[tuple[str, str], dict], no_matmuls: frozenset = frozenset()) -> list[str]:
     """For every step-time ratio that differs between two like machines (`like_machines`) beyond the band a rerun
     moves it, with intervals apart: each framework's calibration on each machine, the JAX/PyTorch ratio the
-    calibration of the step's kind (RELEVANT) predicts on each, with its range over the host's runs, and whether
-    that accounts for the change (`accounts`); then how many it does. Empty where no ratio differs."""
-    found, verdicts, machines = _differences(rows, details, no_matmuls)
+    calibration of the step's kind (predicted.RELEVANT) predicts on each, with its interval or its range over the
+    host's runs (`predicted.calibrated`), and whether that accounts for the change (`predicted.accounts`); then how
+    many it does. Empty where no ratio differs."""
+    found, verdicts, machines, on_intervals = _differences(rows, details, no_matmuls)
     if not found:
         return []
     return ["", f"Ratios that differ between like machines beyond the {stats.BETWEEN_PROCESSES * 100:g} % a rerun "
             "moves them (intervals apart), against the calibrations each run recorded of both frameworks:", "",
             *_calibration_table(machines, details), "",
-            "A calibration predicts a JAX/PyTorch ratio on each host: the run's own, and its range over every run "
-            "of the machine on the same host (a calibration moves between runs as a step does). It accounts for a "
-            "change only where the range the two hosts' runs predict excludes 1 and holds the change, and only where "
-            "it concerns the workload (the matmul rate not for a step without matmuls).", "",
-            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch (range, runs) | "
-            "does it account for the change? |",
+            "A calibration predicts a JAX/PyTorch ratio on each host: the run's own, with its 95 % interval over "
+            "the calibration's processes [in brackets] where the run kept each process's values, otherwise with "
+            "its range over every run of the machine on the same host (a calibration moves between runs as a step "
+            "does). Two runs with intervals predict the change with an interval of their own; otherwise every pair "
+            "of their bounds does, which is wider. It accounts for a change only where that prediction excludes 1 "
+            "and holds the change, and only where it concerns the workload (the matmul rate not for a step without "
+            "matmuls).", "",
+            "| case | machines | JAX/PyTorch | change | calibration of the step's kind, JAX/PyTorch [interval] or "
+            "(range, runs) | does it account for the change? |",
             "|---|---|---|---:|---|---|", *found, "",
-            _counted(verdicts, f"{len(found)} such difference(s)")]
+            _counted(verdicts, f"{len(found)} such difference(s)", on_intervals)]
 
 
 PAGE = "hosts.md"  # the differences between machines, beside the front page: they grow with every pair of machines
@@ -268,14 +202,14 @@ def front_lines(rows: list[Row], details: dict[tuple[str, str], dict], no_matmul
                 ) -> list[str]:
     """The front page's word on the differences between machines: how many, by verdict, and a link to PAGE; empty
     where none differs."""
-    found, verdicts, _ = _differences(rows, details, no_matmuls)
+    found, verdicts, *_ = _differences(rows, details, no_matmuls)
     if not found:
         return []
     n = {v: verdicts.count(v) for v in (ACCOUNTS, NOT_EXPLAINED, NO_CALIBRATION)}
     none = f"; {n[NO_CALIBRATION]} lack a calibration in both runs" if n[NO_CALIBRATION] else ""
     return [f"{len(found)} step-time ratios differ between like machines beyond a rerun's "
-            f"±{stats.BETWEEN_PROCESSES * 100:g} % (intervals apart): the calibration of the step's kind, over each "
-            f"host's runs, accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by the calibration{none}. "
+            f"±{stats.BETWEEN_PROCESSES * 100:g} % (intervals apart): the calibration of the step's kind (interval or "
+            f"runs' range) accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by the calibration{none}. "
             f"Each, with both hosts' calibrations: [{PAGE}]({PAGE})."]
 
 

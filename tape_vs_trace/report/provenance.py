@@ -45,7 +45,7 @@ def _kv(title: str, values: dict) -> list[str]:
     if title.endswith("calibration"):
         rows = [(words, _rate(values[key], divisor, unit)) for key, words, divisor, unit in CALIBRATION_WORDS
                 if key in values]
-        shown = {key for key, *_ in CALIBRATION_WORDS} | {"samples"}
+        shown = {key for key, *_ in CALIBRATION_WORDS} | {"samples", "per_process"}
         rows += [(k, readable(v)) for k, v in sorted(values.items()) if k not in shown]
     else:
         for k, v in sorted(values.items()):

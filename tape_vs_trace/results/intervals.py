@@ -66,16 +66,27 @@ def ratio_interval(numerator: list, denominator: list,
         return median_interval(paired_ratios(numerator, denominator))
     if resolution != ACROSS_PROCESSES:
         raise ValueError(f"unknown resolution {resolution!r}; one of {RESOLUTIONS}")
-    x, y = (np.log(np.asarray(v, dtype=float)) for v in (numerator, denominator))
-    if len(x) < 2 or len(y) < 2 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+    return product_interval([numerator], [denominator])
+
+
+def product_interval(over: list, under: list) -> tuple[float, float]:
+    """95 % interval of the product of the `over` quantities divided by the product of the `under` ones, each given
+    as the per-process values of an independent set of processes (ratio_interval's across-process ratio is one over
+    one; a predicted change between two hosts, two over two); NaN where a set has fewer than two values.
+
+    On the logarithms: the sum of the sets' means with their signs, its variance the sum of each set's squared
+    standard error, Welch-Satterthwaite degrees of freedom, Student's t; back-transformed.
+    """
+    sets = [(sign, np.log(np.asarray(v, dtype=float))) for sign, group in ((1, over), (-1, under)) for v in group]
+    if not sets or any(len(x) < 2 or not np.all(np.isfinite(x)) for _, x in sets):
         return math.nan, math.nan
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    diff = x.mean() - y.mean()
-    if vx + vy == 0:  # identical values in every process: the ratio is exact
-        return float(np.exp(diff)), float(np.exp(diff))
-    dof = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, dof) * math.sqrt(vx + vy)
-    return float(np.exp(diff - half)), float(np.exp(diff + half))
+    centre = sum(sign * x.mean() for sign, x in sets)
+    parts = [x.var(ddof=1) / len(x) for _, x in sets]
+    if sum(parts) == 0:  # identical values in every process: the quantity is exact
+        return float(np.exp(centre)), float(np.exp(centre))
+    dof = sum(parts) ** 2 / sum(p ** 2 / (len(x) - 1) for p, (_, x) in zip(parts, sets, strict=True))
+    half = sps.t.ppf(0.5 + CONFIDENCE / 2, dof) * math.sqrt(sum(parts))
+    return float(np.exp(centre - half)), float(np.exp(centre + half))
 
 
 def half_width(value: float, low: float, high: float) -> float:

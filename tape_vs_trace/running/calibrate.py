@@ -12,7 +12,10 @@ Each framework's probe measures, in a fresh process per framework with the bench
   `copy_bytes_per_s`, JAX's is for information.
 - dispatch cost: a loop of tiny adds, seconds per op (`rates.dispatch_cost`): PyTorch eager, JAX op-by-op (no jit).
 
-This module only runs the two processes and writes the file; the sizes are `implementations.sampling`'s.
+Each framework is measured in PROCESSES fresh processes, the two frameworks' taking turns: the file's values are the
+median over its processes, and `per_process` keeps every process's, from which the report forms a 95 % interval
+(a calibration moves between processes as a step does). This module only runs the processes and writes the file;
+the sizes are `implementations.sampling`'s.
 
     tape-vs-trace calibrate --out .asv/calibration.json
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -30,6 +34,9 @@ from typing import Any
 from implementations import sampling
 
 CHILD_TIMEOUT_S = 300
+# Processes per framework: three give a between-process interval (as the runner's steps do) for about 2 s each on a
+# 2-core CPU, most of it the framework's import.
+PROCESSES = 3
 
 
 def _dtypes(device: str) -> tuple[str, ...]:
@@ -51,18 +58,36 @@ def measure(framework: str, device: str) -> dict[str, Any]:
     return found
 
 
-def combine(torch_part: dict[str, Any], jax_part: dict[str, Any], device: str) -> dict[str, Any]:
-    """The calibration file's content from the two processes' measurements."""
+def _gathered(parts: list[Any]) -> Any:
+    """The processes' measurements as one tree of the same keys, each value the list of the processes' values."""
+    if isinstance(parts[0], dict):
+        return {key: _gathered([part[key] for part in parts]) for key in parts[0]}
+    return [float(v) for v in parts]
+
+
+def _medians(tree: Any) -> Any:
+    return {k: _medians(v) for k, v in tree.items()} if isinstance(tree, dict) else float(statistics.median(tree))
+
+
+def combine(torch_parts: list[dict[str, Any]], jax_parts: list[dict[str, Any]], device: str) -> dict[str, Any]:
+    """The calibration file's content from each framework's processes' measurements (one dict per process): the
+    median over the processes, and under `per_process` every process's value at the same path."""
+    torch_all, jax_all = _gathered(torch_parts), _gathered(jax_parts)
+    per_process = {"matmul_flops_per_s": torch_all["matmul_flops_per_s"],
+                   "matmul_flops_per_s_jax": jax_all["matmul_flops_per_s"],
+                   "copy_bytes_per_s": torch_all["copy_bytes_per_s"],
+                   "copy_bytes_per_s_jax": jax_all["copy_bytes_per_s"],
+                   "dispatch_seconds_per_op": {"torch": torch_all["dispatch_seconds_per_op"],
+                                               "jax": jax_all["dispatch_seconds_per_op"]}}
     n, mib = sampling.MATMUL_N[device], sampling.COPY_BYTES[device] // 2**20
     return {
-        "matmul_flops_per_s": torch_part["matmul_flops_per_s"],
-        "matmul_flops_per_s_jax": jax_part["matmul_flops_per_s"],
-        "copy_bytes_per_s": torch_part["copy_bytes_per_s"],
-        "copy_bytes_per_s_jax": jax_part["copy_bytes_per_s"],
-        "dispatch_seconds_per_op": {"torch": torch_part["dispatch_seconds_per_op"],
-                                    "jax": jax_part["dispatch_seconds_per_op"]},
+        **_medians(per_process),
+        "per_process": per_process,
+        "processes": {"torch": len(torch_parts), "jax": len(jax_parts)},
         "device": device,
-        "method": (f"fresh process per framework, frameworks.load(name, 'highest'), each framework's probe; "
+        "method": (f"{len(torch_parts)} fresh processes per framework, the frameworks taking turns, "
+                   "frameworks.load(name, 'highest'), each framework's probe; each value is the median over the "
+                   "processes, per_process holds each process's. In a process: "
                    f"{sampling.CALIBRATION_REPEATS} repeats after a warm-up. matmul: {n}x{n} square product, 2n^3 "
                    "flops over the best repeat (on CUDA float32 at TF32 too, 'float32/tf32', under the tf32 setting); "
                    "matmul_flops_per_s is PyTorch's and is the one rate the roofline "
@@ -88,9 +113,12 @@ def _child(framework: str, device: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def calibrate(device: str) -> dict[str, Any]:
-    """Both frameworks, one fresh process each."""
-    return combine(_child("torch", device), _child("jax", device), device)
+def calibrate(device: str, processes: int = PROCESSES) -> dict[str, Any]:
+    """Both frameworks, `processes` fresh processes each, taking turns (load that comes and goes hits both)."""
+    if processes < 1:
+        raise ValueError(f"processes must be 1 or more, not {processes}")
+    turns = [(_child("torch", device), _child("jax", device)) for _ in range(processes)]
+    return combine([t for t, _ in turns], [j for _, j in turns], device)
 
 
 def write(calibration: dict[str, Any], out: Path) -> None:
@@ -101,13 +129,13 @@ def write(calibration: dict[str, Any], out: Path) -> None:
     os.replace(tmp, out)
 
 
-def run(out: Path, device: str | None = None) -> Path:
+def run(out: Path, device: str | None = None, processes: int = PROCESSES) -> Path:
     """Calibrate this host and write `out` (returned); any failure is a CalibrationError and leaves no file."""
     from implementations import frameworks
 
     try:
         out.unlink(missing_ok=True)
-        write(calibrate(device or frameworks.detect_device()), out)
+        write(calibrate(device or frameworks.detect_device(), processes), out)
     except (ValueError, subprocess.TimeoutExpired, OSError) as exc:  # a bad TVT_DEVICE, a hung child, a bad --out
         raise CalibrationError(str(exc)) from None
     return out

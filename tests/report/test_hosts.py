@@ -6,6 +6,7 @@ the calibrations of both frameworks."""
 from __future__ import annotations
 
 import json
+import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -210,10 +211,6 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
     combinations apart: their recorded calibrations of both frameworks, against made-up ratios."""
     amd, intel = record("amd-epyc-f25m17-2c-run-b-quiet.json"), record("intel-xeon-f6m167-2c-7b3a82c3.json")
     details = {("amd", MINE): amd["tape_vs_trace"], ("intel", OTHER): intel["tape_vs_trace"]}
-    # JAX/PyTorch dispatch cost: 9.462e-6 / 2.932e-6 = 3.227 on the AMD host, 7.140e-6 / 1.857e-6 = 3.844 on Intel
-    assert hosts.calibrated_ratio(amd["tape_vs_trace"]["calibration"], "dispatch cost") == pytest.approx(3.227, 1e-3)
-    # PyTorch's matmul rate over JAX's (a JAX step takes longer where its rate is lower): 1.617 and 1.157
-    assert hosts.calibrated_ratio(intel["tape_vs_trace"]["calibration"], "matmul rate") == pytest.approx(1.157, 1e-3)
     rows = [ratio_row("amd", 3.0, 2.4, 3.4, amd["date"]), ratio_row("intel", 4.2, 4.1, 4.5, intel["date"],
                                                                     commit=OTHER),
             ratio_row("amd", 0.5, 0.45, 0.7, amd["date"], mode="compiled"),
@@ -222,59 +219,29 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
     assert "| amd (`aaaaaaaa`) | 1.857e+11 | 1.148e+11 | 2.932e-06 | 9.462e-06 | 3.314e+10 | 4.303e+09 |" in lines
     [eager] = [x for x in lines if "eager" in x and x.startswith("| mlp")]
     # 4.2 / 3.0 = 1.4x; one calibration a host predicts 3.844 / 3.227 = 1.19x, which does not hold 1.4x
-    assert eager.endswith("| 3× → 4.2× | 1.4× | dispatch cost: 3.23 (3.23–3.23, 1 run) → 3.84 (3.84–3.84, 1 run) | "
-                          "not explained by the calibration (their runs predict 1.19–1.19×) |")
+    assert eager.endswith("| 3× → 4.2× | 1.4× | dispatch cost: 3.23 (3.23–3.23, range over 1 run) → 3.84 "
+                          "(3.84–3.84, range over 1 run) | not explained by the calibration (the range of their runs' "
+                          "calibrations predicts 1.19–1.19×) |")
     [compiled] = [x for x in lines if "compiled" in x and x.startswith("| mlp")]
     # JAX relatively faster on the AMD host, whose calibration says JAX's matmuls are relatively slower there
-    assert compiled.endswith("| not explained by the calibration (their runs predict 0.715–0.715×) |")
+    assert compiled.endswith("| not explained by the calibration (the range of their runs' calibrations predicts "
+                             "0.715–0.715×) |")
     assert lines[-1] == ("Of 2 such difference(s), the calibration of the step's kind (dispatch cost for eager steps, "
-                         "matmul rate for compiled steps with matmuls), over each host's runs, accounts for 0; 2 are "
-                         "not explained by the calibration.")
-    # the matmul rate is no explanation for a workload without matmuls
-    assert "not explained by the calibration (no matmuls: the matmul rate does not concern it)" in \
-        "\n".join(hosts.explain(rows, details, frozenset({"mlp"})))
-    # within the band, or intervals that overlap: nothing to explain
-    assert hosts.explain([rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)], details) == []
+                         "matmul rate for compiled steps with matmuls) accounts for 0; 2 are not explained by the "
+                         "calibration. 0 of the 2 rest on both runs' 95 % intervals over the calibration's processes, "
+                         "the others on ranges over runs.")
     # the front page counts them and links their page, which holds every row of the table
     [front_line] = hosts.front_lines(rows, details)
     assert front_line.startswith("2 step-time ratios differ between like machines beyond a rerun's ±10 % (intervals "
-                                 "apart): the calibration of the step's kind, over each host's runs, accounts for 0; 2 "
-                                 "are not explained by the calibration.")
+                                 "apart): the calibration of the step's kind (interval or runs' range) accounts for 0; "
+                                 "2 are not explained by the calibration.")
     assert front_line.endswith(f"[{hosts.PAGE}]({hosts.PAGE}).")
     page = hosts.page(rows, details)
     assert eager in page.splitlines() and compiled in page.splitlines() and "](summary.md)" in page
+    # within the band, or intervals that overlap: nothing to explain
     close = [rows[0], ratio_row("intel", 3.2, 2.9, 3.5, intel["date"], commit=OTHER)]
-    assert hosts.page(close, details) is None and hosts.front_lines(close, details) == []
-
-
-def calibrated(value: float, low: float, high: float, runs: int = 3) -> hosts.Calibrated:
-    return hosts.Calibrated(value, low, high, runs)
-
-
-def test_accounts_only_where_the_runs_predict_a_change_that_holds_the_observed_one() -> None:
-    # the two hosts' runs predict 1.2-2.0x (b's 1.2-1.6 over a's 0.8-1.0): a change of 1.5x lies within
-    a, b = calibrated(0.9, 0.8, 1.0), calibrated(1.4, 1.2, 1.6)
-    assert hosts.accounts(1.5, a, b) == "accounts for it"
-    assert hosts.accounts(2.5, a, b) == "not explained by the calibration (their runs predict 1.2–2×)"
-    # one host's calibration ran 2.49-10.08 over its runs: its prediction holds 1, so it explains no change
-    wide = calibrated(5.72, 2.49, 10.08)
-    assert hosts.accounts(1.64, wide, calibrated(3.66, 3.64, 4.32)) == \
-        "not explained by the calibration (their runs predict 0.361–1.73×, either way)"
-    assert hosts.accounts(1.5, a, b, concerns=False) == \
-        "not explained by the calibration (no matmuls: the matmul rate does not concern it)"
-    assert hosts.accounts(1.5, None, b) == "no calibration of this kind in both runs"
-
-
-def test_a_calibration_range_spans_the_machines_runs_on_the_same_host_only() -> None:
-    amd = record("amd-epyc-f25m17-2c-run-b-quiet.json")["tape_vs_trace"]
-    intel = record("intel-xeon-f6m167-2c-7b3a82c3.json")["tape_vs_trace"]
-    slower = json.loads(json.dumps(amd))
-    slower["calibration"]["dispatch_seconds_per_op"]["jax"] *= 2
-    details = {("box", MINE): amd, ("box", OTHER): slower, ("box", THIRD): intel}  # THIRD: another host
-    got = hosts.calibrated_range(details, "box", MINE, "dispatch cost")
-    own = hosts.calibrated_ratio(amd["calibration"], "dispatch cost")
-    assert (got.value, got.low, got.high, got.runs) == pytest.approx((own, own, 2 * own, 2))
-    assert hosts.calibrated_range({("box", MINE): {}}, "box", MINE, "dispatch cost") is None
+    assert hosts.explain(close, details) == [] and hosts.page(close, details) is None
+    assert hosts.front_lines(close, details) == []
 
 
 def test_the_committed_runs_say_accounts_only_with_a_calibration_that_concerns_the_workload() -> None:
@@ -292,3 +259,43 @@ def test_the_committed_runs_say_accounts_only_with_a_calibration_that_concerns_t
                                  "it) |")
         if "accounts for it" in line:
             assert "either way" not in line and not line.startswith(("| chain", "| lstm"))
+    # each prediction says what it rests on: an interval over processes, or (no processes kept) the range over runs
+    differences = [x for x in lines if " → " in x]
+    assert differences and all(x.count("95 % over") + x.count("range over") == 2 for x in differences)
+    if not any(((d or {}).get("calibration") or {}).get("per_process") for d in data.details.values()):
+        assert not any("95 % over" in x for x in differences)
+
+
+def planted(spread: list[float], dispatch: tuple[float, float], matmul: tuple[float, float]) -> dict:
+    """A run's record, its calibration as `calibrate` writes it: per process `spread` times each framework's value."""
+    each = {"dispatch_seconds_per_op": {"torch": dispatch[0], "jax": dispatch[1]},
+            "matmul_flops_per_s": {"float32": matmul[0]}, "matmul_flops_per_s_jax": {"float32": matmul[1]}}
+    per = {key: {k: [v * x for v in spread] for k, x in values.items()} for key, values in each.items()}
+    medians = {key: {k: statistics.median(v) for k, v in values.items()} for key, values in per.items()}
+    return {"calibration": {**medians, "per_process": per}}
+
+
+def test_planted_calibrations_with_intervals_decide_the_verdicts() -> None:
+    """Three processes a side, 5 % apart. Eager: host A's dispatch ratio 3, host B's 4.5; compiled: PyTorch's matmul
+    rate twice JAX's on A, three times on B. Both predict 1.5x from A to B, with the 95 % interval 1.31-1.71x."""
+    spread = [1.0, 1.05, 0.95]
+    details = {("amd", MINE): planted(spread, (1e-6, 3e-6), (1e11, 0.5e11)),
+               ("intel", OTHER): planted(spread, (1e-6, 4.5e-6), (1.5e11, 0.5e11))}
+    date = APART.author_date_ms
+
+    def verdicts(eager_b: float, compiled_b: float, no_matmuls: frozenset = frozenset()) -> list[str]:
+        rows = [ratio_row("amd", 3.0, 2.9, 3.1, date), ratio_row("amd", 0.5, 0.48, 0.52, date, mode="compiled")]
+        rows += [ratio_row("intel", v, v * 0.97, v * 1.03, date, mode=mode, commit=OTHER)
+                 for v, mode in ((eager_b, "eager"), (compiled_b, "compiled"))]
+        return [x.rsplit(" | ", 1)[1] for x in hosts.explain(rows, details, no_matmuls) if " → " in x]
+
+    within = "accounts for it (the 95 % interval of their calibrations predicts 1.31–1.71×) |"
+    assert verdicts(4.5, 0.8) == [within, within]  # 1.5x and 1.6x
+    assert verdicts(6.0, 0.6) == [within.replace("accounts for it", "not explained by the calibration")] * 2  # 2x, 1.2x
+    # a step without matmuls: the matmul rate never explains it, however well its interval fits
+    assert verdicts(4.5, 0.8, frozenset({"mlp"})) == [
+        within, "not explained by the calibration (no matmuls: the matmul rate does not concern it) |"]
+    rows = [ratio_row("amd", 3.0, 2.9, 3.1, date), ratio_row("intel", 4.5, 4.4, 4.6, date, commit=OTHER)]
+    assert hosts.explain(rows, details)[-1].endswith("accounts for 1; 0 are not explained by the calibration. 1 of "
+                                                     "the 1 rest on both runs' 95 % intervals over the calibration's "
+                                                     "processes, the others on ranges over runs.")

@@ -121,6 +121,13 @@ def test_provenance_prints_fingerprint_calibration_and_samples(synthetic_report)
     assert "different hosts" not in text
 
 
+def test_a_calibrations_values_per_process_are_left_to_the_file() -> None:
+    cal = {"dispatch_seconds_per_op": {"torch": 2e-6}, "processes": {"torch": 3, "jax": 3},
+           "per_process": {"dispatch_seconds_per_op": {"torch": [1e-6, 2e-6, 3e-6]}}}
+    lines = provenance._kv("Host calibration", cal)
+    assert "| dispatch cost of a tiny op | torch 2 µs |" in lines and "| processes | torch: 3; jax: 3 |" in lines
+    assert not any("per_process" in line or "3e-06" in line for line in lines)
+
 def case(framework: str, params: str) -> dict:
     return {"benchmark": "recording.GradStep_mlp.time_step", "framework": framework, "params": params,
             "workload": "mlp", "size": "S", "variant": "eager"}

@@ -58,6 +58,21 @@ def test_across_processes_the_ratio_is_welch_t_on_the_medians() -> None:
         intervals.ratio_interval(numerator, denominator, "per sample")
 
 
+T_975_4 = 2.776445  # Student's t(0.975, 4 degrees of freedom), any t table
+
+
+def test_a_product_of_independent_sets_sums_their_log_means_and_variances() -> None:
+    # Two over two, the spread all in one set: centre 4 ln 2 / 3 - ln 2 = ln 2 / 3, Welch's dof 2 as above.
+    half = T_975_2 * 2 * LN2 / 3
+    low, high = intervals.product_interval([[1.0, 4.0, 4.0], [1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    assert (low, high) == pytest.approx((math.exp(LN2 / 3 - half), math.exp(LN2 / 3 + half)), rel=1e-6)
+    # The same spread in two sets: centre 0, squared standard errors v = (4 / 9)(ln 2)^2 each, dof (2v)^2 / (v^2) = 4.
+    half = T_975_4 * math.sqrt(2) * 2 * LN2 / 3
+    assert intervals.product_interval([[1.0, 4.0, 4.0]], [[1.0, 4.0, 4.0]]) == pytest.approx(
+        (math.exp(-half), math.exp(half)), rel=1e-6)
+    assert intervals.product_interval([[3.0, 3.0]], [[1.5, 1.5]]) == (2.0, 2.0)  # no spread: exact
+    assert all(math.isnan(v) for v in intervals.product_interval([[1.0, 2.0]], [[1.0]]))  # one process: no interval
+
 def test_the_runners_and_the_report_divide_through_the_one_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     from implementations.experiments import Experiment, Point
     from tape_vs_trace.report import stats
