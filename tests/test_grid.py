@@ -139,6 +139,18 @@ table = pd.read_csv(root / "report" / "summary.csv", keep_default_na=False)
 cited = io.StringIO()
 with contextlib.redirect_stdout(cited):
     cli.main(["cite", "GradStep_aaa_toy.time_step", "framework=torch", "mode=eager", "--results", str(results)])
+compared = io.StringIO()
+with contextlib.redirect_stdout(compared):
+    cli.main(["compare", str(results), str(results)])
+# a second machine with the same run, for the verdicts across machines
+import shutil
+shutil.copytree(results / "box", results / "box2")
+record = json.loads((results / "box2" / "machine.json").read_text())
+(results / "box2" / "machine.json").write_text(json.dumps({**record, "machine": "box2"}))
+other = json.loads(run.read_text())
+other["params"]["machine"] = "box2"
+(results / "box2" / run.name).write_text(json.dumps(other, allow_nan=True))
+report.write_report(results, root / "two", lambda message: None)
 print(json.dumps({
     "pillars": sorted(set(table[table.workload == "aaa_toy"].pillar)),
     # the front page, each machine's page and its page of every table
@@ -149,6 +161,8 @@ print(json.dumps({
     "files": sorted(p.name for p in (root / "report").rglob("*") if p.is_file()),
     "headline": [r.label for r in headline.build(load_results(results, lambda m: None)).rows],
     "cite": cited.getvalue(),
+    "compare": compared.getvalue(),
+    "across": [line for line in (root / "two" / "summary.md").read_text().splitlines() if "aaa_toy" in line],
 }))
 """
 
@@ -329,3 +343,5 @@ def test_a_new_workloads_rows_reach_every_table_figure_the_headline_and_cite(tmp
                for line in shown["markdown"]), "the toy pillar's finding"
     assert f"{TOY} (batch 4, width 4)" in " ".join(shown["headline"])  # its size in words, with no template
     assert f"workload={TOY}, size=tiny, mode=eager" in shown["cite"]
+    assert TOY in shown["compare"] and toy.PILLAR in shown["compare"]  # the rerun check, row by row
+    assert any(line.endswith("of 2 |") for line in shown["across"]), shown["across"]  # a verdict across 2 machines
