@@ -68,8 +68,8 @@ def test_the_runner_records_the_newest_layout(monkeypatch, tmp_path: Path) -> No
     layout = record["tape_vs_trace"]["worker_runs"]["layout"]
     copies = layout.pop("copies")
     assert f"{plan.COPY_SHARE:g} of the slowest group's cheapest wall, at most {plan.MAX_COPIES} in all" \
-        in copies and copies.endswith(f"once every such row has {plan.SPREAD_PROCESSES} processes, by cost "
-                                      "alone before")
+        in copies and f"once every such row has {plan.SPREAD_PROCESSES} processes, by cost alone before" in copies
+    assert copies.endswith("a round's copies only while the round with them is expected to end within the budget")
     assert layout.pop("partial").startswith("under a budget, of the round that would not fit whole the processes "
                                             "that fit run")
     assert layout == {"id": plan.LAYOUT, "settings": [["highest", False]],
