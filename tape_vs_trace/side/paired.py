@@ -69,9 +69,10 @@ def _run_costs(framework: str, names: list[str], scratch: Path) -> dict[str, Any
 def result_file(results: Path, machine_name: str, commit: str) -> tuple[asv_files.ResultFile, dict]:
     """The asv result file of `commit` on `machine_name` (scrubbed) and benchmarks.json, or a one-line error."""
     folder = ResultsFolder(results)
-    for path in (folder.result_file(machine_name, commit), folder.benchmarks_path):
-        if not path.is_file():
-            raise PairedError(f"no results to pair: {path} is missing (run `tape-vs-trace run` first)")
+    path = folder.result_file(machine_name, commit)
+    for needed in (path, folder.benchmarks_path):
+        if not needed.is_file():
+            raise PairedError(f"no results to pair: {needed} is missing (run `tape-vs-trace run` first)")
     try:
         return asv_files.read(path), folder.benchmarks()
     except (OSError, ValueError, asv_files.ResultFileError) as exc:

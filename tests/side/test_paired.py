@@ -241,7 +241,7 @@ def test_a_curve_points_costs_are_the_count_mixins_counts() -> None:
 
 
 def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", drop: tuple = (),
-                 omit: tuple = ()) -> tuple[asv_files.ResultFile, dict]:
+                 omit: tuple = (), folder: Path | None = None) -> tuple[asv_files.ResultFile, dict]:
     """An asv result file (read) and benchmarks.json holding, for each point of `chosen`, the samples
     per_point(e, j) returns (a list of per-process lists), as tape-vs-trace run writes them; without the points
     `drop` names ((experiment, point index)) and the benchmarks `omit` names."""
@@ -271,10 +271,28 @@ def _result_file(chosen: list[Experiment], per_point, runner: str = "worker", dr
     data = {"commit_hash": "abcdef1234", "date": 0, "params": {"machine": "m"}, "python": "3.11", "requirements": {},
             "env_name": "existing-venv", "version": 2, "results": results, "result_columns": columns,
             "tape_vs_trace": {"runner_of": {n: runner for n in results}}}
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "abcdef12-existing-venv.json"
+    if folder is not None:  # kept, as the results folder's machine folder
+        path = folder / "abcdef12-existing-venv.json"
         path.write_text(json.dumps(data))
         return asv_files.read(path), benchmarks
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "abcdef12-existing-venv.json"
+        path.write_text(json.dumps(data))
+        return asv_files.read(path), benchmarks
+
+
+def test_result_file_reads_the_commits_result_file_and_benchmarks_json_of_the_folder(tmp_path: Path) -> None:
+    # the pair make bench reads: <machine>/<commit8>-existing-venv.json and benchmarks.json beside the machines
+    chosen = [_remat("cpu", "torch", "eager", "unrolled")]
+    (tmp_path / "m").mkdir()
+    _, benchmarks = _result_file(chosen, lambda *_: [[1.0] * 3] * 3, folder=tmp_path / "m")
+    (tmp_path / "benchmarks.json").write_text(json.dumps({**benchmarks, "version": 2}))
+    read, meta = paired.result_file(tmp_path, "m", "abcdef1234")
+    assert read.commit == "abcdef1234" and read.path.parent.name == "m"
+    assert {k: v for k, v in meta.items() if k != "version"} == benchmarks
+    (tmp_path / "benchmarks.json").unlink()
+    with pytest.raises(paired.PairedError, match="benchmarks.json is missing"):
+        paired.result_file(tmp_path, "m", "abcdef1234")
 
 
 def test_each_points_samples_split_into_its_processes_pass_by_pass() -> None:
