@@ -208,9 +208,8 @@ def front_lines(rows: list[Row], details: dict[tuple[str, str], dict], no_matmul
     n = {v: verdicts.count(v) for v in (ACCOUNTS, NOT_EXPLAINED, NO_CALIBRATION)}
     none = f"; {n[NO_CALIBRATION]} lack a calibration in both runs" if n[NO_CALIBRATION] else ""
     return [f"{len(found)} step-time ratios differ between like machines beyond a rerun's "
-            f"±{stats.BETWEEN_PROCESSES * 100:g} % (intervals apart): the calibration of the step's kind (interval or "
-            f"runs' range) accounts for {n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by the calibration{none}. "
-            f"Each, with both hosts' calibrations: [{PAGE}]({PAGE})."]
+            f"±{stats.BETWEEN_PROCESSES * 100:g} % (intervals apart): the calibration of the step's kind accounts for "
+            f"{n[ACCOUNTS]}; {n[NOT_EXPLAINED]} are not explained by it{none}: [{PAGE}]({PAGE})."]
 
 
 def layout_notes(pairs: list[tuple[dict, dict]], details_a: dict, details_b: dict) -> list[str]:
