@@ -20,7 +20,7 @@ FASTEST = "Each framework at its fastest"
 MODES = {"compiled": "compiled program: `torch.compile` against `jax.jit`",
          "eager": "dispatch cost: PyTorch's eager tape against un-jitted JAX, "
                   "so it measures per-op dispatch, not a jitted program"}
-MEMORY = ("Bytes kept for the backward: PyTorch's saved tensors (`saved_tensors_hooks`, deduplicated by storage) "
+MEMORY = ("Bytes kept for the backward: PyTorch's saved tensors (deduplicated by storage) "
           "against `jax.vjp`'s residuals before XLA, which may keep fewer or more; exact counts, no interval.")
 UNLIKE = "†"  # a cell shown but left out of its row's verdict: an unlike run (hosts.like_machines)
 
@@ -129,8 +129,8 @@ def fastest_section(top: Headline, groups: list[tuple[str, pd.DataFrame]], detai
         return [case_words(case), "; ".join(modes)]
 
     table, left = grid(rows, machine_order(top), details, label, ("workload", "fastest mode (PyTorch; JAX)"))
-    return [f"## {FASTEST}", "", f"{caption(top)} Each framework's fastest gradient step, whichever its mode "
-            "(the one ratio across modes).", "", *table, ""], left
+    return [f"## {FASTEST}", "", f"{caption(top)} Each framework's fastest gradient step, whichever its mode.", "",
+            *table, ""], left
 
 
 def _program(case, by_machine=None) -> list[str]:
