@@ -23,8 +23,7 @@ from pathlib import Path
 from tape_vs_trace.running import profiles
 
 GOAL_S = 600.0  # make bench's goal for the whole target on a 2-core CPU host
-# the side steps' costs are taken this much higher: two consecutive quiet runs' first-step and paired steps moved by
-# 8-9 %, which ran make bench 2 s over its goal
+# the side steps' costs are taken this much higher: they move between consecutive quiet runs (docs/history.md)
 SIDE_MARGIN = 0.10
 MIN_BUDGET_S = 1.0  # the runner refuses a budget that is not positive; its first rounds run whatever it is
 

@@ -34,8 +34,8 @@ from typing import Any
 from implementations import sampling
 
 CHILD_TIMEOUT_S = 300
-# Processes per framework: three give a between-process interval (as the runner's steps do) for about 2 s each on a
-# 2-core CPU, most of it the framework's import.
+# Processes per framework: three give a between-process interval, as the runner's steps do; most of a process's time
+# is the framework's import (its cost: docs/history.md).
 PROCESSES = 3
 
 
