@@ -20,6 +20,7 @@ from tape_vs_trace.report import (
     front,
     glance,
     headline,
+    like_modes,
     markdown,
     native_peak_section,
     paired_results,
@@ -29,7 +30,7 @@ from tape_vs_trace.report.load import ReportError, Results, Warn, load_results
 from tape_vs_trace.report.select import base_numerics, latest
 from tape_vs_trace.results.folder import MACHINE_RECORD
 
-OUTPUTS = ["summary.csv", "summary.md", headline.NAME, glance.STRIP, *figures.FIGURES]
+OUTPUTS = ["summary.csv", "summary.md", like_modes.PAGE, headline.NAME, glance.STRIP, *figures.FIGURES]
 
 
 def _compile_growth():

@@ -138,17 +138,16 @@ def write(out: Path, results: Path, warn: Warn) -> bool:
 
 
 # the parts of the front page's cell: the one-time start apart from what a longer program grows (COLUMNS' sums)
-FRONT = (("start", "one-time start"), ("compile", "trace and compile"), ("run", "first execution and rest"),
-         ("wait", "whole wait"))
-SAID = ("Time to first step: a fresh interpreter to the first compiled gradient step done, cold (empty compile "
-        "caches) or warm (an earlier process's); the one-time start apart from the compile and the first run; the "
-        f"wait's 95 % interval; all parts, eager steps: [{PAGE}]({PAGE}).")
+FRONT = (("start", "one-time start"), ("compile", "trace and compile"), ("wait", "whole wait"))
+SAID = ("Time to first step: a fresh interpreter to its first compiled gradient step, cold (empty compile caches) or "
+        f"warm [95 % interval], and its one-time start and compile; all parts: [{PAGE}]({PAGE}).")
 
 
 def front_rows(results: Path, warn: Warn) -> list[str]:
     """Rows of the front page's compile-time table: per machine's newest file and workload, each framework's
-    compiled first step, cold and warm, as 'cold: start 6.01 s, compile 6.22 s, run 0.02 s, wait 14.02 s [12.10,
-    16.24]; warm: ...' (geometric means over processes); [] without results/first_step."""
+    compiled first step, cold and warm, as 'cold 14.02 s [12.10, 16.24] (start 6.01 s, compile 6.22 s); warm ...'
+    (the whole wait, then its one-time start and compile; geometric means over processes); [] without
+    results/first_step."""
     cells = dict(COLUMNS)
     out = []
     for machine, data in sorted(load(results, warn).items()):
@@ -160,8 +159,8 @@ def front_rows(results: Path, warn: Warn) -> list[str]:
                 for cache, rows in mine[mine.framework == fw].groupby("cache", sort=True):
                     told = [f"{short} {estimate(list(rows[list(cells[column])].sum(axis=1)))}" for short, column
                             in FRONT]
-                    parts.append(f"{cache}: " + ", ".join(t if t.startswith("wait") else t.split(" [")[0]
-                                                          for t in told))
+                    parts.append(f"{cache} {told[-1].removeprefix('wait ')} ("
+                                 + ", ".join(t.split(" [")[0] for t in told[:-1]) + ")")
                 said.append("; ".join(parts) or "not run")
             out.append(f"| {machine} (`{data.commit.iloc[0][:8]}`) | time to first step, {workload} {size} | "
                        + " | ".join(said) + " |")

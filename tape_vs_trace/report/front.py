@@ -16,12 +16,6 @@ from tape_vs_trace.report.select import base_numerics, latest
 from tape_vs_trace.results.rowkey import RowKey
 
 FASTEST = "Each framework at its fastest"
-# the like-mode step times by mode, each named for what it measures (the eager pair is Python dispatch per op)
-MODES = {"compiled": "compiled program: `torch.compile` against `jax.jit`",
-         "eager": "dispatch cost: PyTorch's eager tape against un-jitted JAX, "
-                  "so it measures per-op dispatch, not a jitted program"}
-MEMORY = ("Bytes kept for the backward: PyTorch's saved tensors (deduplicated by storage) "
-          "against `jax.vjp`'s residuals before XLA, which may keep fewer or more; exact counts, no interval.")
 UNLIKE = "†"  # a cell shown but left out of its row's verdict: an unlike run (hosts.like_machines)
 
 
@@ -39,33 +33,31 @@ def case_words(case: tuple[str, ...]) -> str:
 
 
 def scale_lines(groups: list[tuple[str, pd.DataFrame]], info: dict[str, dict]) -> list[str]:
-    """The scale, once: each machine's newest run (commit, and the framework versions), device and cores, every size
-    with its step's cost (from the newest run that timed it), what CPU results describe and how a cell reads."""
+    """The scale, once: the machines (each one's newest run by its commit; device, cores, versions), every
+    size with its step's cost (from the newest run that timed it), what CPU results describe and how a cell reads."""
     alike: dict[tuple, list[str]] = {}  # machines of one device, core count and versions, said once
-    by_name = dict(groups)
     for g, rows in groups:
         first = rows.iloc[0]
         alike.setdefault((str(first.device), info.get(g, {}).get("num_cpu"),
                           f"torch {first.torch_version}, jax {first.jax_version}"), []).append(g)
-    machines = "; ".join(
-        ", ".join(f"{g} (`{by_name[g].commit.iloc[0][:8]}`)" for g in gs) + ": "
-        + (f"device {device}, {cores} cores each" if len(gs) > 1 and cores else scale.host(device, info.get(gs[0], {})))
-        + f", {versions}" for (device, cores, versions), gs in alike.items())
+    by_name = dict(groups)
+    machines = "; ".join(", ".join(f"{g} (`{by_name[g].commit.iloc[0][:8]}`)" for g in gs) + f": device {device}"
+                         + (f", {cores} cores{' each' if len(gs) > 1 else ''}" if cores else "") + f", {versions}"
+                         for (device, cores, versions), gs in alike.items())
     seen: dict[tuple[str, str], str] = {}
     for _, rows in groups:
         base = base_numerics(rows)
         for w, s in scale.sizes(base):
-            seen.setdefault((w, s), scale.size(base, w, s, saved=False))
+            seen.setdefault((w, s), scale.size(base, w, s, saved=False, words=False))
     lines = [f"- **Machines** (newest run): {machines}."]
     cpu = any(str(rows.device.iloc[0]) == "cpu" for _, rows in groups)
     if seen:  # what CPU results describe, said with the sizes it concerns
         lines.append("- **Sizes**: " + "; ".join(seen.values()) + "." + (f" {scale.NOT_GPU_SCALE}." if cpu else ""))
     elif cpu:
         lines.append(f"- {scale.NOT_GPU_SCALE}.")
-    lines.append("- **Reading a cell**: JAX/PyTorch, above 1 JAX is slower or keeps more; times: geometric means of "
-                 "per-process medians; [a–b]: 95 % interval across processes; a finding only beyond the "
-                 f"±{stats.BETWEEN_PROCESSES * 100:g} % a rerun moves a ratio; programs loop in Python unless marked "
-                 f"scan ({headline.scan_words()}).")
+    lines.append("- **A cell**: JAX/PyTorch (above 1: JAX slower or keeps more), geometric mean of per-process medians "
+                 f"[95 % interval]; a finding only beyond a rerun's ±{stats.BETWEEN_PROCESSES * 100:g} %; loops in "
+                 "Python unless marked scan.")
     return lines
 
 
@@ -86,7 +78,19 @@ def _mode(row: dict) -> str:
     return " · ".join(p for p in (key.axis("mode"), "scan" if key.axis("formulation") == "scan" else "") if p)
 
 
-def grid(rows: list[Row], machines: list[str], details: dict, label, first: tuple[str, ...]
+def holds_short(by_machine: dict[str, Row]) -> str:
+    """headline.holds' findings ('JAX slower on 1 of 3'), then how many more point one way not beyond a rerun's band
+    ('2 slower, within a rerun's ±10 %'): the size is in each machine's cell."""
+    n = len(by_machine)
+    said = {m: headline.verdict(r.comparison, r.measure) for m, r in by_machine.items()}
+    found = [v for m, v in said.items() if by_machine[m].comparison.differs]
+    parts = [f"{v} on {found.count(v)} of {n}" for v in dict.fromkeys(found)] or [f"no finding on any of {n}"]
+    ways = [v.split(", not beyond")[0].split()[-1] for v in said.values() if "not beyond" in v]
+    parts += [f"{ways.count(w)} {w}" for w in dict.fromkeys(ways)]
+    return "; ".join(parts) + (f", within a rerun's ±{stats.BETWEEN_PROCESSES * 100:g} %" if ways else "")
+
+
+def grid(rows: list[Row], machines: list[str], details: dict, label, first: tuple[str, ...], holds=headline.holds
          ) -> tuple[list[str], dict[str, str]]:
     """A table of one case a line, a column per machine with its short cell, and the verdict across the like
     machines (headline.holds); `label(case, by_machine)` gives the `first` columns. Also, per machine left out of a
@@ -107,7 +111,7 @@ def grid(rows: list[Row], machines: list[str], details: dict, label, first: tupl
                 cell += f" {UNLIKE}"
                 left.setdefault(m, "; ".join(why[m]))
             cells.append(cell)
-        lines.append("| " + " | ".join([*label(case, by_machine), *cells, headline.holds(
+        lines.append("| " + " | ".join([*label(case, by_machine), *cells, holds(
             {m: by_machine[m] for m in like})]) + " |")
     return lines, left
 
@@ -128,61 +132,17 @@ def fastest_section(top: Headline, groups: list[tuple[str, pd.DataFrame]], detai
                  for fw in ("torch", "jax")]
         return [case_words(case), "; ".join(modes)]
 
-    table, left = grid(rows, machine_order(top), details, label, ("workload", "fastest mode (PyTorch; JAX)"))
+    table, left = grid(rows, machine_order(top), details, label, ("workload", "fastest mode (PyTorch; JAX)"),
+                       holds_short)
     return [f"## {FASTEST}", "", f"{caption(top)} Each framework's fastest gradient step, whichever its mode.", "",
             *table, ""], left
 
 
-def _program(case, by_machine=None) -> list[str]:
+def program(case, by_machine=None) -> list[str]:
     """[workload and size, program]: a Python loop unless the program says scan (the Reading bullet says so)."""
     form = "" if case[3] == "unrolled" else case[3]
     words = headline.program_words(case[:2] + ("", form) + case[4:]).replace(headline.scan_label(), "scan")
     return [case_words(case), words or "—"]
-
-
-def is_default(case: tuple[str, ...]) -> bool:
-    """A workload's default program: its default style and written attention, where it has those axes."""
-    return case[4] in ("", "default") and case[5] in ("", "written")
-
-
-def like_mode_rows(top: Headline) -> list[Row]:
-    """The step times of the like-mode table, compiled first: each workload's default program (`is_default`)."""
-    return [r for mode in MODES for r in top.rows if r.measure == "step time" and r.case[2] == mode
-            and is_default(r.case)]
-
-
-def mechanism_section(top: Headline, details: dict) -> tuple[list[str], dict]:
-    """1c: the like-mode step times in one table (`like_mode_rows`), compiled first, the eager pair named as dispatch
-    cost; then one line per other mechanism (headline.MECHANISMS), its verdicts counted over every machine."""
-    rows = like_mode_rows(top)
-    if not rows:
-        return [], {}
-    table, left = grid(rows, machine_order(top), details,
-                       lambda case, _: [MODES[case[2]].split(":")[0], *_program(case)],
-                       ("measures", "workload", "program"))
-    modes = ". ".join(m[0].upper() + m[1:] for m in MODES.values()) + " (default programs; all on the machine pages)"
-    lines = ["## Mechanisms, each in like modes", "", f"{caption(top)} {modes}.", "", *table, ""]
-    said = [f"- **{name}** ({what}): {headline.told_by_mode(rs)}." for name, what, _, _ in headline.MECHANISMS
-            if (rs := [r for r in top.extra if r.measure == name])]
-    if said:
-        lines += [*said, ""]
-    return lines, left
-
-
-def memory_section(top: Headline, details: dict, more: str = "") -> tuple[list[str], dict]:
-    """1d: the bytes kept for the backward, with the method ('before XLA'); one column where every machine agrees;
-    `more`: a sentence after the caption (the CPU peaks' page)."""
-    rows = [r for r in top.rows if r.measure == "saved for backward"]
-    if not rows:
-        return [], {}
-    table, left = grid(rows, machine_order(top), details, _program, ("workload", "program"))
-    if all(len(set(line.split(" | ")[2:-1])) == 1 for line in table[2:]):  # exact and alike everywhere: one column
-        n = len({r.machine for r in rows})
-        table = [f"| workload | program | JAX/PyTorch on all {n} machines | verdict (machines) |",
-                 "|---|---|---:|---|",
-                 *["| " + " | ".join((cells := line.strip("| ").split(" | "))[:3] + [cells[-1]]) + " |"
-                   for line in table[2:]]]
-    return ["## Memory", "", " ".join(w for w in (caption(top), MEMORY, more) if w), "", *table, ""], left
 
 
 def gpu_peak_lines(table: pd.DataFrame) -> list[str]:
@@ -215,20 +175,27 @@ def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, lis
             continue
         single &= one
         for workload, torch_said, jax_said in cells:
-            run = f"{group} (`{commit[:8]}`, older than its newest run)" if older else group
+            run = f"{group} (`{commit[:8]}`, an older run)" if older else group
             rows.append(f"| {run} | {workload} | {torch_said} | {jax_said} |")
     for row in first[0]:  # beside the machine's compile rows
         at = [i for i, r in enumerate(rows) if r.startswith(row.split(" (`")[0] + " ")]
         rows.insert(at[-1] + 1 if at else len(rows), row)
     if not rows:
         return []
-    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth "
-            "and its growth exponent in depth, 95 % interval."]
-    said += ["One process a point: no interval."] if single else []
+    said = [caption(top) if top is not None else "", "A compiled step's first call (cold caches) at the deepest depth, "
+            "and depth^exponent [95 % interval]" + ("; one process a point." if single else ".")]
     said += [f"Not run on {', '.join(none)}."] if none else []
     said += [first[1]] if first[0] else []
     return ["## Compile time", "", " ".join(w for w in said if w), "", "| machine | workload | PyTorch | JAX |",
             "|---|---|---|---|", *rows, ""]
+
+
+def unlike_short(left: dict[str, str]) -> list[str]:
+    """The front page's word on a machine marked UNLIKE: left out of the verdicts, and the aspects of its run that
+    differ, by name (their words on hosts.PAGE)."""
+    return [f"- **{UNLIKE}** {m}: left out of the verdicts, another kind of run ("
+            + ", ".join(text.removeprefix("its ").split(" (")[0] for text in why.split("; ")) + f"; [{hosts.PAGE}]"
+            f"({hosts.PAGE}))." for m, why in left.items()]
 
 
 def unlike_line(left: dict[str, str]) -> list[str]:

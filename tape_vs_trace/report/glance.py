@@ -12,7 +12,7 @@ import math
 import textwrap
 from pathlib import Path
 
-from tape_vs_trace.report import front, headline, headline_chart, hosts, machine_page, stats
+from tape_vs_trace.report import front, headline, headline_chart, hosts, like_modes, machine_page, stats
 from tape_vs_trace.report.headline import Headline, Row
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import latest
@@ -39,11 +39,11 @@ class Answer:
 
 def answers(top: Headline, fastest: list[Row]) -> list[Answer]:
     """The rows of the chart, in the front page's order: a workload's fastest steps, then the like-mode step times
-    of the front page's mechanism table (front.like_mode_rows), then headline.MECHANISMS."""
+    of the front page's mechanism table (like_modes.like_mode_rows), then headline.MECHANISMS."""
     out = [Answer(FASTEST, front.case_words(case), [r for r in fastest if r.case == case])
            for case in dict.fromkeys(r.case for r in fastest)]
-    like = front.like_mode_rows(top)
-    for mode, said in front.MODES.items():
+    like = like_modes.like_mode_rows(top)
+    for mode, said in like_modes.MODES.items():
         rows = [r for r in like if r.case[2] == mode]
         name, what = said.split(": ", 1)
         if rows:

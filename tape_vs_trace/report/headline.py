@@ -152,7 +152,8 @@ def verdict(c: stats.Comparison, measure: str) -> str:
     return f"JAX {more if c.ratio > 1 else less}"
 
 
-def _extremes(rows: list[Row]) -> str:
+def extremes(rows: list[Row]) -> str:
+    """'1.65–1.96×': the smallest and largest ratio of `rows`, one value where they meet."""
     values = sorted(r.comparison.ratio for r in rows)
     text = [f"{v:.2f}" if v < 10 else f"{v:.0f}" for v in (values[0], values[-1])]
     return f"{text[0]}×" if text[0] == text[1] else f"{text[0]}–{text[1]}×"
@@ -164,32 +165,37 @@ VERDICT_ORDER = ("JAX slower", "JAX keeps more", "JAX faster", "JAX keeps less",
                  "no difference measurable", "equal")
 
 
-def _told(rows: list[Row]) -> str:
-    """'JAX slower in 4 (1.65–1.96×), JAX faster in 1 (0.08×; lstm's scan: ...), no difference measurable in 2'."""
+def tally(rows: list[Row]) -> list[tuple[str, list[Row]]]:
+    """`rows` by verdict (a direction not beyond a rerun's band as NOT_BEYOND), in VERDICT_ORDER."""
     counts: dict[str, list[Row]] = {}
     for r in rows:
         said = verdict(r.comparison, r.measure)
         counts.setdefault(NOT_BEYOND if "not beyond" in said else said, []).append(r)
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    return sorted(counts.items(), key=lambda kv: rank.get(kv[0], len(rank)))
+
+
+def _told(rows: list[Row], notes: bool = True) -> str:
+    """'JAX slower in 4 (1.65–1.96×), JAX faster in 1 (0.08×; lstm's scan: ...), no difference measurable in 2'."""
     out = []
-    for word, rs in sorted(counts.items(), key=lambda kv: rank.get(kv[0], len(rank))):
+    for word, rs in tally(rows):
         scans = list(dict.fromkeys(r.case[0] for r in rs if r.case[3] == "scan"))
         scan = " against ".join(f"{fw}'s {op}" for fw, op in frameworks.scan_operators().items())
-        note = "; " + ", ".join(f"{w}'s scan" for w in scans) + f": {scan}" if scans else ""
-        out.append(f"{word} in {len(rs)} ({_extremes(rs)}{note})" if word.startswith("JAX") or note
+        note = "; " + ", ".join(f"{w}'s scan" for w in scans) + f": {scan}" if scans and notes else ""
+        out.append(f"{word} in {len(rs)} ({extremes(rs)}{note})" if word.startswith("JAX") or note
                    else f"{word} in {len(rs)}")
     return ", ".join(out)
 
 
-def told_by_mode(rows: list[Row]) -> str:
+def told_by_mode(rows: list[Row], notes: bool = True) -> str:
     """'eager: 8 ratios on 4 machines, JAX slower in 8 (3.10–5.20×); compiled: ...': each mode's verdicts counted
-    over every machine (`_told`)."""
+    over every machine (`_told`; `notes`: whether a scan row names its operators)."""
     parts = []
     for mode in dict.fromkeys(r.case[2] for r in rows):
         sel = [r for r in rows if r.case[2] == mode]
         n = len({r.machine for r in sel})
         count = f"{len(sel)} ratio{'s' if len(sel) > 1 else ''} on {n} machine{'s' if n > 1 else ''}"
-        parts.append(f"{mode + ': ' if mode else ''}{count}, {_told(sel)}")
+        parts.append(f"{mode + ': ' if mode else ''}{count}, {_told(sel, notes)}")
     return "; ".join(parts)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tape_vs_trace.report import front, glance, headline, hosts, machine_page, scale
+from tape_vs_trace.report import front, glance, headline, hosts, like_modes, machine_page, scale
 from tape_vs_trace.report.headline import Headline
 from tape_vs_trace.report.load import Results
 from tape_vs_trace.report.select import base_numerics, latest
@@ -29,7 +29,7 @@ def first_part(data: Results, top: Headline | None, chart: str = headline.NAME) 
     groups = _newest_first(latest(data.table))
     info = {g: data.machines.get(rows.machine.iloc[0], {}) for g, rows in groups}
     fastest, left = front.fastest_section(top, groups, data.details) if top is not None else ([], {})
-    lines = ["## Scale", "", *front.scale_lines(groups, info), *front.unlike_line(left), "", *fastest]
+    lines = ["## Scale", "", *front.scale_lines(groups, info), *front.unlike_short(left), "", *fastest]
     if top is not None and top.drawn:
         lines += [f"![{glance.ALT}]({chart})", ""]
     lines += [f"- Not in the verdicts: {why}." for why in top.left_out] if top is not None else []
@@ -56,14 +56,10 @@ def markdown(data: Results, figures: dict[str, list[str]], results_label: str, t
     opening, left = first_part(data, top)
     lines += opening
     if top is not None:
-        more: dict[str, str] = {}
-        gpu = " ".join(line.removeprefix("- ") for line in front.gpu_peak_lines(table) if line)  # in the caption
-        for body, out in (front.mechanism_section(top, data.details),
-                          front.memory_section(top, data.details, " ".join(
-                              w for w in (pointers.get("memory", ""), gpu) if w))):
-            lines += body
-            more |= {m: why for m, why in out.items() if m not in left}
-        lines += front.unlike_line(more) + ([""] if more else [])
+        gpu = " ".join(line.removeprefix("- ") for line in front.gpu_peak_lines(table) if line)
+        lines += like_modes.mechanism_summary(top, data.details)
+        lines += like_modes.memory_summary(top, data.details, " ".join(w for w in (pointers.get("memory", ""), gpu)
+                                                                        if w))
     lines += front.compile_section(top, series or {}, first_step)
     between = hosts.front_lines(top.rows, data.details, top.no_matmuls) if top is not None else []
     if between:
@@ -80,6 +76,9 @@ def pages(data: Results, figures: dict[str, list[str]], compiled: dict[str, list
     between = hosts.page(top.rows, data.details, top.no_matmuls) if top is not None else None
     if between:
         out[hosts.PAGE] = between
+    tables = like_modes.page(top, data.details) if top is not None else ""
+    if tables:
+        out[like_modes.PAGE] = tables
     for group, rows in latest(data.table).items():
         scaled = scale.words(base_numerics(rows), data.machines.get(rows.machine.iloc[0], {}))
         out[machine_page.path(group)] = machine_page.page(data, group, rows, figures.get(group, []), scaled,

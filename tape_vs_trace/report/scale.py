@@ -45,10 +45,11 @@ def _span(values: pd.Series, unit: str) -> str:
     return fmt.value(low, unit) if low == high else f"{fmt.value(low, unit)}–{fmt.value(high, unit)}"
 
 
-def size(rows: pd.DataFrame, workload: str, size_name: str, saved: bool = True) -> str:
+def size(rows: pd.DataFrame, workload: str, size_name: str, saved: bool = True, words: bool = True) -> str:
     """'mlp 64x256x1024 (batch 64, ...; 0.2013 GFLOP of matmuls a step, 0.5–1 MiB saved for the backward)': a
     workload's size with what one step of it costs, from the run's own GraphCost rows where it has them (the saved
-    bytes only where `saved`: the front page gives them a section of their own)."""
+    bytes only where `saved`: the front page gives them a section of their own; the size in words only where
+    `words`)."""
     costs = []
     flops = _of(rows, FLOPS, workload, size_name)
     if len(flops):  # a step of elementwise ops only counts no matmul flops: said so, not '0 GFLOP'
@@ -56,8 +57,8 @@ def size(rows: pd.DataFrame, workload: str, size_name: str, saved: bool = True) 
     kept = _of(rows, SAVED, workload, size_name) if saved else pd.Series(dtype=float)
     if len(kept):
         costs.append(f"{_span(kept, 'bytes')} saved for the backward")
-    words = size_words(workload, size_name)
-    inner = "; ".join(([words] if words != size_name else []) + costs)
+    said = size_words(workload, size_name) if words else size_name
+    inner = "; ".join(([said] if said != size_name else []) + costs)
     return f"{workload} {size_name}" + (f" ({inner})" if inner else "")
 
 

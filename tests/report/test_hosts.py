@@ -155,7 +155,7 @@ WORKER = {"runner_of": {"recording.GradStep_mlp.time_step": "worker"}, "worker_r
 
 def grid(rows: list[Row], details: dict) -> tuple[list[str], dict[str, str]]:
     """The front page's table across machines of `rows` (report.front.grid), machines in name order."""
-    return front.grid(rows, sorted({r.machine for r in rows}), details, front._program, ("workload", "program"))
+    return front.grid(rows, sorted({r.machine for r in rows}), details, front.program, ("workload", "program"))
 
 
 def test_only_like_runs_meet_in_a_verdict_and_the_others_are_named() -> None:
