@@ -13,7 +13,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 from implementations import frameworks
+from tape_vs_trace.report import paired_results
 from tape_vs_trace.results import native_peak_rows as rows
 
 FOLDER = "native-peak"
@@ -75,9 +78,42 @@ def ratio_table(lines: list[dict]) -> list[str]:
     return out
 
 
+def suite_times(results: Path) -> dict[tuple, tuple[float, float, float, str]]:
+    """The suite's step time of each remat-curve point its paired experiment timed (results/paired, each machine's
+    newest file: the geometric mean of per-process medians, 95 % interval, commit), keyed as `_point_key` keys a
+    native-peak point; the measuring process's own times stand in only where the suite has none."""
+    empty = pd.DataFrame(columns=["machine", "date", "commit"])
+    out = {}
+    for machine, table in paired_results.load(results, empty, lambda _: None).items():
+        for r in table[table.group == "remat"].to_dict("records"):
+            key = (machine, r["framework"], r["workload"], r["size"], r["mode"], r["formulation"] or "unrolled",
+                   r["point"])
+            out[key] = (r["time_s"], r["time_ci_low"], r["time_ci_high"], r["commit"])
+    return out
+
+
+def _point_key(machine: str, p: dict) -> tuple:
+    point = f"budget {float(p['budget']):g}" if p["budget"] not in ("", None) else p["variant"]
+    return (machine, p["framework"], p["workload"], p["size"], p["mode"], p["formulation"] or "unrolled", point)
+
+
+def timed(points: list[dict], machine: str, times: dict) -> list[dict]:
+    """Each point with the time the curve draws: the suite's (`times`, with its interval and commit) where it timed
+    the point, else the measuring process's median of 5 calls (`suite` False: no interval, a load on the host
+    inflates it)."""
+    out = []
+    for p in points:
+        t = times.get(_point_key(machine, p))
+        out.append({**p, "time_s": t[0], "time_low": t[1], "time_high": t[2], "time_commit": t[3], "suite": True}
+                   if t is not None else {**p, "time_s": p["step_s"], "time_low": math.nan, "time_high": math.nan,
+                                          "time_commit": p["commit"], "suite": False})
+    return out
+
+
 def draw_curve(points: list[dict], out: Path, machine: str) -> str:
-    """One curve (one workload and size, every point from one file): peak against step time, one line per
-    framework x mode x formulation; the figure's name."""
+    """One curve (one workload and size, every peak from one file; `timed` points): peak against step time, one line
+    per framework x mode x formulation, a filled marker with its interval where the suite timed the point, a hollow
+    one at the measuring process's time where not; the figure's name."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,17 +124,25 @@ def draw_curve(points: list[dict], out: Path, machine: str) -> str:
     for fw, mode, form in dict.fromkeys((p["framework"], p["mode"], p["formulation"]) for p in points):
         line = sorted((p for p in points if (p["framework"], p["mode"], p["formulation"]) == (fw, mode, form)),
                       key=lambda p: p["peak_bytes"])
-        xs, ys = [p["peak_bytes"] / 2**20 for p in line], [p["step_s"] * 1e3 for p in line]
-        style = "-o" if mode == "eager" else (":^" if form == "scan" else "--s")
-        ax.plot(xs, ys, style, color=frameworks.get(fw).color, label=f"{frameworks.label(fw)} {mode} {form}".strip())
+        xs, ys = [p["peak_bytes"] / 2**20 for p in line], [p["time_s"] * 1e3 for p in line]
+        color = frameworks.get(fw).color
+        ax.plot(xs, ys, "-" if mode == "eager" else (":" if form == "scan" else "--"), color=color,
+                label=f"{frameworks.label(fw)} {mode} {form}".strip())
+        marker = "o" if mode == "eager" else ("^" if form == "scan" else "s")
         for p, x, y in zip(line, xs, ys):
+            if p["suite"]:
+                ax.errorbar([x], [y], yerr=[[y - p["time_low"] * 1e3], [p["time_high"] * 1e3 - y]], fmt=marker,
+                            color=color, capsize=2)
+            else:
+                ax.plot([x], [y], marker, color=color, markerfacecolor="none")
             ax.annotate(f"budget {p['budget']}" if p["budget"] else p["variant"], (x, y), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("native peak above the step's start (MiB; memray, PYTHONMALLOC=malloc)")
-    ax.set_ylabel("step time (ms, median of 5 calls in the measuring process)")
+    ax.set_ylabel("step time (ms): filled, the suite's with its 95 % interval;\n"
+                  "hollow, the measuring process's median of 5 calls")
     ax.set_yscale("log")
-    ax.set_title(f"remat trade-off on a CPU, {first['workload']} {first['size']} ({machine}, commit "
-                 f"{first['commit'][:8]}):\none memory method on both sides, every mode", fontsize=9)
+    ax.set_title(f"remat trade-off on a CPU, {first['workload']} {first['size']}, {machine}:\npeaks of commit "
+                 f"{first['commit'][:8]}, one memory method on both sides, every mode", fontsize=9)
     ax.legend(fontsize=7)
     name = f"native_peak_curve_{machine}_{first['size']}.png"
     fig.tight_layout()
@@ -123,8 +167,14 @@ def section(machine: str, lines: list[dict], curves: list[tuple[str, list[dict]]
             "### Peaks", "", *table(lines), "",
             "### JAX / PyTorch, like modes only (rowkey.like: same case, mode and method)", "", *ratio_table(lines)]
     for name, points in curves:
-        text += ["", f"Remat curve, {points[0]['workload']} {points[0]['size']}: every point from "
-                     f"{FOLDER}/{points[0]['file']} (commit {points[0]['commit'][:8]}).",
+        suite = sorted({p["time_commit"][:8] for p in points if p["suite"]})
+        own = sum(not p["suite"] for p in points)
+        text += ["", f"Remat curve, {points[0]['workload']} {points[0]['size']}: every peak from "
+                     f"{FOLDER}/{points[0]['file']} (commit {points[0]['commit'][:8]}); times: "
+                     + "; ".join(filter(None, [
+                         f"{len(points) - own} points the suite's (paired remat experiment, commit "
+                         f"{', '.join(suite)}), filled, 95 % interval" if suite else "",
+                         f"{own} points the measuring process's own, hollow, no interval" if own else ""])) + ".",
                  "", f"![native-peak remat curve]({name})"]
     return text
 
@@ -135,10 +185,12 @@ def write(results: Path, out: Path) -> list[str]:
     body, names, method = [], [], ""
     folder = results / FOLDER
     all_curves = rows.curves(folder) if folder.is_dir() else {}
+    times = suite_times(results) if all_curves else {}
     for machine, lines in (rows.current(folder) if folder.is_dir() else {}).items():
         if not lines:
             continue
-        curves = [(draw_curve(points, out, machine), points) for points in all_curves.get(machine, [])]
+        curves = [(draw_curve(timed(points, machine, times), out, machine), timed(points, machine, times))
+                  for points in all_curves.get(machine, [])]
         body += ["", *section(machine, lines, curves)]
         names += [name for name, _ in curves]
         method = lines[0]["method"]

@@ -52,7 +52,7 @@ def test_a_newer_small_file_keeps_the_older_curve_and_names_each_rows_commit(tmp
     names = native_peak_section.write(tmp_path, out)
     page = (out / native_peak_section.PAGE).read_text()
     assert names[1:] == ["native_peak_curve_m_64x256x1024.png"]
-    assert "every point from native-peak/m-aaaaaaaa.csv (commit aaaaaaaa)" in page
+    assert "every peak from native-peak/m-aaaaaaaa.csv (commit aaaaaaaa)" in page
     peaks = page.split("### Peaks")[1].split("### JAX")[0]
     assert "| aaaaaaaa |" in peaks and "| bbbbbbbb |" in peaks
 
@@ -66,3 +66,34 @@ def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:
     index = '<ul class="nav navbar-nav navbar-left"><li>Graphs</li></ul>'
     assert native_peak_section.HTML_PAGE in native_peak_section.link(index)
     assert not native_peak_section.publish(tmp_path / "none", site, "bootstrap.css")
+
+
+def _point(framework: str, variant: str, budget: str, mode: str = "compiled", step_s: float = 1.0) -> dict:
+    return {"framework": framework, "workload": "transformer", "size": "L4", "mode": mode, "formulation": "unrolled",
+            "variant": variant, "budget": budget, "step_s": step_s, "commit": "e" * 40}
+
+
+def test_a_curve_point_takes_the_suites_time_where_the_suite_timed_it_and_says_where_not() -> None:
+    times = {("m", "torch", "transformer", "L4", "compiled", "unrolled", "budget 0.5"): (0.03, 0.02, 0.04, "c" * 40),
+             ("m", "torch", "transformer", "L4", "compiled", "unrolled", "budget 0"): (0.05, 0.04, 0.06, "c" * 40),
+             ("m", "jax", "transformer", "L4", "compiled", "unrolled", "remat_full"): (0.07, 0.06, 0.08, "c" * 40)}
+    points = [_point("torch", "plain", "0.5"), _point("torch", "plain", "0"), _point("jax", "remat_full", ""),
+              _point("jax", "remat_full", "", mode="eager", step_s=0.9)]
+    drawn = native_peak_section.timed(points, "m", times)
+    assert [(p["time_s"], p["suite"]) for p in drawn] == [(0.03, True), (0.05, True), (0.07, True), (0.9, False)]
+    assert drawn[0]["time_low"] == 0.02 and drawn[0]["time_commit"] == "c" * 40
+    assert drawn[3]["time_low"] != drawn[3]["time_low"]  # the process's own time has no interval
+    assert native_peak_section.timed(points, "other", times)[0]["suite"] is False  # another machine's time: not this
+
+
+def test_the_committed_curve_draws_the_suites_compiled_times_from_its_paired_remat_experiment() -> None:
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "results"
+    times = native_peak_section.suite_times(results)
+    curves = native_peak_rows.curves(results / native_peak_section.FOLDER)
+    machine, [points, *_] = next(iter(curves.items()))
+    drawn = native_peak_section.timed(points, machine, times)
+    compiled = [p for p in drawn if p["framework"] == "torch" and p["mode"] == "compiled"]
+    assert compiled and all(p["suite"] and p["time_low"] <= p["time_s"] <= p["time_high"] for p in compiled)
+    assert {p["time_s"] for p in compiled} <= {t[0] for t in times.values()}
