@@ -7,7 +7,8 @@ the interpreter, the requirements) from the file itself. `write` is the one chan
 What asv writes and what it means here: a number is measured; None is a failure; NaN is asv's n/a, a skip
 (NotImplementedError) for a combination the run chose and "not run" for one it did not. The runner records its
 choice ("chosen"); asv run's files do not, so their NaN cannot be told from a combination left out and reads as
-not run, as the merge (results.merge) reads it. NaN is never a value.
+not run, as the merge (results.merge) reads it. NaN is never a value. The merge reads and writes a benchmark's entry
+per combination, by the same values as Combination.values, through results.entries.
 """
 
 from __future__ import annotations

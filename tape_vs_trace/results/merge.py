@@ -6,35 +6,13 @@ run's own record (host fingerprint, calibration, interpreter version) comes from
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tape_vs_trace.results import asv_files, folder, host_check
+from tape_vs_trace.results import asv_files, entries, folder, host_check
 
 ENV_NAME = folder.ENV_NAME
-
-
-def _per_combination(column: str) -> bool:
-    """Columns holding one item per parameter combination (the others hold one item per benchmark)."""
-    return column in ("result", "samples") or column.startswith("stats_")
-
-
-def _expanded(entry: list, columns: list[str], count: int) -> list:
-    """`entry` with a value for every column, a per-combination column's None (asv's all-None) as `count` Nones."""
-    full = list(entry) + [None] * (len(columns) - len(entry))
-    return [[None] * count if value is None and _per_combination(column) else value
-            for column, value in zip(columns, full)]
-
-
-def _compressed(entry: list, columns: list[str]) -> list:
-    """asv's own form of an entry: an all-None per-combination list as None, trailing Nones dropped."""
-    out = [None if _per_combination(c) and isinstance(v, list) and all(x is None for x in v) else v
-           for c, v in zip(columns, entry)]
-    while out and out[-1] is None:
-        out.pop()
-    return out
 
 
 def _take_old(new: object, old: object, chosen: bool | None) -> bool:
@@ -50,69 +28,83 @@ def _take_old(new: object, old: object, chosen: bool | None) -> bool:
     return now == asv_files.NOT_RUN and asv_files.attempted(old)
 
 
-def _merge_entry(previous: list, entry: list, columns: list[str], chosen: set[int] | None) -> tuple[list, list[int]]:
-    """`entry` with the old run's items put back per combination (`_take_old`; `chosen`: the new run's choice, None
-    where its file does not say); returns it and the combinations whose value or failure is the old run's."""
-    count = len(_values(entry))
-    new, old = _expanded(entry, columns, count), _expanded(previous, columns, count)
-    take = [_take_old(n, o, None if chosen is None else j in chosen)
-            for j, (n, o) in enumerate(zip(new[0], old[0]))]
-    for i, column in enumerate(columns):
-        if _per_combination(column) and len(new[i]) == len(old[i]) == count:
-            new[i] = [o if t else n for n, o, t in zip(new[i], old[i], take)]
-    return _compressed(new, columns), [j for j, t in enumerate(take) if t and asv_files.attempted(old[0][j])]
+Choices = dict[str, set[entries.Values]]  # per benchmark, combinations by their values
 
 
-def _values(entry: list) -> list:
-    """An entry's value per combination (asv writes None for "all failed")."""
-    return entry[0] if entry[0] is not None else [None] * (math.prod(len(p) for p in entry[1]) if entry[1] else 1)
-
-
-def _chosen_or_attempted(data: dict) -> dict[str, list[int]]:
+def _chosen_or_attempted(data: dict, found: dict[str, entries.Entry]) -> Choices:
     """A file's choice; for one that does not say, the combinations it has a value or a failure for (its skips
     cannot be told from what it left out)."""
     chosen = asv_files.choice(data.get("tape_vs_trace"))
-    if chosen is not None:
-        return chosen
-    return {name: _attempted(entry) for name, entry in data.get("results", {}).items()}
+    if chosen is None:
+        return {name: _attempted(entry) for name, entry in found.items()}
+    return {name: {combos[i] for i in indices if 0 <= i < len(combos)} for name, indices in chosen.items()
+            if name in found for combos in [found[name].combinations()]}
 
 
-def _attempted(entry: list) -> list[int]:
+def _attempted(entry: entries.Entry) -> set[entries.Values]:
     """The combinations of an entry the run measured or failed (asv_files.attempted)."""
-    return [j for j, v in enumerate(_values(entry)) if asv_files.attempted(v)]
+    return {c for c in entry.combinations() if asv_files.attempted(entry.value(c))}
+
+
+def _indices(entry: entries.Entry, combos: set[entries.Values]) -> list[int]:
+    """The positions in `entry`'s grid of those of `combos` it has."""
+    return [i for i, c in enumerate(entry.combinations()) if c in combos]
 
 
 def merge_results(old: dict, new: dict) -> tuple[dict, dict[str, list[int]]]:
-    """`new` (a later run of the same commit and environment) laid over `old`, combination by combination: what
-    the new run chose and measured (or skipped) replaces the old item; a combination it did not choose, or failed
-    where the old run measured, keeps the old item (value, samples, statistics); a benchmark it did not run keeps
-    the old entry. An entry of another benchmark version or parameter grid replaces the old one whole (its
-    positions mean other things). The merged record's "chosen" is every run's choice together: a combination
-    outside it was not run. Returns the merged data and, per benchmark, the combinations whose value or failure
-    still comes from `old`."""
-    merged = dict(new)
-    merged["results"] = dict(old.get("results", {}))
-    merged["durations"] = {**old.get("durations", {}), **new.get("durations", {})}
-    kept = {name: _attempted(entry) for name, entry in merged["results"].items() if name not in new.get("results", {})}
-    columns = new.get("result_columns", [])
-    same_columns = columns == old.get("result_columns") and columns[:3] == ["result", "params", "version"]
-    choice, before, now = (asv_files.choice(new.get("tape_vs_trace")), _chosen_or_attempted(old),
-                           _chosen_or_attempted(new))
-    for name, entry in new.get("results", {}).items():
-        previous = merged["results"].get(name)
-        merged["results"][name] = entry
-        # Elementwise only for the same parameter grid and benchmark version: otherwise positions mean other things.
-        if previous is None or not same_columns or previous[1:3] != entry[1:3]:
-            before.pop(name, None)
+    """`new` (a later run of the same commit and environment) laid over `old`, combination by combination, each
+    paired with the same combination of the old run by its parameter values (results.entries), never by position:
+    what the new run chose and measured (or skipped) replaces the old item; a combination it did not choose or does
+    not have, or failed where the old run measured, keeps the old item (value, samples, statistics); a benchmark it
+    did not run keeps the old entry. An entry's grid is both runs' (a value one of them lacks added), so no value is
+    lost. An entry of another benchmark version or number of parameters replaces the old one whole (its values mean
+    other things). The merged record's "chosen" is every run's choice together: a combination outside it was not
+    run. Returns the merged data and, per benchmark, the combinations whose value or failure still comes from `old`
+    (positions in the merged grid)."""
+    olds, news = entries.read_all(old), entries.read_all(new)
+    mine, theirs = list(new.get("result_columns") or []), list(old.get("result_columns") or [])
+    columns = [*mine, *(c for c in theirs if c not in mine)]
+    choice, before, now = (asv_files.choice(new.get("tape_vs_trace")), _chosen_or_attempted(old, olds),
+                           _chosen_or_attempted(new, news))
+    merged_entries = dict(olds)
+    kept = {name: _attempted(entry) for name, entry in olds.items() if name not in news}
+    for name, entry in news.items():
+        previous = merged_entries.get(name)
+        merged_entries[name] = entry
+        if previous is None or previous.version != entry.version or len(previous.grid) != len(entry.grid):
+            before.pop(name, None)  # another version or grid shape: the old values mean other things
             continue
-        chosen = None if choice is None else set(choice.get(name, []))
-        merged["results"][name], from_old = _merge_entry(previous, entry, columns, chosen)
-        if from_old:
-            kept[name] = from_old
-    union = {name: sorted(set(before.get(name, [])) | set(now.get(name, []))) for name in merged["results"]}
-    merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union,
-                               "failures": merged_failures(old.get("tape_vs_trace"), new.get("tape_vs_trace"))}
-    return merged, {name: idx for name, idx in sorted(kept.items()) if idx}
+        chosen = None if choice is None else now.get(name, set())
+
+        def take(combo: entries.Values, n: dict, o: dict, chosen: set | None = chosen) -> bool:
+            return _take_old(n.get("result"), o.get("result"), None if chosen is None else combo in chosen)
+
+        merged_entries[name], from_old = entries.laid_over(entry, previous, take)
+        kept[name] = {c for c in from_old if asv_files.attempted(previous.value(c))}
+    merged = {**new, "result_columns": columns, "durations": {**old.get("durations", {}), **new.get("durations", {})},
+              "results": {name: e.row(columns) for name, e in merged_entries.items()}}
+    union = {name: _indices(e, before.get(name, set()) | now.get(name, set())) for name, e in merged_entries.items()}
+    failures = merged_failures(_reindexed(old.get("tape_vs_trace"), olds, merged_entries),
+                               _reindexed(new.get("tape_vs_trace"), news, merged_entries))
+    merged["tape_vs_trace"] = {**new.get("tape_vs_trace", {}), "chosen": union, "failures": failures}
+    found = {name: _indices(merged_entries[name], combos) for name, combos in sorted(kept.items())}
+    return merged, {name: idx for name, idx in found.items() if idx}
+
+
+def _reindexed(record: dict | None, found: dict[str, entries.Entry], merged: dict[str, entries.Entry]) -> dict:
+    """A run's record with its failures' ids (`name-index`, positions in its own file's grid) moved to the same
+    combination's position in the merged grid; an id of no such combination stays as it was."""
+    record = dict(record or {})
+    moved = {}
+    for combo, runs in (record.get("failures") or {}).items():
+        name, _, index = combo.rpartition("-")
+        if name in found and name in merged and index.isdigit() and int(index) < len(found[name].items):
+            values = found[name].combinations()[int(index)]
+            if values in merged[name].items:
+                combo = f"{name}-{merged[name].index(values)}"
+        moved[combo] = runs
+    record["failures"] = moved
+    return record
 
 
 def merged_failures(old: dict | None, new: dict | None) -> dict[str, list[dict]]:
@@ -120,16 +112,16 @@ def merged_failures(old: dict | None, new: dict | None) -> dict[str, list[dict]]
     retries a combination that failed once and leaves it out after its second failure (scripts/gpu_resume.py)."""
     found: dict[str, list[dict]] = {}
     for record in (old or {}, new or {}):
-        for combo, entries in (record.get("failures") or {}).items():
+        for combo, entries_ in (record.get("failures") or {}).items():
             have = found.setdefault(combo, [])
-            have += [e for e in entries if e not in have and all(e.get("run") != h.get("run") for h in have)]
+            have += [e for e in entries_ if e not in have and all(e.get("run") != h.get("run") for h in have)]
     return found
 
 
 def _merge_into(target: Path, data: dict) -> dict:
     """`data` merged into the result file `target` already holds, the older run's record kept where its values
     are."""
-    old = json.loads(target.read_text())
+    old = folder.read_json(target)
     data, kept = merge_results(old, data)
     earlier = old.get("tape_vs_trace", {})
     runs = earlier.pop("earlier_runs", [])
@@ -183,7 +175,7 @@ def scrub(results: Path, python_version: Callable[[str], str], run_details: Call
     """
     changed = []
     for path in sorted(p for p in results.glob("*/*.json") if p.name != "machine.json"):
-        data = json.loads(path.read_text())
+        data = folder.read_json(path)
         fresh = "-existing-py_" in path.name
         if not fresh and "/" not in str(data.get("python", "")):
             continue

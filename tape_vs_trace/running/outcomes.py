@@ -129,12 +129,15 @@ def save(results: Any, folder: Path, runs: dict[str, Any], chosen: list[Task],
     return next((p for p in scrubbed if p.parent == path.parent), path)
 
 
-def held_rounds(chosen: list[Task], path: Path, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Outcome]]:
+def held_rounds(chosen: list[Task], path: Path, log: Callable[[str], None],
+                benchmarks: list[dict[str, Any]]) -> tuple[list[Task], dict[str, Outcome]]:
     """The tasks with the processes `path` (this commit's result file) already holds of each time combination taken
     off its rounds, and those held samples as their outcomes' first rounds: a contact that was cut keeps the rounds
-    it completed and the next one adds the missing rounds only. A count it holds, and a time with every round, drop
-    out; one whose samples do not split into processes of its repeat runs all its rounds again. A file that cannot
-    be read: ValueError, in one line."""
+    it completed and the next one adds the missing rounds only. A task is paired with the file's combination of the
+    same parameter values (its index is one in the discovered `benchmarks`' grid, the file's may be another: a merge
+    keeps a value an earlier grid had). A count it holds, and a time with every round, drop out; one whose samples
+    do not split into processes of its repeat runs all its rounds again. A file that cannot be read: ValueError, in
+    one line."""
     from tape_vs_trace.results import asv_files
 
     if not path.exists():
@@ -143,10 +146,11 @@ def held_rounds(chosen: list[Task], path: Path, log: Callable[[str], None]) -> t
         file = asv_files.read(path)
     except asv_files.ResultFileError as exc:
         raise ValueError(f"cannot extend: {exc}") from None
-    combos = {(c.benchmark, c.index): c for name in file.benchmarks for c in file.combinations(name)}
+    combos = {(c.benchmark, c.values): c for name in file.benchmarks for c in file.combinations(name)}
+    grids = {b["name"]: list(itertools.product(*b["params"])) if b["params"] else [()] for b in benchmarks}
     kept, held = [], {}
     for t in chosen:
-        c = combos.get((t.name, t.index))
+        c = combos.get((t.name, grids[t.name][t.index]))
         if c is None or not c.measured:
             kept.append(t)
         elif t.kind != "time":

@@ -1,14 +1,12 @@
-"""The worker runner's plan (`tape-vs-trace run`): which benchmarks asv discovers and a selection chooses, the task
-of each chosen combination (its rounds, samples, process-wide settings, and whether it needs a process of its own),
-and the processes of each round (round_plans); the rule that lets a later round start within a budget, and the part
-of a round that runs where the whole would not fit (partial_round)."""
+"""The worker runner's plan (`tape-vs-trace run`): which combinations of the one grid (running.grid) a selection
+chooses, the task of each chosen combination (its rounds, samples, process-wide settings, and whether it needs a
+process of its own), and the processes of each round (round_plans); the rule that lets a later round start within a
+budget, and the part of a round that runs where the whole would not fit (partial_round)."""
 
 from __future__ import annotations
 
 import importlib
 import itertools
-import json
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +14,9 @@ from typing import Any
 from implementations import frameworks
 from tape_vs_trace.results.asv_files import literal
 from tape_vs_trace.results.intervals import projected_half_width
+from tape_vs_trace.running import grid, profiles
 from tape_vs_trace.running.outcomes import Task
-from tape_vs_trace.running.worker import BENCHMARK_DIR, ROOT
+from tape_vs_trace.running.worker import ROOT
 
 MIN_ROUNDS = 3  # rounds a budget never cuts: the fewest processes whose t interval is worth printing
 # round_plans' process layout, recorded in the result file: tape_vs_trace.results.history.LAYOUTS lists each one it had
@@ -37,17 +36,12 @@ class RunError(Exception):
 
 
 def discover(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """The suite's benchmarks as asv discovers them (asv_runner's list_benchmarks, in a process of its own so that
-    this one imports no framework), for this process's device (TVT_DEVICE decides)."""
-    code = ("import sys; from asv_runner.discovery import list_benchmarks; "
-            f"list_benchmarks({str(BENCHMARK_DIR)!r}, sys.stdout)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RunError(f"benchmark discovery failed: {last}")
-    found = json.loads(done.stdout)
-    log(f"[run] discovered {len(found)} benchmarks")
-    return found
+    """The suite's benchmarks as asv discovers them (running.grid.discover), for this process's device (TVT_DEVICE
+    decides); a RunError of one line where a benchmark file cannot be imported."""
+    try:
+        return grid.discover(log)
+    except grid.DiscoveryError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _class_attr(name: str, attr: str, default: Any) -> Any:
@@ -68,18 +62,11 @@ def values_of(bench: dict[str, Any], combination: tuple) -> dict[str, str]:
 
 def select(benchmarks: list[dict[str, Any]], regexes: list[str] | None,
            rows: tuple[Any, ...] = ()) -> dict[str, list[int]]:
-    """The chosen combinations, benchmark -> indices: by what they are where `rows` (profiles.Rows) are given, the
-    discovered grid read once; else by asv's -b rule (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`),
-    as a user's -b asks."""
+    """The chosen combinations, benchmark -> indices: by what they are where `rows` (profiles.Rows) are given, from
+    the one grid of the discovered `benchmarks` (running.grid), as the profiles and the GPU chunks select; else by
+    asv's -b rule (asv.benchmarks.Benchmarks: a regex matches `name(param, ...)`), as a user's -b asks."""
     if rows:
-        selection = {}
-        for bench in benchmarks:
-            combinations = list(itertools.product(*bench["params"])) if bench["params"] else [()]
-            indices = [i for i, c in enumerate(combinations)
-                       if any(r.selects(bench["name"], values_of(bench, c)) for r in rows)]
-            if indices:
-                selection[bench["name"]] = indices
-        return selection
+        return grid.by_benchmark(profiles.select(rows, grid.combinations(benchmarks)), benchmarks)
     from asv.benchmarks import Benchmarks
 
     chosen = Benchmarks(_config(), benchmarks, regex=regexes or None)

@@ -13,22 +13,19 @@ share.
 - `full`, the default on CUDA machines: every benchmark, five rounds (a cold compile keeps its own 3), no budget.
 
 A selection is a list of `Rows`: benchmark names (shell patterns over asv's `module.Class.method`) and, per named
-parameter, the values accepted. The asv `-b` regex is only what a selection produces for the runners
-(`Rows.regex`: asv's rule is re.search on `module.Class.method('value', ...)`); `-b` on the command line replaces
-a profile's selection.
+parameter, the values accepted. It chooses from the one grid (running.grid: asv's discovery, each combination by its
+asv name and its parameters); where `asv run -b` is called (the GPU chunks, make compile-series), the chosen names
+become one regex (`names_regex`). `-b` on the command line replaces a profile's selection.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tape_vs_trace.running.grid import Combo, combinations  # noqa: F401  (the one grid, as the scripts name it)
 
 
 class ProfileError(ValueError):
@@ -52,19 +49,6 @@ class Rows:
         return fnmatch.fnmatchcase(name, self.benchmark) and all(
             params[axis] in values for axis, values in self.where if axis in params)
 
-    def regex(self, name: str, param_names: Iterable[str]) -> str | None:
-        """The asv `-b` regex that selects exactly these combinations of benchmark `name` (whose parameters are
-        `param_names`, in order), or None if the benchmark is not one of them."""
-        if not fnmatch.fnmatchcase(name, self.benchmark):
-            return None
-        names = list(param_names)
-        if not names:
-            return rf"^{re.escape(name)}$"
-        accepted = dict(self.where)
-        parts = [("(?:" + "|".join(re.escape(repr(v)) for v in accepted[p]) + ")") if p in accepted else "'[^']*'"
-                 for p in names]
-        return rf"^{re.escape(name)}\({', '.join(parts)}\)$"
-
 
 def rows(benchmark: str, **where: str | Iterable[str]) -> Rows:
     """Rows(benchmark, where) from keyword arguments: `rows("recording.GradStep_*.time_step", mode="eager")`."""
@@ -72,82 +56,10 @@ def rows(benchmark: str, **where: str | Iterable[str]) -> Rows:
                                  for axis, values in where.items()))
 
 
-@dataclass(frozen=True)
-class Combo:
-    """One benchmark x parameter combination, as the runners see it."""
-
-    name: str  # asv's `module.Class.method(param, ...)`, what a -b regex is matched against
-    framework: str
-    kind: str  # 'time' or 'track'
-    rounds: int  # the class's own
-    repeat: int
-    fresh: bool  # a process of its own (fresh_process)
-    skipped: bool = False  # its setup skips it (the class's rules, evaluated here without a framework)
-    workload: str = ""
-    size: str = ""
-    dtype: str = "float32"
-    mode: str = ""  # 'eager', 'compiled', ...; a compile-time benchmark's cache ('cold', 'warm')
-    method: str = ""
-    params: tuple[tuple[str, str], ...] = ()  # every parameter by name, in the benchmark's order
-
-    @property
-    def benchmark(self) -> str:
-        return self.name.split("(", 1)[0]
-
-
-def _suite_classes() -> list[type]:
-    if str(ROOT) not in sys.path:  # the benchmarks package sits beside this one, outside any install
-        sys.path.insert(0, str(ROOT))
-    from benchmarks import common
-
-    return common.suite_classes()
-
-
-def benchmarks() -> list[tuple[str, list[str], type]]:
-    """Every benchmark of this process's suite (TVT_DEVICE decides it): asv name, parameter names, class."""
-    found = []
-    for cls in _suite_classes():
-        for method in sorted(m for m in dir(cls) if m.startswith(("time_", "track_", "peakmem_", "mem_"))):
-            name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}.{method}"
-            found.append((name, list(getattr(cls, "param_names", []) if getattr(cls, "params", None) else []), cls))
-    return found
-
-
-def combinations() -> list[Combo]:
-    """Every benchmark x parameter combination of this process's grid (TVT_DEVICE decides it)."""
-    from benchmarks import common  # imported by benchmarks() on the repository's path
-
-    combos = []
-    for name, names, cls in benchmarks():
-        method = name.rsplit(".", 1)[-1]
-        params = getattr(cls, "params", None) or []
-        if params and not isinstance(params[0], list):  # asv allows one flat list for a single parameter
-            params = [params]
-        fresh = bool(getattr(getattr(cls, method), "fresh_process", getattr(cls, "fresh_process", False)))
-        for values in itertools.product(*params) if params else [()]:
-            p = dict(zip(names, values))
-            skipped = "framework" in p and bool(cls().reason_to_skip(common.Case(p)))
-            combos.append(Combo(
-                name=f"{name}({', '.join(repr(v) for v in values)})" if values else name,
-                framework=p.get("framework", "torch"), kind="time" if method.startswith("time_") else "track",
-                rounds=int(getattr(cls, "rounds", 1)), repeat=int(getattr(cls, "repeat", 1) or 1), fresh=fresh,
-                skipped=skipped, workload=p.get("workload", ""), size=p.get("size", ""),
-                dtype=p.get("dtype", "float32"), mode=p.get("mode", p.get("cache", "")), method=method,
-                params=tuple(p.items())))
-    return combos
-
-
 def select(selection: Iterable[Rows], combos: Iterable[Combo]) -> list[Combo]:
     """The combinations any of `selection` selects, in `combos`' order."""
     selection = list(selection)
     return [c for c in combos if any(r.selects(c.benchmark, dict(c.params)) for r in selection)]
-
-
-def regexes(selection: Iterable[Rows]) -> list[str]:
-    """The asv `-b` regexes that select exactly `selection` on this suite: one per benchmark and Rows."""
-    selection = list(selection)
-    return [regex for name, names, _ in benchmarks() for r in selection
-            if (regex := r.regex(name, names)) is not None]
 
 
 def names_regex(names: Iterable[str]) -> str:

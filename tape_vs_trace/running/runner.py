@@ -206,7 +206,8 @@ def _start(results_dir: Path, regexes: list[str] | None, rounds: int | None, mac
     held: dict[str, Outcome] = {}
     if extend:
         try:
-            chosen, held = held_rounds(chosen, ResultsFolder(results_dir).result_file(fields["machine"], commit), log)
+            chosen, held = held_rounds(chosen, ResultsFolder(results_dir).result_file(fields["machine"], commit), log,
+                                       benchmarks)
         except ValueError as exc:
             raise RunError(str(exc)) from None
         if not chosen:

@@ -61,7 +61,7 @@ def test_scrub_results_twice_merges_and_loses_nothing(tmp_path: Path, monkeypatc
     assert earlier["benchmarks_kept"] == ["p.A.time_x", "p.B.time_y"]
     assert earlier["calibration"] == CALIBRATION
 
-    # A changed grid or version: positions mean other things, the new entry replaces the old one whole.
+    # A changed benchmark version: its values mean other things, the new entry replaces the old one whole.
     _result_file(folder, commit, "existing-py_x_.venv_bin_python", {"p.B.time_y": _entry([None, 6.0], "3")})
     run_record.scrub_results(tmp_path / "results")
     assert json.loads(second.read_text())["results"]["p.B.time_y"][0] == [None, 6.0]

@@ -276,18 +276,18 @@ def test_the_part_of_a_round_that_fits_keeps_the_rounds_order_and_leaves_out_wha
     assert suite_plan.partial_round(plans, walls, 4.9) == []
 
 
-def test_a_profile_selects_by_rows_what_asvs_b_rule_selects_with_its_regexes(suite) -> None:
-    # the grid is read once and selected by what its combinations are; a -b regex (the GPU chunks') picks the same
-    from tape_vs_trace.running import profiles
+def test_a_profile_selects_by_rows_what_asvs_b_rule_selects_with_its_names(suite) -> None:
+    # the grid is read once and selected by what its combinations are; asv's -b, given the chosen names as the GPU
+    # chunks give them (names_regex), picks the same (tests/running/test_grid.py: every chunk)
+    from tape_vs_trace.running import grid, profiles
 
     benchmarks, _ = suite
+    combos = grid.combinations(benchmarks)
     for name in ("cited", "full"):
         selection = profiles.get(name).selection
         by_rows = suite_plan.select(benchmarks, None, selection)
-        assert by_rows == suite_plan.select(benchmarks, profiles.regexes(selection) or None), name
-    for chunk in profiles.QUICK:
-        by_rows = suite_plan.select(benchmarks, None, chunk.selection)
-        assert by_rows == suite_plan.select(benchmarks, profiles.regexes(chunk.selection) or ["^$"]), chunk.name
+        names = [c.name for c in profiles.select(selection or (profiles.rows("*"),), combos)]
+        assert by_rows == suite_plan.select(benchmarks, [profiles.names_regex(names)]), name
 
 
 def test_the_cited_profile_selects_the_headline_and_each_pillars_first_rows_and_leaves_the_rest(suite) -> None:
