@@ -33,6 +33,16 @@ class SideTable:
     newest_by: tuple[str, ...] = ()  # the newest-file rule's groups: each from the newest file holding it; () whole
     dated: str = "commit_date"  # the column that dates a file, else the caller's dates of its commit (or GIT)
     repeats: str = ""  # the column numbering a key's repeated measurements (its processes), "" for one row a key
+    command: str = ""  # the tape-vs-trace command that writes it, where not its name
+    optional: tuple[str, ...] = ()  # columns a file from before them lacks: read as empty
+
+    def writer(self) -> str:
+        return self.command or self.name
+
+    def read(self, path: Path) -> pd.DataFrame:
+        """One of its files as `read_csv` checks it, a column of `optional` it lacks empty."""
+        table = read_csv(path, tuple(f for f in self.fields if f not in self.optional))
+        return table.assign(**{c: "" for c in self.optional if c not in table.columns})
 
     def folder(self, results: Path) -> Path:
         return Path(results) / self.name
@@ -44,13 +54,15 @@ SPECS = {spec.name: spec for spec in (
               ("time_s", "ratio", "saved_bytes", "flops", "peak_bytes"), ("cost_method", "peak_method"),
               # the formulation is checked first, for its own reason (scan against unrolled)
               ("framework", "workload", "size", "mode", "point", "device"),
-              (("saved_bytes", "cost_method"), ("flops", "cost_method"), ("peak_bytes", "peak_method"))),
+              (("saved_bytes", "cost_method"), ("flops", "cost_method"), ("peak_bytes", "peak_method")),
+              optional=("attention",)),
     SideTable("distributed", "distributed results", schema.DISTRIBUTED_FIELDS, schema.DISTRIBUTED_KEY,
               ("time_s", "compile_s", "peak_bytes", "comm_bytes"), ("peak_method", "collectives_method"),
               (*schema.DISTRIBUTED_KEY, "device"), (("peak_bytes", "peak_method"),)),
     SideTable("saved", "saved-bytes breakdown", schema.SAVED_FIELDS,
               ("workload", "size", "variant", "dtype", "program", "framework", "op"), ("nbytes",), (),
-              ("workload", "size", "variant", "dtype", "program", "framework", "op")),
+              ("workload", "size", "variant", "dtype", "program", "framework", "op"), command="saved-all",
+              optional=("program",)),
     # each case (its parameters, every framework) from the newest file that holds it: a newer file of a few cases
     # hides only those
     SideTable(schema.NATIVE_PEAK_FOLDER, "native-peak results", schema.NATIVE_PEAK_FIELDS,
@@ -62,7 +74,8 @@ SPECS = {spec.name: spec for spec in (
               ("workload", "size", "framework", "mode", "cache"),
               ("wall_s", "interpreter_s", "import_s", "harness_s", "backend_start_s", "compiler_start_s", "compile_s",
                "first_execution_s", "steady_step_s"), (),
-              ("workload", "size", "framework", "mode", "cache", "device"), dated="written", repeats="process"),
+              ("workload", "size", "framework", "mode", "cache", "device"), dated="written", repeats="process",
+              command="first-step"),
 )}
 
 
@@ -152,11 +165,11 @@ def newest_rows(spec: SideTable, found: Iterable[tuple[str, Path, pd.DataFrame]]
 def load(spec: SideTable, results: Path, warn: Callable[[str], None],
          read: Callable[[Path], pd.DataFrame] | None = None) -> list[tuple[str, Path, pd.DataFrame]]:
     """Every readable file of `spec`'s table in `results` (`files`), read by `read` (the checked strings of
-    `read_csv` unless given); [] without its folder."""
+    spec.read unless given); [] without its folder."""
     folder = spec.folder(results)
     if not folder.is_dir():
         return []
-    return list(files(folder, spec.what, read or (lambda path: read_csv(path, spec.fields)), warn))
+    return list(files(folder, spec.what, read or spec.read, warn))
 
 
 def differing(spec: SideTable, a: Mapping, b: Mapping) -> set[str]:
