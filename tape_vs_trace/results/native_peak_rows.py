@@ -17,7 +17,7 @@ import pandas as pd
 from tape_vs_trace.results import intervals, schema, side_tables
 from tape_vs_trace.results.rowkey import RowKey
 
-BENCHMARK = "native_peak"  # the name rowkey.like sees for these rows
+BENCHMARK = "native_peak"  # the name a row's RowKey (like_row) gives these rows
 VERSION = "1"  # what a row means; changed when the method changes, so old and new rows are never divided
 SPEC = side_tables.SPECS[schema.NATIVE_PEAK_FOLDER]
 PARAMS = schema.NATIVE_PEAK_PARAMS  # everything that names the step, the framework apart: a case
@@ -65,8 +65,8 @@ def read(path: Path) -> list[dict]:
 
 
 def like_row(row: dict, peak: float) -> dict:
-    """`row` (one case and framework, its processes merged) in the shape rowkey.like reads: its parameters, the
-    method that measured it and the mode it was measured in."""
+    """`row` (one case and framework, its processes merged) in the shape RowKey.of and rowkey.like read: its
+    parameters, the method that measured it and the mode it was measured in (the summary's case key)."""
     return {"benchmark": f"{BENCHMARK}.{row['kind']}", "metric": "peak_bytes", "framework": row["framework"],
             "params": {**{k: row[k] for k in PARAMS}, "dtype": "float32", "device": "cpu"},
             "machine": row["machine"], "commit": row["commit"], "benchmark_version": VERSION, "comparable": True,
@@ -130,7 +130,7 @@ def unlike(a: dict, b: dict) -> str | None:
 
 
 def _found(folder: Path, warn: Callable[[str], None]) -> list[tuple[str, Path, pd.DataFrame]]:
-    return list(side_tables.files(folder, SPEC.what, lambda path: side_tables.read_csv(path, COLUMNS), warn))
+    return list(side_tables.files(folder, SPEC.what, SPEC.read, warn))
 
 
 def ordered(folder: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, list[Path]]:
