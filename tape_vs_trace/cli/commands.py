@@ -49,13 +49,13 @@ VERBOSE = _arg("--verbose", action="store_true",
 COMMANDS: tuple[Command, ...] = (
     Command("cite", "one citable block for a benchmark result, with its provenance", handlers.handle_cite,
             description="QUERY is a benchmark name or a unique part of one; key=value narrows its parameters "
-                        "(commit=, machine= too). Latest commit per machine by default. QUERY `distributed` cites "
-                        "a row of results/distributed instead (keys: framework, workload, size, dtype, variant, "
-                        "form, mode, ranks), and without framework= both frameworks and their JAX/PyTorch ratios; "
-                        "QUERY `native-peak` a case of results/native-peak (the CPU native peaks, both frameworks, "
-                        "and their ratio where the modes are like).",
+                        "(commit=, machine= too). Latest commit per machine by default. QUERY a side table's name "
+                        "(distributed, native-peak, paired, saved, first_step) cites a row of results/<name> instead, "
+                        "key=value over its key columns (e.g. distributed: framework, workload, size, dtype, "
+                        "variant, form, mode, ranks), each machine's newest rows by the table's rule; without "
+                        "framework= both frameworks and their JAX/PyTorch ratios where the rows are like.",
             arguments=(_arg("query", help="a benchmark name or a unique part of one, e.g. GradStep_mlp.time_step; "
-                                          "or distributed, for a row of the distributed results"),
+                                          "or a side table's name (distributed, native-peak, ...) for its rows"),
                        _arg("filters", nargs="*", metavar="key=value",
                             help="parameter values that narrow the rows, e.g. mode=eager dtype=float32; commit= and "
                                  "machine= too"),

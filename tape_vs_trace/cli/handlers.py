@@ -137,12 +137,11 @@ def handle_distributed(args: argparse.Namespace) -> int:
 
 
 def handle_cite(args: argparse.Namespace) -> int:
-    from tape_vs_trace.report import cite, cite_distributed, cite_native_peak
+    from tape_vs_trace.report import cite, cite_side
+    from tape_vs_trace.results.side_tables import SPECS
 
-    if args.query == cite_distributed.QUERY:  # its own rows and rule: no asv results are read for them
-        print(cite_distributed.run(args.filters, args.results, args.format, warn))
-    elif args.query == cite_native_peak.QUERY:
-        print(cite_native_peak.run(args.filters, args.results))
+    if args.query in SPECS:  # a side table's rows, by its spec: no asv results are read for them
+        print(cite_side.run(args.query, args.filters, args.results, args.format, warn))
     else:
         print(cite.run(args.query, args.filters, args.results, args.format, warn, args.verbose))
     return 0

@@ -152,7 +152,7 @@ def _write_report(results: Path, out: Path, warn: Warn, readme_path: Path | None
             sub = "" if len(drawn) == 1 else f"{group}/"
             drawn[group] = drawn.get(group, []) + [sub + n for n in glance.strip(top, group, staging / sub)]
         # The pages of their own that the front page points to, each in a line of its section.
-        pointers = {"memory": native_peak_section.front_line(native_peak_section.write(results, staging))}
+        pointers = {"memory": native_peak_section.front_line(native_peak_section.write(results, staging, warn))}
         # the page's writing warned of any unreadable file already
         first = (first_step.front_rows(results, lambda _: None), first_step.SAID) \
             if first_step.write(staging, results, warn) else ([], "")

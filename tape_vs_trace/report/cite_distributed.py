@@ -3,71 +3,27 @@
 memory and its method, the bytes communicated against the form's analytic count, the recorded settings (N, backend,
 bucket size, mesh, threads per rank, the CPU note), commit, machine and version. Without framework=, both
 frameworks and their JAX/PyTorch ratios by the distributed section's rule (`distributed_section.across`), or why
-it refuses one.
+it refuses one. The rows are selected and the blocks laid out by the side tables' one citation (cite_side); this
+module says what a distributed row holds.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
 from implementations import frameworks
 from tape_vs_trace.report import distributed_page, distributed_results, fmt
-from tape_vs_trace.report.cite import BASE, OTHER, SELECTORS, CiteError, _finite, _ratio, _some, parse_filters
+from tape_vs_trace.report.cite import BASE, OTHER, _finite, _ratio
+from tape_vs_trace.report.cite_side import Citation
 from tape_vs_trace.report.distributed_section import across, communicated
-from tape_vs_trace.results import side_tables
 from tape_vs_trace.results.folder import ResultsFolder
 from tape_vs_trace.results.schema import DISTRIBUTED_KEY as KEY
 
 QUERY = "distributed"  # the query word that cites these rows instead of an asv benchmark
 WELCH = "95 % Welch t interval over per-launch medians, log scale"
-
-
-def tables(results: Path, commit: str | None, warn: Callable[[str], None]) -> list[tuple[Path, pd.DataFrame]]:
-    """(path, table) of the files to cite from: each machine's newest, or every file when commit= picks one."""
-    folder = results / distributed_results.FOLDER
-    if not folder.is_dir():
-        raise CiteError(f"no distributed results: {folder} is not a folder (run tape-vs-trace distributed first)")
-    found = list(side_tables.files(folder, distributed_results.SPEC.what, distributed_results.read, warn))
-    if not found:
-        raise CiteError(f"no readable distributed results in {folder}")
-    if commit is None:
-        return list(side_tables.newest(found).values())
-    return [(path, data) for _, path, data in found]
-
-
-def select(found: list[tuple[Path, pd.DataFrame]], filters: dict[str, str]) -> list[list[dict]]:
-    """Per machine, the rows to cite (one, or one per framework): every KEY column fixed by a filter or by being
-    the only value left."""
-    unknown = [k for k in filters if k not in KEY and k not in SELECTORS]
-    if unknown:
-        raise CiteError(f"distributed rows have no column {unknown[0]!r}; keys: {', '.join([*KEY, *SELECTORS])}")
-    rows = pd.concat([d.assign(source=str(p)) for p, d in found], ignore_index=True)
-    for key, value in filters.items():
-        column = rows[key].astype(str)
-        keep = column.str.startswith(value) if key == "commit" else column == value
-        if not keep.any():
-            have = sorted({c[:8] for c in column} if key == "commit" else set(column),
-                          key=lambda v: (len(v), v) if key == "ranks" else (0, v))
-            raise CiteError(f"no distributed row with {key}={value}; {key} takes: {_some(have)}")
-        rows = rows[keep]
-    order = {fw: i for i, fw in enumerate(frameworks.NAMES)}
-    out = []
-    for machine, group in rows.groupby("machine", sort=True):
-        varying = {k: sorted(set(group[k].astype(str)), key=lambda v, k=k: (len(v), v) if k == "ranks" else (0, v))
-                   for k in (*KEY, "commit") if k != "framework"}
-        varying = {k: v for k, v in varying.items() if len(v) > 1}
-        if varying:
-            choices = "; ".join(f"{k} takes {', '.join(v if k != 'commit' else [c[:8] for c in v])}"
-                                for k, v in varying.items())
-            raise CiteError(f"{len(group)} distributed rows left on {machine}: {choices}; add key=value to choose")
-        records = group.to_dict("records")
-        out.append(sorted(records, key=lambda r: order.get(r["framework"], len(order))))
-    return out
 
 
 def _cpu(results: Path, machine: str) -> str | None:
@@ -156,42 +112,37 @@ def _title(rec: dict) -> str:
             f"{frameworks.label(rec['framework'])}")
 
 
-def render(results: Path, groups: list[list[dict]], form: str, both: bool) -> str:
-    """The blocks of `groups`; with `both` (no framework= given) the JAX/PyTorch ratios of each group, or why
-    the rule refuses them."""
-    objects, blocks = [], []
-    for rows in groups:
-        recs = [record(results, r) for r in rows]
-        by_fw = {r["framework"]: r for r in rows}
-        comparisons = {"step_time": across(by_fw.get(BASE), by_fw.get(OTHER)),
-                       "peak_bytes": across(by_fw.get(BASE), by_fw.get(OTHER), "peak_bytes")} if both else {}
-        for rec in recs:
-            if comparisons:
-                rec["ratio"] = {k: _ratio(c) for k, c in comparisons.items()}
-        objects.extend(recs)
-        block = []
-        for rec in recs:
-            if form == "markdown":
-                block += [f"**{_title(rec)}**", ""] + [f"- {k}: {v}" if k != "dashboard" else f"- {k}: `{v}`"
-                                                       for k, v in _lines(rec)] + [""]
-            else:
-                block += [_title(rec)] + [f"  {k:<10} {v}" for k, v in _lines(rec)]
-        label = f"{frameworks.label(OTHER)}/{frameworks.label(BASE)}"
-        for key, words in (("step_time", "step time"), ("peak_bytes", "peak")):
-            if key not in comparisons:
-                continue
-            c = comparisons[key]
-            text = fmt.ratio(c)
-            if key == "step_time" and c.formed and c.low is not None and math.isfinite(c.low) and c.low != c.high:
-                text += f" ({WELCH})"
-            block.append(f"- {label} {words}: {text}" if form == "markdown" else f"{label} {words}: {text}")
-        blocks.append("\n".join(block).rstrip())
-    if form == "json":
-        return json.dumps(objects[0] if len(objects) == 1 else objects, indent=2)
-    return "\n\n".join(blocks)
+def ratios(rows: list[dict]) -> list[tuple[str, str, str, dict]]:
+    """The JAX/PyTorch ratios of step time and peak by the distributed section's rule, or why it refuses them."""
+    by_fw = {r["framework"]: r for r in rows}
+    label = f"{frameworks.label(OTHER)}/{frameworks.label(BASE)}"
+    out = []
+    for key, words, metric in (("step_time", "step time", "time_s"), ("peak_bytes", "peak", "peak_bytes")):
+        c = across(by_fw.get(BASE), by_fw.get(OTHER), metric)
+        text = fmt.ratio(c)
+        if key == "step_time" and c.formed and c.low is not None and math.isfinite(c.low) and c.low != c.high:
+            text += f" ({WELCH})"
+        out.append((key, f"{label} {words}", text, _ratio(c)))
+    return out
 
 
-def run(filters: list[str], results: Path, form: str, warn: Callable[[str], None]) -> str:
-    chosen = parse_filters(filters)
-    groups = select(tables(results, chosen.get("commit"), warn), chosen)
-    return render(results, groups, form, "framework" not in chosen)
+class Distributed(Citation):
+    """A distributed row: its reader's numbers, its settings and both ratios of the distributed section."""
+
+    def read(self, path: Path) -> pd.DataFrame:
+        return distributed_results.read(path)
+
+    def record(self, results: Path, row: dict) -> dict:
+        return record(results, row)
+
+    def title(self, rec: dict) -> str:
+        return _title(rec)
+
+    def lines(self, rec: dict) -> list[tuple[str, str]]:
+        return _lines(rec)
+
+    def ratios(self, rows: list[dict]) -> list[tuple[str, str, str, dict]]:
+        return ratios(rows)
+
+
+CITATION = Distributed(distributed_results.SPEC)

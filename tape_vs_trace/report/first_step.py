@@ -33,6 +33,7 @@ COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("first execution and rest", ("first_execution_s",)),
     ("whole wait", ("wall_s",)),
 )
+SPEC = side_tables.SPECS[FOLDER]
 _NUMERIC = ("wall_s", "interpreter_s", "import_s", "harness_s", "backend_start_s", "compiler_start_s",
             "first_step_s", "compile_s", "first_execution_s", "unattributed_s", "host_busy")
 
@@ -46,15 +47,10 @@ def read(path: Path) -> pd.DataFrame:
 
 
 def load(results: Path, warn: Warn) -> dict[str, pd.DataFrame]:
-    """Per machine, its newest written results/first_step file."""
-    folder = results / FOLDER
-    if not folder.is_dir():
-        return {}
-    newest: dict[str, pd.DataFrame] = {}
-    for machine, _, table in side_tables.files(folder, "time-to-first-step results", read, warn):
-        if machine not in newest or table.written.iloc[0] > newest[machine].written.iloc[0]:
-            newest[machine] = table
-    return newest
+    """Per machine, its newest written results/first_step file (the side tables' newest-file rule, SPEC dating a file
+    by its `written` column)."""
+    found = side_tables.load(SPEC, results, warn, read)
+    return {machine: table for machine, (_, table) in side_tables.newest(found, dated=SPEC.dated).items()}
 
 
 def estimate(values: list[float]) -> str:

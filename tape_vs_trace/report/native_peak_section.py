@@ -11,6 +11,7 @@ import html
 import math
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ from implementations import frameworks
 from tape_vs_trace.report import paired_results
 from tape_vs_trace.results import native_peak_rows as rows
 
-FOLDER = "native-peak"
+FOLDER = rows.SPEC.name
 PAGE = "native-peak.md"
 HTML_PAGE = "native-peak.html"  # the dashboard's copy of the page
 
@@ -179,14 +180,14 @@ def section(machine: str, lines: list[dict], curves: list[tuple[str, list[dict]]
     return text
 
 
-def write(results: Path, out: Path) -> list[str]:
+def write(results: Path, out: Path, warn: Callable[[str], None] = lambda _: None) -> list[str]:
     """native-peak.md and its figures into `out` from results/native-peak (each case and each curve from the newest
-    file that holds it); [] without one."""
+    file that holds it); [] without one. An unreadable file is skipped with a warning."""
     body, names, method = [], [], ""
     folder = results / FOLDER
-    all_curves = rows.curves(folder) if folder.is_dir() else {}
+    all_curves = rows.curves(folder) if folder.is_dir() else {}  # the same files: `current` warns of them
     times = suite_times(results) if all_curves else {}
-    for machine, lines in (rows.current(folder) if folder.is_dir() else {}).items():
+    for machine, lines in (rows.current(folder, warn) if folder.is_dir() else {}).items():
         if not lines:
             continue
         curves = [(draw_curve(timed(points, machine, times), out, machine), timed(points, machine, times))

@@ -14,7 +14,6 @@ import pandas as pd
 from implementations import metrics, workloads
 from tape_vs_trace.report.load import COLUMNS, Warn
 from tape_vs_trace.results import side_tables
-from tape_vs_trace.results.schema import PAIRED_FIELDS
 
 SPEC = side_tables.SPECS["paired"]
 FOLDER = SPEC.name
@@ -74,9 +73,7 @@ def renamed(table: pd.DataFrame) -> pd.DataFrame:
 def read(path: Path) -> pd.DataFrame:
     """One paired CSV, checked; ValueError (with the reason) for anything that is not one."""
     # files from before the remat curve had fused attention: every row of theirs is written attention
-    table = side_tables.read_csv(path, tuple(f for f in PAIRED_FIELDS if f != "attention"))
-    if "attention" not in table.columns:
-        table["attention"] = ""
+    table = SPEC.read(path)  # attention is one of the spec's optional columns
     for column in NUMBERS:
         table[column] = pd.to_numeric(table[column].replace("", math.nan), errors="coerce")
         if column in REQUIRED and table[column].isna().any():

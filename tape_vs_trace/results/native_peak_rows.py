@@ -1,27 +1,27 @@
-"""The rows of `tape-vs-trace native-peak` (results/native-peak/<machine>-<commit8>.csv): their columns, one reader
-and writer, the per-case summary over processes, which file each case and curve is shown from (`current`, `curves`:
-the newest that holds it), and the JAX/PyTorch ratios that rowkey.like allows. The runner
-(tape_vs_trace.side.native_peaks) writes them; the report and `cite` read them through this module."""
+"""The rows of `tape-vs-trace native-peak` (results/native-peak/<machine>-<commit8>.csv, the side table SPEC): their
+writer, their numbers, the per-case summary over processes, which file each case and curve is shown from (`current`,
+`curves`: the side tables' newest-file rule, per case as SPEC declares it), and the JAX/PyTorch ratios that the side
+tables' like rule allows. The runner (tape_vs_trace.side.native_peaks) writes them; the report and `cite` read them
+through this module."""
 
 from __future__ import annotations
 
 import csv
 import math
-import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from tape_vs_trace.results import intervals
+import pandas as pd
+
+from tape_vs_trace.results import intervals, schema, side_tables
 from tape_vs_trace.results.rowkey import RowKey
 
-BENCHMARK = "native_peak"  # the name rowkey.like sees for these rows
+BENCHMARK = "native_peak"  # the name a row's RowKey (like_row) gives these rows
 VERSION = "1"  # what a row means; changed when the method changes, so old and new rows are never divided
-# A row's parameters as the ratio rule sees them: everything that names the step, the framework apart.
-PARAMS = ("workload", "size", "kind", "variant", "mode", "formulation", "attention", "budget", "transform")
-COLUMNS = ("selection", *PARAMS, "framework", "process", "peak_bytes", "workspace_bytes",
-           "small_bytes", "method", "lower_bytes", "upper_bytes", "resident_bytes", "saved_bytes", "returned_bytes",
-           "verdict", "other_peak_bytes", "other_method", "step_s", "tracked_step_s", "machine", "commit")
+SPEC = side_tables.SPECS[schema.NATIVE_PEAK_FOLDER]
+PARAMS = schema.NATIVE_PEAK_PARAMS  # everything that names the step, the framework apart: a case
+COLUMNS = schema.NATIVE_PEAK_FIELDS
 
 
 class NativePeakError(Exception):
@@ -43,15 +43,9 @@ BYTES = ("peak_bytes", "workspace_bytes", "small_bytes", "lower_bytes", "upper_b
          "saved_bytes", "returned_bytes", "other_peak_bytes")
 
 
-def read(path: Path) -> list[dict]:
-    """The rows of one results file, numbers as numbers ('' stays '')."""
-    try:
-        with path.open(encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as exc:
-        raise NativePeakError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if rows and set(COLUMNS) - set(rows[0]):
-        raise NativePeakError(f"{path} is no native-peak file: it lacks {sorted(set(COLUMNS) - set(rows[0]))}")
+def numbers(table: pd.DataFrame) -> list[dict]:
+    """The rows of a file as side_tables.read_csv reads it, numbers as numbers ('' stays '')."""
+    rows = table.to_dict("records")
     for row in rows:
         for k in (*BYTES, "process"):
             row[k] = int(row[k]) if row[k] not in ("", None) else ""
@@ -60,9 +54,19 @@ def read(path: Path) -> list[dict]:
     return rows
 
 
+def read(path: Path) -> list[dict]:
+    """The rows of one results file, numbers as numbers ('' stays '')."""
+    try:
+        return numbers(side_tables.read_csv(path, COLUMNS))
+    except OSError as exc:
+        raise NativePeakError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise NativePeakError(f"{path} is no native-peak file: {exc}") from None
+
+
 def like_row(row: dict, peak: float) -> dict:
-    """`row` (one case and framework, its processes merged) in the shape rowkey.like reads: its parameters, the
-    method that measured it and the mode it was measured in."""
+    """`row` (one case and framework, its processes merged) in the shape RowKey.of and rowkey.like read: its
+    parameters, the method that measured it and the mode it was measured in (the summary's case key)."""
     return {"benchmark": f"{BENCHMARK}.{row['kind']}", "metric": "peak_bytes", "framework": row["framework"],
             "params": {**{k: row[k] for k in PARAMS}, "dtype": "float32", "device": "cpu"},
             "machine": row["machine"], "commit": row["commit"], "benchmark_version": VERSION, "comparable": True,
@@ -91,10 +95,8 @@ def summary(rows: list[dict]) -> list[dict]:
 
 
 def ratios(lines: list[dict]) -> list[dict]:
-    """JAX/PyTorch peak ratios of summary lines, formed only where rowkey.like allows; each with its 95 % interval
-    across processes (intervals.ratio_interval; NaN unless both sides have two or more)."""
-    from tape_vs_trace.results import rowkey
-
+    """JAX/PyTorch peak ratios of summary lines, formed only where the side tables' like rule allows (`unlike`);
+    each with its 95 % interval across processes (intervals.ratio_interval; NaN unless both sides have two or more)."""
     by_key = {(RowKey.of(like_row(line, 0)), line["machine"], line["commit"]): line for line in lines}
     out = []
     for line in lines:
@@ -103,8 +105,7 @@ def ratios(lines: list[dict]) -> list[dict]:
         other = by_key.get((replace(RowKey.of(like_row(line, 0)), framework="jax"), line["machine"], line["commit"]))
         if other is None:
             continue
-        why = rowkey.like(like_row(line, line["peak_bytes"]), like_row(other, other["peak_bytes"]))
-        if why is not None:
+        if unlike(line, other) is not None:
             continue
 
         low, high = intervals.ratio_interval(other["peaks"], line["peaks"])
@@ -115,34 +116,28 @@ def ratios(lines: list[dict]) -> list[dict]:
 
 
 def divide(a: dict, b: dict) -> float:
-    """b's peak / a's peak for two summary lines; NativePeakError naming why where rowkey.like refuses."""
-    from tape_vs_trace.results import rowkey
-
-    why = rowkey.like(like_row(a, a["peak_bytes"]), like_row(b, b["peak_bytes"]))
+    """b's peak / a's peak for two summary lines; NativePeakError naming why where the like rule refuses."""
+    why = unlike(a, b)
     if why is not None:
         raise NativePeakError(f"not divided: {why}")
     return b["peak_bytes"] / a["peak_bytes"]
 
 
-def _commit_date(path: Path) -> str:
-    """The ISO date of the commit a file's first row names, from the git repository around it; '' if unknown."""
-    try:
-        with path.open(encoding="utf-8") as f:
-            commit = next(csv.DictReader(f), {}).get("commit", "")
-        done = subprocess.run(["git", "show", "-s", "--format=%cI", commit], capture_output=True, text=True,
-                              cwd=path.parent) if commit else None
-    except OSError:
-        return ""
-    return done.stdout.strip() if done is not None and done.returncode == 0 else ""
+def unlike(a: dict, b: dict) -> str | None:
+    """Why two summary lines' peaks may not be divided (side_tables.unlike: one case, one machine and commit, like
+    methods, and the mode each was measured in, which the case names), or None."""
+    return side_tables.unlike(SPEC, a, b, "peak_bytes")
 
 
-def ordered(folder: Path) -> dict[str, list[Path]]:
-    """Per machine, its results files in `folder` (<machine>-<commit8>.csv), oldest first: by their commit's date
-    where git knows the commit, then as written."""
-    found: dict[str, list[tuple[tuple[str, float], Path]]] = {}
-    for path in sorted(folder.glob("*.csv")):
-        found.setdefault(path.stem.rsplit("-", 1)[0], []).append(((_commit_date(path), path.stat().st_mtime), path))
-    return {machine: [path for _, path in sorted(files)] for machine, files in sorted(found.items())}
+def _found(folder: Path, warn: Callable[[str], None]) -> list[tuple[str, Path, pd.DataFrame]]:
+    return list(side_tables.files(folder, SPEC.what, SPEC.read, warn))
+
+
+def ordered(folder: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, list[Path]]:
+    """Per machine, its results files in `folder` (<machine>-<commit8>.csv), oldest first (side_tables.ordered: by
+    their commit's date where git knows the commit, then as written)."""
+    return {machine: [path for path, _ in files]
+            for machine, files in side_tables.ordered(_found(folder, warn), dated=SPEC.dated).items()}
 
 
 def case_of(line: dict) -> tuple:
@@ -150,34 +145,35 @@ def case_of(line: dict) -> tuple:
     return RowKey.of(like_row(line, 0)).without("framework"), line["machine"]
 
 
-def current(folder: Path) -> dict[str, list[dict]]:
+def shown(found: Iterable[tuple[str, Path, pd.DataFrame]], by: tuple[str, ...] | None = None
+          ) -> dict[str, list[dict]]:
+    """Per machine, the summary lines of the rows the newest-file rule shows (per case unless `by` says other
+    groups), each naming its `file`."""
+    return {machine: summary(numbers(table)) for machine, table in side_tables.newest_rows(SPEC, found, by=by).items()}
+
+
+def current(folder: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, list[dict]]:
     """Per machine, the summary lines to show: each case from the newest file that holds it, all its frameworks
     from that one file (so a ratio never divides two commits), each line naming its `file`. A newer file that
     measured a few cases hides only those: the older file's other cases stay."""
-    out = {}
-    for machine, paths in ordered(folder).items():
-        chosen: dict[tuple, list[dict]] = {}
-        for path in paths:  # oldest first: a newer file's case replaces the older one's whole
-            held: dict[tuple, list[dict]] = {}
-            for line in summary(read(path)):
-                held.setdefault(case_of(line), []).append({**line, "file": path.name})
-            chosen.update(held)
-        out[machine] = [line for lines in chosen.values() for line in lines]
-    return out
+    return shown(_found(folder, warn))
 
 
-def curves(folder: Path) -> dict[str, list[list[dict]]]:
+def _curve_cases(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a file's cases (each framework of each) that the `curve` selection ran, all their processes."""
+    ran = table.groupby([*PARAMS, "framework"], sort=False).selection.transform(lambda s: (s == "curve").any())
+    return table[ran.astype(bool)]
+
+
+def curves(folder: Path, warn: Callable[[str], None] = lambda _: None) -> dict[str, list[list[dict]]]:
     """Per machine, its remat curves: per workload and size of the `curve` selection, every point from the newest
     file that ran that curve (one commit a curve), each line naming its `file`."""
+    found = [(machine, path, cases) for machine, path, table in _found(folder, warn)
+             if not (cases := _curve_cases(table)).empty]
     out = {}
-    for machine, paths in ordered(folder).items():
-        chosen: dict[tuple[str, str], list[dict]] = {}
-        for path in paths:
-            held: dict[tuple[str, str], list[dict]] = {}
-            for line in summary(read(path)):
-                if "curve" in line["selections"]:
-                    held.setdefault((line["workload"], line["size"]), []).append({**line, "file": path.name})
-            chosen.update(held)
-        if chosen:
-            out[machine] = list(chosen.values())
+    for machine, lines in shown(found, ("workload", "size")).items():
+        held: dict[tuple[str, str], list[dict]] = {}
+        for line in lines:
+            held.setdefault((line["workload"], line["size"]), []).append(line)
+        out[machine] = list(held.values())
     return out

@@ -52,3 +52,12 @@ FIRST_STEP_FIELDS = (
     "interpreter_s", "import_s", "harness_s", "backend_start_s", "compiler_start_s", "first_step_s", "compile_s",
     "first_execution_s", "unattributed_s", "steady_step_s", "phases", "cache_hits", "cache_misses",
     "cache_entries_before", "cache_settings", "start", "host_busy", "host_steal", "versions", "written", "status")
+
+# tape-vs-trace native-peak's file (tape_vs_trace.side.native_peaks), results/native-peak/<machine>-<commit8>.csv: one
+# row per process of a case; NATIVE_PEAK_PARAMS name the step (the case), the framework apart.
+NATIVE_PEAK_FOLDER = "native-peak"
+NATIVE_PEAK_PARAMS = ("workload", "size", "kind", "variant", "mode", "formulation", "attention", "budget", "transform")
+NATIVE_PEAK_FIELDS = ("selection", *NATIVE_PEAK_PARAMS, "framework", "process", "peak_bytes", "workspace_bytes",
+                      "small_bytes", "method", "lower_bytes", "upper_bytes", "resident_bytes", "saved_bytes",
+                      "returned_bytes", "verdict", "other_peak_bytes", "other_method", "step_s", "tracked_step_s",
+                      "machine", "commit")

@@ -28,7 +28,7 @@ def test_cite_asks_to_choose_between_cases(results, capsys) -> None:
 
 def test_cite_refuses_an_unknown_key(results, capsys) -> None:
     assert cli.main(["cite", "native-peak", "shape=1", "--results", str(results)]) != 0
-    assert "key one of" in capsys.readouterr().err
+    assert "no column 'shape'; keys: workload" in capsys.readouterr().err
 
 
 def test_cite_takes_a_case_from_the_newest_file_that_holds_it(tmp_path, capsys) -> None:

@@ -81,3 +81,31 @@ def test_every_spec_names_columns_its_file_has() -> None:
     for spec in side_tables.SPECS.values():
         assert set(spec.key) | set(spec.values) | set(spec.method) <= set(spec.fields), spec.name
     assert side_tables.SPECS["distributed"].key == schema.DISTRIBUTED_KEY
+
+
+def test_newest_rows_takes_each_group_from_the_newest_file_that_holds_it(tmp_path: Path) -> None:
+    spec = side_tables.SideTable("toy", "toy results", ("case", "framework", "value", "commit"), ("case", "framework"),
+                                 ("value",), (), ("case", "framework"), newest_by=("case",))
+    old = side(tmp_path, "case,framework,value,commit\na,x,1,aaaaaaaa\na,y,2,aaaaaaaa\nb,x,3,aaaaaaaa\n",
+               "m-aaaaaaaa.csv")
+    new = side(tmp_path, "case,framework,value,commit\na,x,9,bbbbbbbb\n", "m-bbbbbbbb.csv")
+    for mtime, path in enumerate((old, new)):
+        os.utime(path, (2e9 + mtime, 2e9 + mtime))
+    found = list(side_tables.files(tmp_path, spec.what, lambda p: side_tables.read_csv(p, spec.fields), print))
+    [(machine, table)] = side_tables.newest_rows(spec, found).items()
+    # case a whole from the newer file (its y side is not borrowed from the older), case b from the older
+    assert machine == "m" and list(zip(table.case, table.framework, table.value, table.file)) == [
+        ("a", "x", "9", "m-bbbbbbbb.csv"), ("b", "x", "3", "m-aaaaaaaa.csv")]
+    whole = side_tables.newest_rows(spec, found, by=())["m"]  # no groups: the newest file whole
+    assert list(whole.value) == ["9"] and side_tables.newest(found)["m"][0] == new
+
+
+def test_a_spec_dates_its_files_by_the_column_it_names(tmp_path: Path) -> None:
+    first = side(tmp_path, "written,commit\n2026-02-01,aaaaaaaa\n", "m-aaaaaaaa.csv")
+    second = side(tmp_path, "written,commit\n2026-01-01,bbbbbbbb\n", "m-bbbbbbbb.csv")
+    os.utime(first, (1e9, 1e9))
+    found = list(side_tables.files(tmp_path, "x", lambda p: side_tables.read_csv(p, ("commit",)), print))
+    assert side_tables.newest(found)["m"][0] == second  # no date known: written last
+    assert side_tables.newest(found, dated="written")["m"][0] == first
+    assert side_tables.SPECS["first_step"].dated == "written" and side_tables.SPECS["native-peak"].dated == "git"
+    assert side_tables.SPECS["native-peak"].newest_by == schema.NATIVE_PEAK_PARAMS
