@@ -14,11 +14,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
-
 from implementations import frameworks
 from tape_vs_trace.report import paired_results
 from tape_vs_trace.results import native_peak_rows as rows
+from tape_vs_trace.results import side_tables
 
 FOLDER = rows.SPEC.name
 PAGE = "native-peak.md"
@@ -80,16 +79,21 @@ def ratio_table(lines: list[dict]) -> list[str]:
 
 
 def suite_times(results: Path) -> dict[tuple, tuple[float, float, float, str]]:
-    """The suite's step time of each remat-curve point its paired experiment timed (results/paired, each machine's
-    newest file: the geometric mean of per-process medians, 95 % interval, commit), keyed as `_point_key` keys a
-    native-peak point; the measuring process's own times stand in only where the suite has none."""
-    empty = pd.DataFrame(columns=["machine", "date", "commit"])
+    """The suite's step time of each remat-curve point its paired experiment timed (results/paired: the geometric
+    mean of per-process medians, 95 % interval, commit), each point from the newest commit (git's date) that timed
+    it, keyed as `_point_key` keys a native-peak point; the measuring process's own times stand in only where the
+    suite has none."""
+    folder = results / paired_results.FOLDER
+    if not folder.is_dir():
+        return {}
+    found = side_tables.files(folder, paired_results.SPEC.what, paired_results.read, lambda _: None)
     out = {}
-    for machine, table in paired_results.load(results, empty, lambda _: None).items():
-        for r in table[table.group == "remat"].to_dict("records"):
-            key = (machine, r["framework"], r["workload"], r["size"], r["mode"], r["formulation"] or "unrolled",
-                   r["point"])
-            out[key] = (r["time_s"], r["time_ci_low"], r["time_ci_high"], r["commit"])
+    for machine, tables in side_tables.ordered(found, dated=side_tables.GIT).items():
+        for _, table in tables:  # oldest first: a newer commit's time of a point replaces an older one's
+            for r in table[table.group == "remat"].to_dict("records"):
+                key = (machine, r["framework"], r["workload"], r["size"], r["mode"], r["formulation"] or "unrolled",
+                       r["point"])
+                out[key] = (r["time_s"], r["time_ci_low"], r["time_ci_high"], r["commit"])
     return out
 
 
