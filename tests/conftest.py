@@ -15,6 +15,8 @@ import gc
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,7 @@ if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or a lone process
                                                            "--xla_backend_optimization_level=0")))})
 
 import implementations.jax as jax_side  # noqa: E402 (after the cache's settings, which JAX reads at import)
+from tests import shared  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -46,3 +49,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _frozen_for[0] = module
         gc.collect()
         gc.freeze()
+
+
+@pytest.fixture(scope="session")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every worker of this session shares (tests/shared.py): under pytest-xdist each worker's base
+    temporary folder lies in one folder of the session's."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "shared"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+@pytest.fixture
+def load_once(shared_root: Path) -> Iterator[Callable]:
+    """report.load.load_results, each results folder read once a session (tests/shared.py): returned, and used by
+    the report's commands (build, cite, compare, the comparison page) during the test."""
+    from tape_vs_trace.report import load
+
+    with shared.results_loaded_once(shared_root):
+        yield shared.loading_once(shared_root, load.load_results)

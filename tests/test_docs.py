@@ -5,9 +5,7 @@ a network or minutes, checked to exist as written."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
-import hashlib
 import io
 import os
 import re
@@ -23,6 +21,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+
+from tests import shared
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -313,41 +313,16 @@ def _sandbox(where: Path) -> None:
 
 
 _IN_PROCESS_LOCK = threading.Lock()  # one at a time: each changes this process's working folder and stdout
-_LOADED: dict[tuple, tuple[object, list[str]]] = {}
 
 
-def _folder_digest(folder: Path) -> str:
-    digest = hashlib.sha1()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _load_once(load):
-    """load_results, read once per folder content (the sandboxes hold copies of one results folder); its warnings
-    are replayed on every call and each caller gets its own copy."""
-    def loaded(results, warn, verbose=False, *args, **kwargs):
-        key = (_folder_digest(Path(results)), verbose)
-        if key not in _LOADED:
-            said: list[str] = []
-            _LOADED[key] = (load(results, said.append, verbose, *args, **kwargs), said)
-        value, said = _LOADED[key]
-        for line in said:
-            warn(line)
-        return copy.deepcopy(value)
-    return loaded
-
-
-def _run_in_process(command: Command, where: Path) -> None:
-    """The command through tape_vs_trace.cli.main in `where`, as `python -m tape_vs_trace.cli` would run it."""
+def _run_in_process(command: Command, where: Path, shared_root: Path) -> None:
+    """The command through tape_vs_trace.cli.main in `where`, as `python -m tape_vs_trace.cli` would run it; each
+    results folder read once a session (the sandboxes hold copies of one)."""
     from tape_vs_trace import cli
-    from tape_vs_trace.report import cite, compare
 
     err = io.StringIO()
     with _IN_PROCESS_LOCK, contextlib.chdir(where), contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
-        for module in (cite, compare):
-            patch.setattr(module, "load_results", _load_once(module.load_results))
+            contextlib.redirect_stderr(err), shared.results_loaded_once(shared_root):
         try:
             status = cli.main(list(command.argv[1:]))
         except SystemExit as exc:  # argparse's refusal of an option
@@ -357,7 +332,7 @@ def _run_in_process(command: Command, where: Path) -> None:
     _require(status == 0, f"{command}: exit {status}\n{err.getvalue()[-3000:]}")
 
 
-def _run_block(commands: list[Command]) -> dict[Command, str | None]:
+def _run_block(commands: list[Command], shared_root: Path) -> dict[Command, str | None]:
     """Each command of one block in order, in one sandbox: None where it passed, else what went wrong."""
     outcome: dict[Command, str | None] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -368,7 +343,7 @@ def _run_block(commands: list[Command]) -> dict[Command, str | None]:
                 if command.name in NOT_RUN:
                     _check(command)
                 elif command.name in IN_PROCESS and not command.env:
-                    _run_in_process(command, where)
+                    _run_in_process(command, where, shared_root)
                 else:
                     argv = _argv(command)
                     done = subprocess.run(argv, cwd=where, env=_env(command.env), capture_output=True, text=True,
@@ -381,7 +356,7 @@ def _run_block(commands: list[Command]) -> dict[Command, str | None]:
 
 
 @pytest.fixture(scope="module")
-def outcomes(request: pytest.FixtureRequest) -> dict[Command, str | None]:
+def outcomes(request: pytest.FixtureRequest, shared_root: Path) -> dict[Command, str | None]:
     """The commands of every block with a selected test, the blocks in parallel (each runs its commands in order)."""
     selected = {item.callspec.params["command"] for item in request.session.items
                 if getattr(item, "callspec", None) and "command" in item.callspec.params}
@@ -390,7 +365,7 @@ def outcomes(request: pytest.FixtureRequest) -> dict[Command, str | None]:
         if any((c.page, c.block) == (command.page, command.block) for c in selected):
             blocks.setdefault((command.page, command.block), []).append(command)
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        results = list(pool.map(_run_block, blocks.values()))
+        results = list(pool.map(functools.partial(_run_block, shared_root=shared_root), blocks.values()))
     return {c: o for r in results for c, o in r.items()}
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.report.helpers import FIXTURE, unrendered, write_results
+from tests.shared import once
 
 
 @pytest.fixture
@@ -19,17 +20,20 @@ def results(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def synthetic_report(tmp_path_factory) -> tuple[pd.DataFrame, str, list[str]]:
+def synthetic_report(shared_root: Path) -> tuple[pd.DataFrame, str, list[str]]:
     """summary.csv (read as text), summary.md followed by its machine pages, and the warnings of the report built
-    from helpers.write_results."""
+    from helpers.write_results; built once for all workers (tests/shared.py)."""
     from tape_vs_trace import report
 
-    root = write_results(tmp_path_factory.mktemp("synthetic") / "results")
-    out = root.parent / "report"
-    warnings: list[str] = []
-    with unrendered():  # its users read the text and the table
-        report.write_report(root, out, warnings.append)
-    table = pd.read_csv(out / "summary.csv", keep_default_na=False)
-    # each machine's page and its page of every table: the front links them, the detail is there
-    pages = sorted([*out.glob("*/summary.md"), *out.glob("*/tables.md")])
-    return table, "\n".join(p.read_text() for p in [out / "summary.md", *pages]), warnings
+    def build() -> tuple[pd.DataFrame, str, list[str]]:
+        root = write_results(shared_root / "synthetic" / "results")
+        out = root.parent / "report"
+        warnings: list[str] = []
+        with unrendered():  # its users read the text and the table
+            report.write_report(root, out, warnings.append)
+        table = pd.read_csv(out / "summary.csv", keep_default_na=False)
+        # each machine's page and its page of every table: the front links them, the detail is there
+        pages = sorted([*out.glob("*/summary.md"), *out.glob("*/tables.md")])
+        return table, "\n".join(p.read_text() for p in [out / "summary.md", *pages]), warnings
+
+    return once(shared_root, "synthetic-report", build)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tape_vs_trace.report import comparison_page, host_split, publish, stats
-from tape_vs_trace.report.load import load_results
 from tape_vs_trace.report.select import latest
+from tests.shared import results_loaded_once
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -23,12 +23,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def built(tmp_path_factory: pytest.TempPathFactory, shared_root: Path) -> tuple[Path, Path]:
     """(the dashboard's results view, the site folder holding comparison.html) of the committed results."""
     tmp = tmp_path_factory.mktemp("comparison")
     view, hosts = publish.results_view(RESULTS, tmp / "view")
     (tmp / "site").mkdir()
-    assert comparison_page.write(view, tmp / "site", "style.css", hosts, print)
+    with results_loaded_once(shared_root):
+        assert comparison_page.write(view, tmp / "site", "style.css", hosts, print)
     return view, tmp / "site"
 
 
@@ -57,11 +58,11 @@ def test_every_machine_has_its_points_drawn(built: tuple[Path, Path]) -> None:
     assert markers == points
 
 
-def test_points_are_the_reports_ratios_of_each_machines_newest_run(built: tuple[Path, Path]) -> None:
+def test_points_are_the_reports_ratios_of_each_machines_newest_run(built: tuple[Path, Path], load_once) -> None:
     """Every drawn ratio is report.stats.compare of the like rows of the machine's newest commit (interval
     included); the pairs the rule refuses are not drawn."""
     view, site = built
-    table = load_results(view, lambda _: None).table
+    table = load_once(view, lambda _: None).table
     newest = latest(table)
     drawn = {(p["machine"], p["metric"], p["case"]): p for p in _points(site)}
     formed = 0
@@ -112,7 +113,7 @@ def test_refused_ratios_are_listed_with_their_reason(built: tuple[Path, Path]) -
     assert "<svg" not in section and "no ratio (counts different things)" in section
 
 
-def test_cite_names_the_comparison_page() -> None:
+def test_cite_names_the_comparison_page(load_once) -> None:
     from tape_vs_trace.report import cite
 
     text = cite.run("GradStep_mlp.time_step", ["mode=eager", "style=default"], RESULTS, "text", lambda _: None)

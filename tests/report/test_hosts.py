@@ -16,7 +16,7 @@ import pytest
 from tape_vs_trace import cli
 from tape_vs_trace.report import front, headline, hosts, scale, stats
 from tape_vs_trace.report.headline import Row
-from tape_vs_trace.report.load import Results, load_results
+from tape_vs_trace.report.load import Results
 from tape_vs_trace.results import history, host_check
 from tests.report.helpers import report_text, unrendered, write_results
 
@@ -187,10 +187,10 @@ def test_only_like_runs_meet_in_a_verdict_and_the_others_are_named() -> None:
 COMMITTED = Path(__file__).parent.parent.parent / "results"
 
 
-def test_the_committed_verdicts_leave_out_the_run_before_compiled_processes_apart() -> None:
+def test_the_committed_verdicts_leave_out_the_run_before_compiled_processes_apart(load_once) -> None:
     """The issue: f6m207's results (0f953aff) predate compiled combinations in processes of their own, f6m167's
     (7b3a82c3) do not, and the cross-machine table counted both in "holds on 2 of 2" without a word."""
-    data = load_results(COMMITTED, lambda message: None)
+    data = load_once(COMMITTED, lambda message: None)
     groups, _ = headline.current(data)
     rows = headline.rows_of(groups)
     latest = {r.machine: r.commit[:8] for r in rows}
@@ -244,10 +244,10 @@ def test_a_ratio_that_moved_between_hosts_is_set_against_the_calibrations() -> N
     assert hosts.front_lines(close, details) == []
 
 
-def test_the_committed_runs_say_accounts_only_with_a_calibration_that_concerns_the_workload() -> None:
+def test_the_committed_runs_say_accounts_only_with_a_calibration_that_concerns_the_workload(load_once) -> None:
     """The issue: the matmul rate explained the chain and LSTM rows, which have no matmuls, and a host whose eager
     prediction ran 2.49-10.08 over its runs 'accounted for' eager differences."""
-    data = load_results(COMMITTED, lambda message: None)
+    data = load_once(COMMITTED, lambda message: None)
     groups, _ = headline.current(data)
     rows = headline.rows_of(groups)
     bare = scale.counted_without_matmuls(list(groups.values()))

@@ -397,10 +397,13 @@ def test_a_host_change_is_not_a_regression(tmp_path: Path, capsys: pytest.Captur
 
 
 @pytest.fixture(scope="module")
-def committed_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def committed_site(tmp_path_factory: pytest.TempPathFactory, shared_root: Path) -> Path:
     """The dashboard of the committed results (results/)."""
+    from tests.shared import results_loaded_once
+
     out = tmp_path_factory.mktemp("publish-committed") / "html"
-    assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--out", str(out)]) == 0
+    with results_loaded_once(shared_root):
+        assert cli.main(["publish", "--config", str(ROOT / "asv.conf.json"), "--out", str(out)]) == 0
     return out
 
 

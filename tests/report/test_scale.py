@@ -11,16 +11,17 @@ import pandas as pd
 import pytest
 
 from implementations import workloads
-from tape_vs_trace.report import cite, compile_growth, hosts, load, machine_page, scale, write_report
+from tape_vs_trace.report import cite, compile_growth, hosts, machine_page, scale, write_report
 from tests.report.helpers import unrendered
+from tests.shared import results_loaded_once
 
 RESULTS = Path(__file__).parents[2] / "results"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
+def built(tmp_path_factory, shared_root: Path) -> Path:
     out = tmp_path_factory.mktemp("committed") / "report"
-    with unrendered():  # these tests read the text
+    with unrendered(), results_loaded_once(shared_root):  # these tests read the text
         write_report(RESULTS, out, lambda line: None)
     return out
 
@@ -74,15 +75,15 @@ def test_each_machine_has_a_page_linked_from_the_front(built: Path) -> None:
         assert "## Provenance" in text and "## All results" in text and "(../summary.md)" in text
 
 
-def test_a_cite_block_carries_the_scale() -> None:
+def test_a_cite_block_carries_the_scale(load_once) -> None:
     text = cite.run("GradStep_mlp.time_step", ["mode=compiled", "style=matched"], RESULTS, "text", lambda s: None)
     lines = [line for line in text.splitlines() if line.strip().startswith("scale")]
     assert lines and all("2 cores" in s and "mlp 64x256x1024" in s and "GFLOP" in s and scale.NOT_GPU_SCALE in s
                          for s in lines)
 
 
-def test_compile_growth_is_embedded_with_its_findings_where_the_run_has_phases(tmp_path: Path) -> None:
-    data = load.load_results(RESULTS, lambda line: None)
+def test_compile_growth_is_embedded_with_its_findings_where_the_run_has_phases(load_once) -> None:
+    data = load_once(RESULTS, lambda line: None)
     first = data.table[data.table.metric == "time_step"].iloc[0].to_dict()
     extra = []
     for depth, size in list(workloads.depth_series("chain", "cuda").items())[:3]:
