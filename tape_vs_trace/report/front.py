@@ -190,12 +190,12 @@ def compile_section(top: Headline | None, series: dict[str, tuple[str, bool, lis
             "|---|---|---|---|", *rows, ""]
 
 
-def unlike_short(left: dict[str, str]) -> list[str]:
+def unlike_short(left: dict[str, str], pages: str = "") -> list[str]:
     """The front page's word on a machine marked UNLIKE: left out of the verdicts, and the aspects of its run that
-    differ, by name (their words on hosts.PAGE)."""
+    differ, by name (their words on hosts.PAGE, linked from the folder `pages` names: '' for the report's own)."""
     return [f"- **{UNLIKE}** {m}: left out of the verdicts, another kind of run ("
             + ", ".join(text.removeprefix("its ").split(" (")[0] for text in why.split("; ")) + f"; [{hosts.PAGE}]"
-            f"({hosts.PAGE}))." for m, why in left.items()]
+            f"({pages}{hosts.PAGE}))." for m, why in left.items()]
 
 
 def unlike_line(left: dict[str, str]) -> list[str]:

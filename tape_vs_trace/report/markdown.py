@@ -23,13 +23,15 @@ def _newest_first(groups: dict[str, pd.DataFrame]) -> list[tuple[str, pd.DataFra
     return sorted(groups.items(), key=lambda kv: (kv[1].date.max(), kv[0]), reverse=True)
 
 
-def first_part(data: Results, top: Headline | None, chart: str = headline.NAME) -> tuple[list[str], dict]:
+def first_part(data: Results, top: Headline | None, chart: str = headline.NAME, pages: str = ""
+               ) -> tuple[list[str], dict]:
     """The answers a reviewer wants first, and the README's block: the scale, each framework at its fastest and the
-    chart of report.glance (`chart`: its link from the page); also the machines left out of its verdicts, and why."""
+    chart of report.glance (`chart`: its link from the page; `pages`: the report's folder from the page, for its
+    other links); also the machines left out of its verdicts, and why."""
     groups = _newest_first(latest(data.table))
     info = {g: data.machines.get(rows.machine.iloc[0], {}) for g, rows in groups}
     fastest, left = front.fastest_section(top, groups, data.details) if top is not None else ([], {})
-    lines = ["## Scale", "", *front.scale_lines(groups, info), *front.unlike_short(left), "", *fastest]
+    lines = ["## Scale", "", *front.scale_lines(groups, info), *front.unlike_short(left, pages), "", *fastest]
     if top is not None and top.drawn:
         lines += [f"![{glance.ALT}]({chart})", ""]
     lines += [f"- Not in the verdicts: {why}." for why in top.left_out] if top is not None else []

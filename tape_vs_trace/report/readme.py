@@ -14,7 +14,7 @@ START, END = "<!-- report:start -->", "<!-- report:end -->"
 
 def section(data: Results, drawn: dict[str, list[str]], out_label: str, top: Headline | None = None) -> str:
     """The front page's first part, under a line that links the whole of it (summary.md)."""
-    lines, left = markdown.first_part(data, top, f"{out_label}/{headline.NAME}")
+    lines, left = markdown.first_part(data, top, f"{out_label}/{headline.NAME}", f"{out_label}/")
     lines = [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in lines]
     if left:
         lines += [f"{markdown.front.UNLIKE} left out of a verdict: an unlike run; why in the summary.", ""]

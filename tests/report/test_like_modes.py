@@ -73,3 +73,10 @@ def test_the_short_verdict_counts_findings_then_directions_within_a_rerun_band()
             "c": _row("c", 1.34, 1.05, 1.7, "compiled"), "d": _row("d", 1.0, 0.8, 1.2, "compiled")}
     assert front.holds_short(rows) == "JAX slower on 1 of 4; 2 slower, within a rerun's ±10 %"
     assert front.holds_short({"d": rows["d"]}) == "no finding on any of 1"
+
+
+def test_the_unlike_line_links_the_hosts_page_from_where_it_is_read() -> None:
+    left = {"old": "its runner layout (one worker process) is not new's (none)"}
+    assert front.unlike_short(left) == ["- **†** old: left out of the verdicts, another kind of run (runner layout; "
+                                        "[hosts.md](hosts.md))."]
+    assert front.unlike_short(left, "results/report/")[0].endswith("[hosts.md](results/report/hosts.md)).")
