@@ -92,14 +92,16 @@ def suite_times(results: Path) -> dict[tuple, tuple[float, float, float, str]]:
         for _, table in tables:  # oldest first: a newer commit's time of a point replaces an older one's
             for r in table[table.group == "remat"].to_dict("records"):
                 key = (machine, r["framework"], r["workload"], r["size"], r["mode"], r["formulation"] or "unrolled",
-                       r["point"])
+                       r["attention"] or "written", r["point"])
                 out[key] = (r["time_s"], r["time_ci_low"], r["time_ci_high"], r["commit"])
     return out
 
 
 def _point_key(machine: str, p: dict) -> tuple:
     point = f"budget {float(p['budget']):g}" if p["budget"] not in ("", None) else p["variant"]
-    return (machine, p["framework"], p["workload"], p["size"], p["mode"], p["formulation"] or "unrolled", point)
+    # the program's attention too: a fused-attention time is not the written-attention step whose peak was taken
+    return (machine, p["framework"], p["workload"], p["size"], p["mode"], p["formulation"] or "unrolled",
+            p["attention"] or "written", point)
 
 
 def timed(points: list[dict], machine: str, times: dict) -> list[dict]:
@@ -194,8 +196,8 @@ def write(results: Path, out: Path, warn: Callable[[str], None] = lambda _: None
     for machine, lines in (rows.current(folder, warn) if folder.is_dir() else {}).items():
         if not lines:
             continue
-        curves = [(draw_curve(timed(points, machine, times), out, machine), timed(points, machine, times))
-                  for points in all_curves.get(machine, [])]
+        drawn = [timed(points, machine, times) for points in all_curves.get(machine, [])]
+        curves = [(draw_curve(points, out, machine), points) for points in drawn]
         body += ["", *section(machine, lines, curves)]
         names += [name for name, _ in curves]
         method = lines[0]["method"]

@@ -70,13 +70,17 @@ def test_the_dashboard_page_links_from_asvs_index(tmp_path) -> None:
 
 def _point(framework: str, variant: str, budget: str, mode: str = "compiled", step_s: float = 1.0) -> dict:
     return {"framework": framework, "workload": "transformer", "size": "L4", "mode": mode, "formulation": "unrolled",
-            "variant": variant, "budget": budget, "step_s": step_s, "commit": "e" * 40}
+            "attention": "", "variant": variant, "budget": budget, "step_s": step_s, "commit": "e" * 40}
 
 
 def test_a_curve_point_takes_the_suites_time_where_the_suite_timed_it_and_says_where_not() -> None:
-    times = {("m", "torch", "transformer", "L4", "compiled", "unrolled", "budget 0.5"): (0.03, 0.02, 0.04, "c" * 40),
-             ("m", "torch", "transformer", "L4", "compiled", "unrolled", "budget 0"): (0.05, 0.04, 0.06, "c" * 40),
-             ("m", "jax", "transformer", "L4", "compiled", "unrolled", "remat_full"): (0.07, 0.06, 0.08, "c" * 40)}
+    times = {("m", "torch", "transformer", "L4", "compiled", "unrolled", "written", "budget 0.5"):
+             (0.03, 0.02, 0.04, "c" * 40),
+             ("m", "torch", "transformer", "L4", "compiled", "unrolled", "written", "budget 0"):
+             (0.05, 0.04, 0.06, "c" * 40),
+             ("m", "jax", "transformer", "L4", "compiled", "unrolled", "written", "remat_full"):
+             (0.07, 0.06, 0.08, "c" * 40),
+             ("m", "jax", "transformer", "L4", "eager", "unrolled", "fused", "remat_full"): (0.5, 0.4, 0.6, "c" * 40)}
     points = [_point("torch", "plain", "0.5"), _point("torch", "plain", "0"), _point("jax", "remat_full", ""),
               _point("jax", "remat_full", "", mode="eager", step_s=0.9)]
     drawn = native_peak_section.timed(points, "m", times)
@@ -84,6 +88,7 @@ def test_a_curve_point_takes_the_suites_time_where_the_suite_timed_it_and_says_w
     assert drawn[0]["time_low"] == 0.02 and drawn[0]["time_commit"] == "c" * 40
     assert drawn[3]["time_low"] != drawn[3]["time_low"]  # the process's own time has no interval
     assert native_peak_section.timed(points, "other", times)[0]["suite"] is False  # another machine's time: not this
+    # the eager point's program writes its attention out: the suite's fused-attention time is another program's
 
 
 def test_the_committed_curve_draws_the_suites_compiled_times_from_its_paired_remat_experiment() -> None:
