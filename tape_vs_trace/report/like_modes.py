@@ -133,8 +133,9 @@ def mechanism_summary(top: Headline, details: dict) -> list[str]:
              for name, rows in named if (kept := like_only(rows, details))]
     if not lines:
         return []
-    return [f"## {MECHANISMS}", "", f"{caption(top)} JAX against PyTorch, each mechanism in like modes, default "
-            f"programs; every workload and machine: [{PAGE}]({PAGE}).", "",
+    return [f"## {MECHANISMS}", "", f"{caption(top)} JAX against PyTorch, each mechanism in like modes (compiled "
+            f"program and dispatch cost: each workload's default program); every workload and machine: "
+            f"[{PAGE}]({PAGE}).", "",
             "| measures | compares | JAX's ratios: how many say each verdict (range), of how many |", "|---|---|---|",
             *lines, ""]
 
